@@ -1,0 +1,48 @@
+#pragma once
+// Allreduce: every rank ends with the element-wise reduction of all ranks'
+// inputs, bit-identical on every rank, and bitwise repeatable run to run.
+#include <cstddef>
+#include <span>
+#include <string_view>
+
+#include "sparq/coll/call.h"
+#include "sparq/coll/reduce_op.h"
+
+namespace sparq {
+
+enum class AllreduceAlgo { Auto, Ring, RecursiveDoubling, Rabenseifner, Native };
+
+std::string_view allreduce_algo_name(AllreduceAlgo a);
+AllreduceAlgo parse_allreduce_algo(std::string_view s);  // throws InputError
+
+// The `auto` rule (docs/algorithms.md): one rank -> copy; messages up to
+// `small_bytes` -> recursive-doubling (log2 P rounds: latency-bound sizes);
+// larger -> rabenseifner when P is a power of two, else ring (both move
+// 2(P-1)/P of the data; rabenseifner takes 2 log2 P rounds instead of 2(P-1),
+// the folding step of a non-power-of-two P costs it a full extra message).
+struct AutoRule {
+  std::size_t small_bytes = 64 * 1024;
+};
+
+struct AllreduceOptions {
+  AllreduceAlgo algo = AllreduceAlgo::Auto;
+  ReduceOp op = ReduceOp::Sum;
+  int tag = tags::kAllreduce;
+  Millis timeout{0};                    // 0 = the transport's
+  std::size_t segment_bytes = 1 << 20;  // ring pipelining granularity
+  AutoRule auto_rule{};
+};
+
+// The algorithm `auto` picks for these sizes (or `opts.algo` if not auto).
+AllreduceAlgo resolve_allreduce_algo(const AllreduceOptions& opts, std::size_t bytes, int nranks);
+
+// Out-of-place (in and out of equal size, disjoint or identical: in-place).
+template <class T>
+CollStats allreduce(Transport& t, std::span<const T> in, std::span<T> out, const AllreduceOptions& opts = {});
+
+template <class T>
+CollStats allreduce(Transport& t, std::span<T> inout, const AllreduceOptions& opts = {}) {
+  return allreduce(t, std::span<const T>(inout), inout, opts);
+}
+
+}  // namespace sparq

@@ -1,0 +1,58 @@
+#pragma once
+// Open MPI processes as ranks.
+//
+// Thread level: we request MPI_THREAD_SERIALIZED. sparq never calls MPI from
+// two threads at once: blocking collectives run on the calling thread, and the
+// non-blocking ones run on one communication thread that owns the transport.
+// SERIALIZED allows that thread to be other than main (FUNNELED would not),
+// without paying MPI_THREAD_MULTIPLE's locking on every call.
+#include <mpi.h>
+
+#include "sparq/transport/transport.h"
+
+namespace sparq {
+
+// MPI_Init_thread / MPI_Finalize for the life of the object. One per process.
+class MpiSession {
+ public:
+  MpiSession(int* argc, char*** argv);
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+  int provided_thread_level() const { return provided_; }
+
+  // Kills every rank of the job (MPI_Abort) with `code`: used by the CLI when
+  // this rank fails, so that the others do not wait for it.
+  [[noreturn]] static void abort_job(int code);
+
+  // True when this process was started by mpiexec/mpirun (Open MPI or PMIx).
+  static bool launched_by_mpiexec();
+
+ private:
+  int provided_ = 0;
+};
+
+class MpiTransport final : public Transport {
+ public:
+  // Works on a duplicate of `comm` with errors returned, not fatal.
+  explicit MpiTransport(MPI_Comm comm = MPI_COMM_WORLD);
+  ~MpiTransport() override;
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string_view name() const override { return "mpi"; }
+  MPI_Comm comm() const { return comm_; }
+
+ protected:
+  std::unique_ptr<RequestState> do_isend(int peer, int tag, Bytes data) override;
+  std::unique_ptr<RequestState> do_irecv(int peer, int tag, MutBytes buf) override;
+  std::unique_ptr<RequestState> do_irecv_message(int peer, int tag) override;
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
+};
+
+// Throws sparq::Error with MPI's own text when rc is not MPI_SUCCESS.
+void mpi_check(int rc, const char* what);
+
+}  // namespace sparq
