@@ -1,0 +1,41 @@
+#pragma once
+// A mini-batch as the model consumes it: dense features already transformed,
+// one CSR bag of row ids per embedding table (ids already reduced to the
+// table's size), labels in {0, 1}.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace sparq {
+
+// The lookups of one table for a batch, in CSR form: the bag of sample b is
+// indices[offsets[b] .. offsets[b+1]). Criteo is one-hot (one index per bag);
+// multi-hot and empty bags are allowed.
+struct SparseBags {
+  std::vector<std::uint32_t> offsets;  // [B + 1], offsets[0] = 0
+  std::vector<std::uint32_t> indices;  // [offsets[B]]
+};
+
+struct Batch {
+  std::size_t size = 0;                // B
+  std::size_t num_dense = 0;           // features per sample
+  std::vector<float> dense;            // [B x num_dense], row-major
+  std::vector<float> labels;           // [B]
+  std::vector<SparseBags> sparse;      // one per table
+
+  // Resize to B samples with one index per bag (the common one-hot case).
+  void reset_one_hot(std::size_t b, std::size_t nd, std::size_t ntables) {
+    size = b;
+    num_dense = nd;
+    dense.resize(b * nd);
+    labels.resize(b);
+    sparse.resize(ntables);
+    for (auto& s : sparse) {
+      s.offsets.resize(b + 1);
+      for (std::size_t i = 0; i <= b; ++i) s.offsets[i] = static_cast<std::uint32_t>(i);
+      s.indices.resize(b);
+    }
+  }
+};
+
+}  // namespace sparq

@@ -1,0 +1,20 @@
+#pragma once
+// The one place that talks to BLAS. Row-major GEMM for float (OpenBLAS
+// cblas_sgemm: training) and double (cblas_dgemm: the fp64 gradient checks run
+// the very same layer code), so layers are written once as templates.
+#include <cstddef>
+
+namespace sparq {
+
+// C[M x N] = alpha * op(A) * op(B) + beta * C, all row-major.
+// op(A) is [M x K] (A is [K x M] when trans_a), op(B) is [K x N].
+template <class T>
+void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha,
+          const T* a, std::size_t lda, const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc);
+
+// Threads OpenBLAS may use for one call (Debian's pthread build; the OpenMP
+// build reads OMP_NUM_THREADS instead and ignores nothing here either).
+void set_blas_threads(int n);
+int blas_threads();
+
+}  // namespace sparq

@@ -1,0 +1,99 @@
+#pragma once
+// DLRM (Naumov et al. 2019) as in the reference dlrm_s_pytorch.py:
+//
+//   dense [B x nd] -> bottom MLP (ReLU after every layer) -> x [B x d]
+//   bags of table t -> EmbeddingBag t (sum) -> e_t [B x d]
+//   V = [x; e_1..e_m] -> DotInteraction -> r [B x (d + (m+1)m/2)]
+//   r -> top MLP (ReLU except the last layer) -> logit [B x 1]
+//   loss = BCE(sigmoid(logit), y), computed from the logit (loss.h)
+//
+// The dense parameters (both MLPs) live in one DenseParams buffer:
+// "bot.<l>.weight", "bot.<l>.bias", "top.<l>.weight", "top.<l>.bias".
+// Embedding tables are separate (large, updated sparsely).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sparq/data/batch.h"
+#include "sparq/model/dense_params.h"
+#include "sparq/model/embedding.h"
+#include "sparq/model/interaction.h"
+#include "sparq/model/mlp.h"
+
+namespace sparq {
+
+struct DlrmConfig {
+  std::vector<std::size_t> bot_mlp{13, 512, 256, 64, 16};  // includes the input width (dense features)
+  std::vector<std::size_t> top_mlp{512, 256, 1};           // excludes its input (the interaction width)
+  std::vector<std::size_t> table_rows;                     // one per table
+  std::size_t emb_dim = 16;
+
+  std::size_t num_dense() const { return bot_mlp.empty() ? 0 : bot_mlp.front(); }
+  std::size_t num_tables() const { return table_rows.size(); }
+  std::size_t interaction_width() const { return emb_dim + (num_tables() + 1) * num_tables() / 2; }
+  MlpSpec bot_spec() const { return {bot_mlp, true}; }
+  MlpSpec top_spec() const;
+  // Throws InputError when the widths do not fit together.
+  void validate() const;
+  std::string describe() const;  // "bot 13-512-256-64-16, top 367-512-256-1, 26 tables x 16"
+};
+
+// "13-512-256-64-16" -> {13, 512, 256, 64, 16}; throws InputError.
+std::vector<std::size_t> parse_dash_list(const std::string& s);
+
+template <class T>
+class Dlrm {
+ public:
+  // Builds and initialises (reference init) from `seed`: bottom layer l uses
+  // stream l, top layer l stream 1000 + l, table t stream 1000000 + t.
+  Dlrm(const DlrmConfig& cfg, std::uint64_t seed);
+  Dlrm(const Dlrm&) = delete;
+  Dlrm& operator=(const Dlrm&) = delete;
+
+  // batch -> logits [B]; valid until the next forward().
+  std::span<const T> forward(const Batch& batch);
+
+  // dlogits [B] (dLoss/dlogit) -> overwrites all dense gradients and each
+  // table's sparse gradient for the batch of the last forward().
+  void backward(std::span<const T> dlogits);
+
+  const DlrmConfig& config() const { return cfg_; }
+  DenseParams<T>& dense() { return *dense_; }
+  const DenseParams<T>& dense() const { return *dense_; }
+  std::vector<EmbeddingBag<T>>& tables() { return tables_; }
+  const std::vector<EmbeddingBag<T>>& tables() const { return tables_; }
+  const SparseGrad<T>& sparse_grad(std::size_t t) const { return sgrads_[t]; }
+  Mlp<T>& bottom() { return *bot_; }
+  Mlp<T>& top() { return *top_; }
+
+  // When enabled, backward() also computes dLoss/d(dense input) [B x nd]
+  // (for gradient checks; costs one extra GEMM).
+  void set_input_grad(bool on) { want_input_grad_ = on; }
+  std::span<const T> input_grad() const { return input_grad_; }
+
+  // Multiply-adds of one sample's forward pass through both MLPs.
+  std::size_t mlp_macs_per_sample() const { return bot_->macs_per_sample() + top_->macs_per_sample(); }
+
+ private:
+  DlrmConfig cfg_;
+  std::unique_ptr<DenseParams<T>> dense_;  // stable address: the MLPs point to it
+  std::unique_ptr<Mlp<T>> bot_, top_;
+  std::vector<EmbeddingBag<T>> tables_;
+  DotInteraction<T> inter_;
+  const Batch* batch_ = nullptr;
+  std::size_t B_ = 0;
+  std::vector<T> xin_;   // dense input converted to T (only when T != float)
+  std::vector<T> v_;     // [B x (m+1) x d]
+  std::vector<T> r_;     // [B x interaction width]
+  std::vector<T> dv_;    // [B x (m+1) x d]
+  std::vector<T> dx_;    // [B x d], bottom output gradient (contiguous)
+  std::vector<T> input_grad_;
+  std::span<const T> logits_;
+  std::vector<SparseGrad<T>> sgrads_;
+  bool want_input_grad_ = false;
+};
+
+}  // namespace sparq

@@ -1,0 +1,80 @@
+#include "sparq/model/embedding.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sparq/core/error.h"
+#include "sparq/data/random.h"
+
+namespace sparq {
+
+template <class T>
+EmbeddingBag<T>::EmbeddingBag(std::size_t rows, std::size_t dim) : rows_(rows), dim_(dim), w_(rows * dim, T(0)) {
+  SPARQ_CHECK(rows > 0 && rows <= (std::size_t{1} << 32), "embedding rows {} out of range (1 .. 2^32)", rows);
+  SPARQ_CHECK(dim > 0, "embedding dim must be positive");
+}
+
+template <class T>
+void EmbeddingBag<T>::init(std::uint64_t seed, std::uint64_t stream) {
+  Rng rng(seed, stream);
+  const double a = std::sqrt(1.0 / static_cast<double>(rows_));
+  for (auto& v : w_) v = static_cast<T>(rng.uniform(-a, a));
+}
+
+// out[b, :] = sum_{k in bag b} W[k, :]      bags: B bags, out [B x dim] (stride ld)
+template <class T>
+void EmbeddingBag<T>::forward(const SparseBags& bags, std::size_t batch, T* out, std::size_t ld) const {
+  SPARQ_CHECK(bags.offsets.size() == batch + 1, "bag offsets {} for batch {}", bags.offsets.size(), batch);
+  const std::size_t d = dim_;
+  for (std::size_t b = 0; b < batch; ++b) {
+    T* o = out + b * ld;
+    const std::uint32_t lo = bags.offsets[b], hi = bags.offsets[b + 1];
+    if (hi - lo == 1) {  // one-hot: a copy
+      const std::uint32_t k = bags.indices[lo];
+      SPARQ_CHECK(k < rows_, "embedding id {} >= rows {}", k, rows_);
+      std::copy(w_.data() + k * d, w_.data() + (k + 1) * d, o);
+      continue;
+    }
+    std::fill(o, o + d, T(0));
+    for (std::uint32_t i = lo; i < hi; ++i) {
+      const std::uint32_t k = bags.indices[i];
+      SPARQ_CHECK(k < rows_, "embedding id {} >= rows {}", k, rows_);
+      const T* w = w_.data() + static_cast<std::size_t>(k) * d;
+      for (std::size_t j = 0; j < d; ++j) o[j] += w[j];
+    }
+  }
+}
+
+// dW[k, :] = sum_{(b, i): indices[i] = k, i in bag b} dout[b, :]   -> SparseGrad
+template <class T>
+void EmbeddingBag<T>::backward(const SparseBags& bags, std::size_t batch, const T* dout, std::size_t ld,
+                               SparseGrad<T>& grad) {
+  const std::size_t nnz = bags.offsets[batch];
+  owner_.resize(nnz);
+  for (std::size_t b = 0; b < batch; ++b)
+    for (std::uint32_t i = bags.offsets[b]; i < bags.offsets[b + 1]; ++i) owner_[i] = static_cast<std::uint32_t>(b);
+  keys_.resize(nnz);
+  for (std::size_t i = 0; i < nnz; ++i) keys_[i] = (std::uint64_t{bags.indices[i]} << 32) | i;
+  std::sort(keys_.begin(), keys_.end());
+  const std::size_t d = dim_;
+  grad.dim = d;
+  grad.rows.clear();
+  grad.values.clear();
+  for (std::size_t i = 0; i < nnz;) {
+    const std::uint32_t k = static_cast<std::uint32_t>(keys_[i] >> 32);
+    grad.rows.push_back(k);
+    const std::size_t base = grad.values.size();
+    grad.values.resize(base + d);
+    T* g = grad.values.data() + base;
+    std::copy(dout + owner_[keys_[i] & 0xffffffffu] * ld, dout + owner_[keys_[i] & 0xffffffffu] * ld + d, g);
+    for (++i; i < nnz && static_cast<std::uint32_t>(keys_[i] >> 32) == k; ++i) {
+      const T* s = dout + owner_[keys_[i] & 0xffffffffu] * ld;
+      for (std::size_t j = 0; j < d; ++j) g[j] += s[j];
+    }
+  }
+}
+
+template class EmbeddingBag<float>;
+template class EmbeddingBag<double>;
+
+}  // namespace sparq

@@ -1,0 +1,57 @@
+#pragma once
+// Embedding bags: a table of `rows` vectors of width `dim`; a sample's bag of
+// row ids is pooled by summing the rows (multi-hot capable, empty bags give
+// zeros). The gradient is sparse: only rows looked up in the batch get one,
+// so the backward pass returns the touched rows, coalesced (each row once,
+// sorted), and the optimizers update only those rows.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sparq/data/batch.h"
+
+namespace sparq {
+
+// Gradient of one table for one batch: values[i*dim .. (i+1)*dim) belongs to
+// row rows[i]; rows ascending and unique.
+template <class T>
+struct SparseGrad {
+  std::size_t dim = 0;
+  std::vector<std::uint32_t> rows;
+  std::vector<T> values;
+};
+
+template <class T>
+class EmbeddingBag {
+ public:
+  EmbeddingBag(std::size_t rows, std::size_t dim);
+
+  // The reference's initialisation: uniform in +-sqrt(1/rows), from
+  // Rng(seed, stream).
+  void init(std::uint64_t seed, std::uint64_t stream);
+
+  // bags (B bags) -> out [B x dim] with row stride `ld` (>= dim), so the
+  // pooled vectors can land directly in the interaction's input.
+  // Throws sparq::Error on an id >= rows (ids are reduced upstream).
+  void forward(const SparseBags& bags, std::size_t batch, T* out, std::size_t ld) const;
+
+  // dout [B x dim] (stride ld) -> coalesced gradient of the rows the bags of
+  // the last forward() looked up. Accumulation order is fixed (by row, then
+  // by position in the batch), so results are bitwise repeatable.
+  void backward(const SparseBags& bags, std::size_t batch, const T* dout, std::size_t ld, SparseGrad<T>& grad);
+
+  std::size_t rows() const { return rows_; }
+  std::size_t dim() const { return dim_; }
+  std::span<T> weights() { return w_; }
+  std::span<const T> weights() const { return w_; }
+  std::span<T> row(std::size_t r) { return {w_.data() + r * dim_, dim_}; }
+
+ private:
+  std::size_t rows_, dim_;
+  std::vector<T> w_;                  // [rows x dim]
+  std::vector<std::uint64_t> keys_;   // scratch for coalescing: (row << 32) | position
+  std::vector<std::uint32_t> owner_;  // scratch: sample of each index position
+};
+
+}  // namespace sparq

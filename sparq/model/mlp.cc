@@ -1,0 +1,118 @@
+#include "sparq/model/mlp.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sparq/core/error.h"
+#include "sparq/data/random.h"
+#include "sparq/model/blas.h"
+
+namespace sparq {
+
+template <class T>
+Mlp<T>::Mlp(const MlpSpec& spec, DenseParams<T>& store, const std::string& prefix, std::size_t first,
+            std::size_t last)
+    : store_(&store) {
+  const std::size_t n = spec.num_layers();
+  if (last == kAll) last = n;
+  SPARQ_CHECK(first <= last && last <= n, "layer range [{}, {}) of an MLP with {} layers", first, last, n);
+  in_dim_ = spec.dims[first];
+  out_dim_ = spec.dims[last];
+  for (std::size_t l = first; l < last; ++l) {
+    Layer L;
+    L.global = l;
+    L.in = spec.dims[l];
+    L.out = spec.dims[l + 1];
+    SPARQ_CHECK(L.in > 0 && L.out > 0, "MLP layer {} has a zero width ({} -> {})", l, L.in, L.out);
+    L.relu = (l + 1 < n) || spec.relu_last;
+    L.w = store.add(prefix + "." + std::to_string(l) + ".weight", L.out * L.in);
+    L.b = store.add(prefix + "." + std::to_string(l) + ".bias", L.out);
+    layers_.push_back(L);
+  }
+  acts_.resize(layers_.size());
+}
+
+template <class T>
+void Mlp<T>::init(std::uint64_t seed, std::uint64_t stream_base) {
+  for (const auto& L : layers_) {
+    Rng rng(seed, stream_base + L.global);
+    const double w_std = std::sqrt(2.0 / static_cast<double>(L.in + L.out));
+    const double b_std = std::sqrt(1.0 / static_cast<double>(L.out));
+    for (auto& w : store_->param(L.w)) w = static_cast<T>(rng.normal(0.0, w_std));
+    for (auto& b : store_->param(L.b)) b = static_cast<T>(rng.normal(0.0, b_std));
+  }
+}
+
+template <class T>
+std::size_t Mlp<T>::macs_per_sample() const {
+  std::size_t m = 0;
+  for (const auto& L : layers_) m += L.in * L.out;
+  return m;
+}
+
+// Layer l, forward:  x [B x in], W [out x in], b [out]
+//   y = x W^T + b        [B x out]   (bias broadcast first, then GEMM with beta = 1)
+//   y = max(y, 0)        if relu
+template <class T>
+const T* Mlp<T>::forward(const T* x, std::size_t batch) {
+  batch_ = batch;
+  x_ = x;
+  const T* in = x;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& L = layers_[i];
+    auto& y = acts_[i];
+    y.resize(batch * L.out);
+    const T* b = store_->param(L.b).data();
+    for (std::size_t r = 0; r < batch; ++r) std::copy(b, b + L.out, y.data() + r * L.out);
+    gemm<T>(false, true, batch, L.out, L.in, T(1), in, L.in, store_->param(L.w).data(), L.in, T(1), y.data(),
+            L.out);
+    if (L.relu)
+      for (auto& v : y) v = v > T(0) ? v : T(0);
+    in = y.data();
+  }
+  return in;
+}
+
+// Layer l, backward:  dy [B x out] (w.r.t. the layer's output, after ReLU)
+//   dz = dy * [y > 0]    [B x out]   if relu (y is the stored output)
+//   dW = dz^T x          [out x in]
+//   db = sum_rows dz     [out]
+//   dx = dz W            [B x in]    (skipped for the first layer unless asked)
+template <class T>
+const T* Mlp<T>::backward(const T* dy, bool want_dx) {
+  const std::size_t B = batch_;
+  const T* g = dy;
+  if (layers_.empty()) return want_dx ? dy : nullptr;
+  for (std::size_t i = layers_.size(); i-- > 0;) {
+    const Layer& L = layers_[i];
+    const T* x = i == 0 ? x_ : acts_[i - 1].data();
+    const auto& y = acts_[i];
+    std::vector<T>& dz_buf = (g == g0_.data()) ? g1_ : g0_;
+    const T* dz = g;
+    if (L.relu) {
+      dz_buf.resize(B * L.out);
+      for (std::size_t k = 0; k < B * L.out; ++k) dz_buf[k] = y[k] > T(0) ? g[k] : T(0);
+      dz = dz_buf.data();
+    }
+    gemm<T>(true, false, L.out, L.in, B, T(1), dz, L.out, x, L.in, T(0), store_->grad(L.w).data(), L.in);
+    T* db = store_->grad(L.b).data();
+    std::fill(db, db + L.out, T(0));
+    for (std::size_t r = 0; r < B; ++r) {
+      const T* row = dz + r * L.out;
+      for (std::size_t c = 0; c < L.out; ++c) db[c] += row[c];
+    }
+    if (i == 0 && !want_dx) return nullptr;
+    // dx goes to whichever ping-pong buffer dz does not occupy.
+    std::vector<T>& dx_buf = (dz == g0_.data()) ? g1_ : g0_;
+    dx_buf.resize(B * L.in);
+    gemm<T>(false, false, B, L.in, L.out, T(1), dz, L.out, store_->param(L.w).data(), L.in, T(0), dx_buf.data(),
+            L.in);
+    g = dx_buf.data();
+  }
+  return g;
+}
+
+template class Mlp<float>;
+template class Mlp<double>;
+
+}  // namespace sparq

@@ -1,0 +1,74 @@
+#pragma once
+// A multilayer perceptron of fully connected layers on BLAS, each followed by
+// ReLU (optionally not the last one: DLRM's top MLP ends in a logit).
+//
+// Cutting: an Mlp may hold any contiguous range [first, last) of the layers of
+// an MLP spec. The model-parallel trainer places such stages on different
+// ranks; the activation that leaves stage k enters stage k+1, and the
+// gradient w.r.t. it goes back. Each layer is initialised from its own random
+// stream keyed by its global index, so stages built separately from the same
+// seed hold exactly the parameters of the uncut MLP, and a forward/backward
+// across a cut computes bit-for-bit what the uncut MLP computes.
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "sparq/model/dense_params.h"
+
+namespace sparq {
+
+struct MlpSpec {
+  std::vector<std::size_t> dims;  // dims[0] = input width, dims[l+1] = output of layer l
+  bool relu_last = true;          // ReLU after the last layer too?
+  std::size_t num_layers() const { return dims.empty() ? 0 : dims.size() - 1; }
+};
+
+template <class T>
+class Mlp {
+ public:
+  static constexpr std::size_t kAll = std::numeric_limits<std::size_t>::max();
+
+  // Registers the parameters of layers [first, last) of `spec` in `store`
+  // as "<prefix>.<global layer>.weight" [out x in] and ".bias" [out].
+  Mlp(const MlpSpec& spec, DenseParams<T>& store, const std::string& prefix, std::size_t first = 0,
+      std::size_t last = kAll);
+
+  // The reference DLRM's initialisation: W ~ N(0, sqrt(2/(fan_in+fan_out))),
+  // b ~ N(0, sqrt(1/fan_out)); layer l draws from Rng(seed, stream_base + l).
+  void init(std::uint64_t seed, std::uint64_t stream_base);
+
+  // x [B x in] -> y [B x out]. x must stay valid and unchanged until
+  // backward() (it is the input of the first layer's weight gradient).
+  // The returned pointer is valid until the next forward().
+  const T* forward(const T* x, std::size_t batch);
+
+  // dy [B x out] -> writes (overwrites) every weight and bias gradient of this
+  // stage in the store; returns dx [B x in] if want_dx, else nullptr (the
+  // first layer of a model has no use for it and skips one GEMM).
+  const T* backward(const T* dy, bool want_dx);
+
+  std::size_t in_dim() const { return in_dim_; }
+  std::size_t out_dim() const { return out_dim_; }
+  std::size_t num_layers() const { return layers_.size(); }
+  // Multiply-adds of one sample's forward pass (backward is twice that).
+  std::size_t macs_per_sample() const;
+
+ private:
+  struct Layer {
+    std::size_t global = 0;  // index in the uncut MLP
+    std::size_t in = 0, out = 0;
+    bool relu = true;
+    std::size_t w = 0, b = 0;  // view indices in the store
+  };
+  DenseParams<T>* store_;
+  std::size_t in_dim_ = 0, out_dim_ = 0;  // dims[first], dims[last] (an empty stage passes through)
+  std::vector<Layer> layers_;
+  std::size_t batch_ = 0;
+  const T* x_ = nullptr;
+  std::vector<std::vector<T>> acts_;  // acts_[l] = output of layer l, [B x out_l]
+  std::vector<T> g0_, g1_;            // ping-pong gradient buffers
+};
+
+}  // namespace sparq

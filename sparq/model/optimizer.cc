@@ -1,0 +1,85 @@
+#include "sparq/model/optimizer.h"
+
+#include <cmath>
+
+#include "sparq/core/error.h"
+
+namespace sparq {
+
+EmbeddingOptim parse_embedding_optim(std::string_view s) {
+  if (s == "sgd") return EmbeddingOptim::Sgd;
+  if (s == "rowwise-adagrad") return EmbeddingOptim::RowwiseAdagrad;
+  SPARQ_THROW(InputError, "unknown embedding optimizer '{}' (sgd, rowwise-adagrad)", s);
+}
+
+std::string_view embedding_optim_name(EmbeddingOptim o) {
+  return o == EmbeddingOptim::Sgd ? "sgd" : "rowwise-adagrad";
+}
+
+template <class T>
+void sgd_dense(std::span<T> params, std::span<const T> grads, T lr) {
+  SPARQ_CHECK(params.size() == grads.size(), "params {} vs grads {}", params.size(), grads.size());
+  T* p = params.data();
+  const T* g = grads.data();
+  for (std::size_t i = 0; i < params.size(); ++i) p[i] -= lr * g[i];
+}
+
+template <class T>
+void sgd_rows(EmbeddingBag<T>& table, const SparseGrad<T>& g, T lr) {
+  const std::size_t d = table.dim();
+  for (std::size_t i = 0; i < g.rows.size(); ++i) {
+    T* w = table.row(g.rows[i]).data();
+    const T* gr = g.values.data() + i * d;
+    for (std::size_t j = 0; j < d; ++j) w[j] -= lr * gr[j];
+  }
+}
+
+template <class T>
+void rowwise_adagrad_rows(EmbeddingBag<T>& table, std::span<T> state, const SparseGrad<T>& g, T lr, T eps) {
+  const std::size_t d = table.dim();
+  SPARQ_CHECK(state.size() == table.rows(), "adagrad state {} for {} rows", state.size(), table.rows());
+  for (std::size_t i = 0; i < g.rows.size(); ++i) {
+    const std::uint32_t r = g.rows[i];
+    T* w = table.row(r).data();
+    const T* gr = g.values.data() + i * d;
+    T sq = T(0);
+    for (std::size_t j = 0; j < d; ++j) sq += gr[j] * gr[j];
+    state[r] += sq / static_cast<T>(d);
+    const T scale = lr / (std::sqrt(state[r]) + eps);
+    for (std::size_t j = 0; j < d; ++j) w[j] -= scale * gr[j];
+  }
+}
+
+template <class T>
+Optimizer<T>::Optimizer(const OptimizerOptions& opts, Dlrm<T>& model) : opts_(opts), model_(&model) {
+  if (opts_.embedding_lr < 0) opts_.embedding_lr = opts_.lr;
+  if (opts_.embedding == EmbeddingOptim::RowwiseAdagrad)
+    for (const auto& t : model.tables()) state_.emplace_back(t.rows(), T(0));
+}
+
+template <class T>
+void Optimizer<T>::step() {
+  auto& dense = model_->dense();
+  sgd_dense<T>(dense.params(), dense.grads(), static_cast<T>(opts_.lr));
+  auto& tables = model_->tables();
+  const T elr = static_cast<T>(opts_.embedding_lr);
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    if (opts_.embedding == EmbeddingOptim::Sgd)
+      sgd_rows(tables[t], model_->sparse_grad(t), elr);
+    else
+      rowwise_adagrad_rows(tables[t], std::span<T>(state_[t]), model_->sparse_grad(t), elr,
+                           static_cast<T>(opts_.adagrad_eps));
+  }
+}
+
+template void sgd_dense<float>(std::span<float>, std::span<const float>, float);
+template void sgd_dense<double>(std::span<double>, std::span<const double>, double);
+template void sgd_rows<float>(EmbeddingBag<float>&, const SparseGrad<float>&, float);
+template void sgd_rows<double>(EmbeddingBag<double>&, const SparseGrad<double>&, double);
+template void rowwise_adagrad_rows<float>(EmbeddingBag<float>&, std::span<float>, const SparseGrad<float>&, float, float);
+template void rowwise_adagrad_rows<double>(EmbeddingBag<double>&, std::span<double>, const SparseGrad<double>&, double,
+                                           double);
+template class Optimizer<float>;
+template class Optimizer<double>;
+
+}  // namespace sparq
