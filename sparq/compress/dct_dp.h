@@ -1,0 +1,80 @@
+#pragma once
+// DCT-DP (Gupta et al., KDD'21, Algorithm 1): hard-threshold each named
+// tensor's gradient with error feedback, recomputing the top-K threshold only
+// every L steps (the threshold drifts little between steps, and computing it
+// is what made threshold-every-step slower than no compression at all).
+//
+// Per call step(name, k, grad):
+//   W = grad + E                       (E: the store's residual for name)
+//   if L | k, or first call for name:  tau = sparsity_threshold(W, eta)
+//   sent = pairs of W with |W| >= tau  (written to `out`)
+//   E = W - sent                       (0 where sent, W elsewhere)
+// so sent + E == grad + E_old bit for bit.
+//
+// Adaptive option (adaptive_tolerance > 0): when a step keeps a count that
+// differs from the target n - floor(n*eta) by more than tolerance * target,
+// the next step recomputes tau even if L does not divide it. stats() reports
+// how often that fired.
+//
+// Memory: the store's residual (4 bytes per value) plus one scratch of 12
+// bytes per value of the largest tensor, shared by all tensors.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sparq/compress/error_feedback.h"
+#include "sparq/compress/sparse_stream.h"
+
+namespace sparq::compress {
+
+struct DctDpOptions {
+  double eta = 0.99;                // sparsity factor: fraction dropped
+  std::uint64_t life_span = 1000;   // L, >= 1
+  double adaptive_tolerance = 0.0;  // 0 = off; else relative drift of the kept count
+};
+
+struct DctDpStats {
+  std::uint64_t steps = 0, recomputes = 0, adaptive_recomputes = 0;
+};
+
+// What one step did.
+struct DctDpStep {
+  float tau;
+  std::size_t kept;
+  bool recomputed;  // tau computed this step (scheduled, first, or adaptive)
+  bool adaptive;    // ... because of drift
+};
+
+class DctDp {
+ public:
+  // `store` holds the residuals and must outlive this object.
+  DctDp(DctDpOptions opts, ErrorFeedbackStore& store);
+
+  // One step for tensor `name` at iteration k; `out` receives the sparse
+  // stream of dimension grad.size(). Throws InputError on a size change or
+  // NaN at a threshold step.
+  DctDpStep step(std::string_view name, std::uint64_t k, std::span<const float> grad, SparseStream& out);
+
+  // Current threshold of `name` (+inf before its first step).
+  float threshold(std::string_view name) const;
+  const DctDpStats& stats() const { return stats_; }
+  const DctDpOptions& options() const { return opts_; }
+
+ private:
+  struct TensorState {
+    float tau;
+    bool recompute_next;
+  };
+  DctDpOptions opts_;
+  ErrorFeedbackStore& store_;
+  DctDpStats stats_;
+  std::map<std::string, TensorState, std::less<>> tensors_;
+  std::vector<std::uint32_t> idx_;
+  std::vector<float> val_, mags_;
+};
+
+}  // namespace sparq::compress

@@ -1,0 +1,20 @@
+#pragma once
+// IEEE 754 binary16 ("fp16") conversions for the row-wise quantizer's optional
+// half-precision scale/bias. Written out in integer arithmetic because the
+// quantizer needs *directed* rounding (round the bias down and the scale up so
+// that every input stays inside the dequantized grid), which no standard
+// conversion offers, and so that results do not depend on the target's F16C.
+#include <cstdint>
+
+namespace sparq::compress {
+
+// Round-to-nearest-even float -> fp16 bits. Overflow gives +-inf, NaN stays NaN.
+std::uint16_t float_to_half(float f);
+// Exact fp16 bits -> float (every fp16 value is a float).
+float half_to_float(std::uint16_t h);
+// The largest fp16 <= f, and the smallest fp16 >= f (f finite; results may be
+// +-inf when f lies beyond +-65504).
+std::uint16_t half_round_down(float f);
+std::uint16_t half_round_up(float f);
+
+}  // namespace sparq::compress

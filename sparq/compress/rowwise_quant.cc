@@ -1,0 +1,209 @@
+#include "sparq/compress/rowwise_quant.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "sparq/compress/bitpack.h"
+#include "sparq/compress/half.h"
+#include "sparq/core/error.h"
+
+namespace sparq::compress {
+
+static_assert(std::endian::native == std::endian::little, "the wire formats are little-endian");
+
+namespace {
+
+// Codes are produced and consumed through an L1-resident buffer of this many
+// elements; a multiple of 4 keeps every chunk on a packed-byte boundary.
+constexpr std::size_t kChunk = 512;
+// Adding 1.5 * 2^23 to a float in [0, 2^22) leaves the integer nearest to it
+// (ties to even, the default rounding mode) in the low mantissa bits. Unlike
+// nearbyint this vectorizes with plain SSE2.
+constexpr float kRoundMagic = 0x1.8p23f;
+
+struct Grid {
+  float scale, bias;
+};
+
+// Min and max of a row, with a NaN/inf flag. Eight independent lanes let GCC
+// keep them in vector registers (a single running min is a loop-carried
+// dependence it will not vectorize without -ffast-math).
+struct Range {
+  float lo, hi;
+  bool finite;
+};
+Range row_range(const float* x, std::size_t n) {
+  constexpr std::size_t W = 8;
+  float mn[W], mx[W], nan_acc[W];
+  for (std::size_t j = 0; j < W; ++j) mn[j] = mx[j] = x[0], nan_acc[j] = 0.0f;
+  std::size_t i = 0;
+  for (; i + W <= n; i += W)
+    for (std::size_t j = 0; j < W; ++j) {
+      const float v = x[i + j];
+      mn[j] = v < mn[j] ? v : mn[j];
+      mx[j] = v > mx[j] ? v : mx[j];
+      nan_acc[j] += v - v;  // 0 for finite v, NaN for NaN or +-inf
+    }
+  for (; i < n; ++i) {
+    const float v = x[i];
+    mn[0] = v < mn[0] ? v : mn[0];
+    mx[0] = v > mx[0] ? v : mx[0];
+    nan_acc[0] += v - v;
+  }
+  Range r{mn[0], mx[0], true};
+  for (std::size_t j = 0; j < W; ++j) {
+    r.lo = std::min(r.lo, mn[j]);
+    r.hi = std::max(r.hi, mx[j]);
+    r.finite = r.finite && nan_acc[j] == 0.0f;
+  }
+  r.finite = r.finite && std::isfinite(r.lo) && std::isfinite(r.hi);
+  return r;
+}
+
+Grid make_grid(const float* x, std::size_t n, RowwiseFormat fmt, std::size_t row) {
+  const Range r = row_range(x, n);
+  SPARQ_CHECK_AS(InputError, r.finite, "row-wise quantize: row {} holds NaN or inf", row);
+  const float levels = static_cast<float>((1 << fmt.bits) - 1);
+  if (fmt.scale == ScaleType::F32) {
+    const float s = (r.hi - r.lo) / levels;
+    SPARQ_CHECK_AS(InputError, std::isfinite(s), "row-wise quantize: row {} range [{}, {}] overflows float", row,
+                   r.lo, r.hi);
+    return {s, r.lo};
+  }
+  // fp16: bias rounded down and scale rounded up, so lo' <= lo and
+  // lo' + levels * s' >= hi: the whole row stays inside the sent grid.
+  const float bias = half_to_float(half_round_down(r.lo));
+  const float scale = half_to_float(half_round_up((r.hi - bias) / levels));
+  SPARQ_CHECK_AS(InputError, std::isfinite(bias) && std::isfinite(scale),
+                 "row-wise quantize: row {} range [{}, {}] exceeds fp16 scales (use F32)", row, r.lo, r.hi);
+  return {scale, bias};
+}
+
+void write_header(std::uint8_t* p, Grid g, ScaleType t) {
+  if (t == ScaleType::F32) {
+    std::memcpy(p, &g.scale, 4);
+    std::memcpy(p + 4, &g.bias, 4);
+  } else {
+    const std::uint16_t h[2] = {float_to_half(g.scale), float_to_half(g.bias)};  // exact: already fp16 values
+    std::memcpy(p, h, 4);
+  }
+}
+
+Grid read_header(const std::uint8_t* p, ScaleType t, std::size_t row) {
+  Grid g{};
+  if (t == ScaleType::F32) {
+    std::memcpy(&g.scale, p, 4);
+    std::memcpy(&g.bias, p + 4, 4);
+  } else {
+    std::uint16_t h[2];
+    std::memcpy(h, p, 4);
+    g = {half_to_float(h[0]), half_to_float(h[1])};
+  }
+  SPARQ_CHECK_AS(WireError, std::isfinite(g.scale) && g.scale >= 0.0f && std::isfinite(g.bias),
+                 "row-wise dequantize: row {} has scale {} bias {}", row, g.scale, g.bias);
+  return g;
+}
+
+// Codes of n <= kChunk values on grid g.
+void encode_chunk(const float* x, std::size_t n, Grid g, float levels, std::uint8_t* codes) {
+  if (g.scale == 0.0f) {  // constant row: every value is the bias
+    std::memset(codes, 0, n);
+    return;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    float v = (x[i] - g.bias) / g.scale;
+    v = v < 0.0f ? 0.0f : v;  // only float rounding can leave [0, levels]
+    v = v > levels ? levels : v;
+    codes[i] = static_cast<std::uint8_t>(std::bit_cast<std::uint32_t>(v + kRoundMagic));
+  }
+}
+
+void quantize_row(const float* x, std::size_t cols, RowwiseFormat fmt, std::uint8_t* out, std::size_t row) {
+  const RowwiseLayout lay{cols, fmt};
+  const Grid g = make_grid(x, cols, fmt, row);
+  write_header(out, g, fmt.scale);
+  std::uint8_t* codes_out = out + lay.header_bytes();
+  const float levels = static_cast<float>((1 << fmt.bits) - 1);
+  std::uint8_t codes[kChunk];
+  for (std::size_t c0 = 0; c0 < cols; c0 += kChunk) {
+    const std::size_t n = std::min(kChunk, cols - c0);
+    encode_chunk(x + c0, n, g, levels, codes);
+    pack_codes({codes, n}, fmt.bits, {codes_out + packed_bytes(c0, fmt.bits), packed_bytes(n, fmt.bits)});
+  }
+}
+
+void dequantize_row(const std::uint8_t* in, std::size_t cols, RowwiseFormat fmt, float* out, std::size_t row) {
+  const RowwiseLayout lay{cols, fmt};
+  const Grid g = read_header(in, fmt.scale, row);
+  const std::uint8_t* codes_in = in + lay.header_bytes();
+  std::uint8_t codes[kChunk];
+  for (std::size_t c0 = 0; c0 < cols; c0 += kChunk) {
+    const std::size_t n = std::min(kChunk, cols - c0);
+    unpack_codes({codes_in + packed_bytes(c0, fmt.bits), packed_bytes(n, fmt.bits)}, fmt.bits, {codes, n});
+    float* o = out + c0;
+    for (std::size_t i = 0; i < n; ++i) o[i] = g.bias + g.scale * static_cast<float>(codes[i]);
+  }
+}
+
+std::size_t checked_rows(std::size_t count, std::size_t cols, RowwiseFormat fmt) {
+  check_code_bits(fmt.bits);
+  SPARQ_CHECK_AS(InputError, cols > 0 || count == 0, "row-wise quantize: cols must be > 0");
+  if (count == 0) return 0;
+  SPARQ_CHECK_AS(InputError, count % cols == 0, "row-wise quantize: {} values are not rows of {}", count, cols);
+  return count / cols;
+}
+
+}  // namespace
+
+void rowwise_quantize(std::span<const float> x, std::size_t cols, RowwiseFormat fmt, std::span<std::byte> out) {
+  const std::size_t rows = checked_rows(x.size(), cols, fmt);
+  const RowwiseLayout lay{cols, fmt};
+  SPARQ_CHECK_AS(InputError, out.size() == lay.bytes(rows), "row-wise quantize: output has {} bytes, needs {}",
+                 out.size(), lay.bytes(rows));
+  auto* o = reinterpret_cast<std::uint8_t*>(out.data());
+  for (std::size_t r = 0; r < rows; ++r) quantize_row(x.data() + r * cols, cols, fmt, o + r * lay.row_bytes(), r);
+}
+
+void rowwise_dequantize(std::span<const std::byte> in, std::size_t cols, RowwiseFormat fmt, std::span<float> out) {
+  const std::size_t rows = checked_rows(out.size(), cols, fmt);
+  const RowwiseLayout lay{cols, fmt};
+  SPARQ_CHECK_AS(WireError, in.size() == lay.bytes(rows), "row-wise dequantize: got {} bytes, {} rows of {} need {}",
+                 in.size(), rows, cols, lay.bytes(rows));
+  const auto* p = reinterpret_cast<const std::uint8_t*>(in.data());
+  for (std::size_t r = 0; r < rows; ++r) dequantize_row(p + r * lay.row_bytes(), cols, fmt, out.data() + r * cols, r);
+}
+
+void rowwise_dq(std::span<const float> x, std::size_t cols, RowwiseFormat fmt, std::span<float> out) {
+  const std::size_t rows = checked_rows(x.size(), cols, fmt);
+  SPARQ_CHECK_AS(InputError, out.size() == x.size(), "row-wise DQ: output size {} != input size {}", out.size(),
+                 x.size());
+  // One encoded row at a time: the same code path as Q then D, so DQ is
+  // bitwise what a receiver would see, in O(cols) scratch.
+  std::vector<std::uint8_t> row_buf(RowwiseLayout{cols, fmt}.row_bytes());
+  for (std::size_t r = 0; r < rows; ++r) {
+    quantize_row(x.data() + r * cols, cols, fmt, row_buf.data(), r);
+    dequantize_row(row_buf.data(), cols, fmt, out.data() + r * cols, r);
+  }
+}
+
+void rowwise_dqe(std::span<const float> t, std::span<const float> y, std::span<float> err, std::size_t cols,
+                 RowwiseFormat fmt, std::span<float> out) {
+  const std::size_t n = t.size();
+  const std::size_t rows = checked_rows(n, cols, fmt);
+  SPARQ_CHECK_AS(InputError, (y.empty() || y.size() == n) && err.size() == n && out.size() == n,
+                 "row-wise DQE: sizes t {} y {} err {} out {}", n, y.size(), err.size(), out.size());
+  std::vector<float> z(cols);
+  std::vector<std::uint8_t> row_buf(RowwiseLayout{cols, fmt}.row_bytes());
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::size_t off = r * cols;
+    for (std::size_t i = 0; i < cols; ++i) z[i] = (y.empty() ? t[off + i] : t[off + i] + y[off + i]) + err[off + i];
+    quantize_row(z.data(), cols, fmt, row_buf.data(), r);
+    dequantize_row(row_buf.data(), cols, fmt, out.data() + off, r);
+    for (std::size_t i = 0; i < cols; ++i) err[off + i] = z[i] - out[off + i];
+  }
+}
+
+}  // namespace sparq::compress

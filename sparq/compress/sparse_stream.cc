@@ -1,0 +1,143 @@
+#include "sparq/compress/sparse_stream.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "sparq/core/error.h"
+
+namespace sparq::compress {
+
+namespace {
+
+constexpr std::size_t kMaxDim = std::numeric_limits<std::uint32_t>::max();
+
+void check_pairs(std::size_t dim, std::span<const std::uint32_t> idx, std::span<const float> val) {
+  SPARQ_CHECK_AS(InputError, dim <= kMaxDim, "sparse stream: dimension {} exceeds 2^32 - 1", dim);
+  SPARQ_CHECK_AS(InputError, idx.size() == val.size(), "sparse stream: {} indices but {} values", idx.size(),
+                 val.size());
+  for (std::size_t i = 0; i < idx.size(); ++i) {
+    SPARQ_CHECK_AS(InputError, idx[i] < dim, "sparse stream: index {} at {} out of range [0, {})", idx[i], i, dim);
+    SPARQ_CHECK_AS(InputError, i == 0 || idx[i - 1] < idx[i], "sparse stream: index {} at {} not above {}", idx[i],
+                   i, idx[i - 1]);
+  }
+}
+
+void check_same_dim(const SparseStream& a, const SparseStream& b) {
+  SPARQ_CHECK_AS(InputError, a.dim() == b.dim(), "sparse stream sum: dimensions {} and {} differ", a.dim(), b.dim());
+}
+
+void scatter_add(float* dense, std::span<const std::uint32_t> idx, std::span<const float> val) {
+  for (std::size_t i = 0; i < idx.size(); ++i) dense[idx[i]] += val[i];
+}
+
+}  // namespace
+
+std::size_t index_bytes(std::size_t dim) { return dim <= (1u << 8) ? 1 : dim <= (1u << 16) ? 2 : 4; }
+
+std::size_t sparse_capacity(std::size_t dim) { return dim * 4 / (4 + index_bytes(dim)); }
+
+SparseStream::SparseStream(std::size_t dim) : dim_(dim) {
+  SPARQ_CHECK_AS(InputError, dim <= kMaxDim, "sparse stream: dimension {} exceeds 2^32 - 1", dim);
+}
+
+SparseStream SparseStream::sparse(std::size_t dim, std::vector<std::uint32_t> indices, std::vector<float> values) {
+  check_pairs(dim, indices, values);
+  SparseStream s(dim);
+  s.indices_ = std::move(indices);
+  s.values_ = std::move(values);
+  return s;
+}
+
+SparseStream SparseStream::dense(std::vector<float> values) {
+  SparseStream s(values.size());
+  s.dense_ = true;
+  s.values_ = std::move(values);
+  return s;
+}
+
+void SparseStream::assign_sparse(std::size_t dim, std::span<const std::uint32_t> indices,
+                                 std::span<const float> values) {
+  check_pairs(dim, indices, values);
+  dim_ = dim;
+  dense_ = false;
+  indices_.assign(indices.begin(), indices.end());
+  values_.assign(values.begin(), values.end());
+}
+
+void SparseStream::make_dense() {
+  if (dense_) return;
+  std::vector<float> d(dim_, 0.0f);
+  scatter_add(d.data(), indices_, values_);
+  values_ = std::move(d);
+  indices_.clear();
+  dense_ = true;
+}
+
+void SparseStream::to_dense(std::span<float> out) const {
+  SPARQ_CHECK_AS(InputError, out.size() == dim_, "sparse stream: output size {} != dimension {}", out.size(), dim_);
+  if (dense_) {
+    std::copy(values_.begin(), values_.end(), out.begin());
+    return;
+  }
+  std::fill(out.begin(), out.end(), 0.0f);
+  for (std::size_t i = 0; i < indices_.size(); ++i) out[indices_[i]] = values_[i];
+}
+
+SparseStream sum(const SparseStream& a, const SparseStream& b) {
+  check_same_dim(a, b);
+  if (a.dense_ || b.dense_) {
+    // Copy a dense operand, then add the other into it.
+    SparseStream r = a.dense_ ? a : b;
+    add_into(r, a.dense_ ? b : a);
+    return r;
+  }
+  SparseStream r(a.dim_);
+  const std::size_t na = a.nnz(), nb = b.nnz();
+  if (na + nb > sparse_capacity(a.dim_)) {
+    // Fill-in may exceed delta: the upper bound decides, before any merging.
+    r.dense_ = true;
+    r.values_.assign(a.dim_, 0.0f);
+    scatter_add(r.values_.data(), a.indices_, a.values_);
+    scatter_add(r.values_.data(), b.indices_, b.values_);
+    return r;
+  }
+  r.indices_.resize(na + nb);
+  r.values_.resize(na + nb);
+  const std::uint32_t *ia = a.indices_.data(), *ib = b.indices_.data();
+  const float *va = a.values_.data(), *vb = b.values_.data();
+  std::uint32_t* io = r.indices_.data();
+  float* vo = r.values_.data();
+  std::size_t i = 0, j = 0, k = 0;
+  while (i < na && j < nb) {
+    if (ia[i] < ib[j]) {
+      io[k] = ia[i], vo[k++] = va[i++];
+    } else if (ib[j] < ia[i]) {
+      io[k] = ib[j], vo[k++] = vb[j++];
+    } else {
+      io[k] = ia[i], vo[k++] = va[i++] + vb[j++];
+    }
+  }
+  for (; i < na; ++i) io[k] = ia[i], vo[k++] = va[i];
+  for (; j < nb; ++j) io[k] = ib[j], vo[k++] = vb[j];
+  r.indices_.resize(k);
+  r.values_.resize(k);
+  return r;
+}
+
+void add_into(SparseStream& acc, const SparseStream& b) {
+  check_same_dim(acc, b);
+  if (!acc.dense_ && !b.dense_) {
+    acc = sum(acc, b);
+    return;
+  }
+  acc.make_dense();
+  float* d = acc.values_.data();
+  if (b.dense_) {
+    const float* s = b.values_.data();
+    for (std::size_t i = 0; i < acc.dim_; ++i) d[i] += s[i];
+  } else {
+    scatter_add(d, b.indices_, b.values_);
+  }
+}
+
+}  // namespace sparq::compress

@@ -1,0 +1,72 @@
+#pragma once
+// Sparse streams (SparCML, Renggli et al., SC'19, sec. 5.1): a float vector of
+// dimension N held either as sorted unique (index, value) pairs or densely,
+// whichever is smaller. Sums pick the representation of their result:
+//   sparse + sparse  merge, unless |H1| + |H2| > delta: then dense result
+//                    (the paper's cheap upper bound on |H1 u H2|);
+//   sparse + dense   scatter-add into the dense one;
+//   dense  + dense   element-wise (vectorized) add, in place for add_into.
+// delta = floor(N * isize / (isize + c)) with isize = 4 (float) and c the
+// index width on the wire (1, 2 or 4 bytes, the least that holds N - 1): at
+// more than delta pairs the sparse form is larger than the dense one.
+//
+// Values that cancel to zero in a merge stay as explicit entries (as in the
+// paper): deciding sparsity by value would make the result's size data-
+// dependent in a way no sender can bound. A dense stream never goes back to
+// sparse on its own. Limits: N < 2^32.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace sparq::compress {
+
+// Index bytes c on the wire for dimension dim (1, 2 or 4).
+std::size_t index_bytes(std::size_t dim);
+// delta: the most (index, value) pairs a sparse stream of dimension dim should hold.
+std::size_t sparse_capacity(std::size_t dim);
+
+class SparseStream {
+ public:
+  // The all-zero sparse stream of dimension dim.
+  explicit SparseStream(std::size_t dim = 0);
+
+  // Sparse stream from pairs; throws InputError unless indices are strictly
+  // increasing and < dim, sizes match, and dim < 2^32. Does not switch to dense.
+  static SparseStream sparse(std::size_t dim, std::vector<std::uint32_t> indices, std::vector<float> values);
+  // Dense stream holding `values` (dimension values.size()).
+  static SparseStream dense(std::vector<float> values);
+
+  std::size_t dim() const { return dim_; }
+  bool is_dense() const { return dense_; }
+  // Stored entries: pairs if sparse, dim if dense.
+  std::size_t nnz() const { return values_.size(); }
+  // Sparse only: the sorted indices (empty for a dense stream).
+  std::span<const std::uint32_t> indices() const { return indices_; }
+  // Sparse: the pair values; dense: all dim values.
+  std::span<const float> values() const { return values_; }
+
+  // Replaces the content by sparse pairs (validated as in sparse()), reusing
+  // this stream's memory.
+  void assign_sparse(std::size_t dim, std::span<const std::uint32_t> indices, std::span<const float> values);
+  // Switches to the dense representation (no-op if dense).
+  void make_dense();
+  // Writes all dim values (zeros where no pair) into out (size dim).
+  void to_dense(std::span<float> out) const;
+
+ private:
+  friend void add_into(SparseStream& acc, const SparseStream& b);
+  friend SparseStream sum(const SparseStream& a, const SparseStream& b);
+  friend SparseStream decode_stream(std::span<const std::byte> in);
+  std::size_t dim_ = 0;
+  bool dense_ = false;
+  std::vector<std::uint32_t> indices_;
+  std::vector<float> values_;
+};
+
+// a + b (same dim, else InputError), representation chosen as above.
+SparseStream sum(const SparseStream& a, const SparseStream& b);
+// acc += b; a dense acc is updated in place without allocating.
+void add_into(SparseStream& acc, const SparseStream& b);
+
+}  // namespace sparq::compress
