@@ -1,0 +1,30 @@
+#pragma once
+// Running one test body on P ranks, the same way in both worlds:
+//  - normally, P threads over LocalTransport (run_local);
+//  - under mpiexec (CTest's MPI tests), on the MPI world when its size is P;
+//    tests for other rank counts are skipped there.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "sparq/transport/transport.h"
+
+namespace sparq::test {
+
+bool under_mpi();
+// Size of the MPI world (0 when not under mpiexec).
+int mpi_world_size();
+// Whether a P-rank test can run in this process.
+bool ranks_available(int nranks);
+// Runs fn on nranks ranks (see above). Rethrows a rank's failure.
+void run_ranks(int nranks, const std::function<void(Transport&)>& fn, Millis timeout = Millis(60000));
+
+}  // namespace sparq::test
+
+// First statement of a test that needs exactly P ranks.
+#define SPARQ_NEED_RANKS(P) \
+  if (!::sparq::test::ranks_available(P)) GTEST_SKIP() << "needs " << (P) << " MPI ranks"
+
+// First statement of a test that exercises in-process threads only.
+#define SPARQ_LOCAL_ONLY() \
+  if (::sparq::test::under_mpi()) GTEST_SKIP() << "in-process test"

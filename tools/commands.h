@@ -1,0 +1,16 @@
+#pragma once
+// Subcommands of the `sparq` CLI. Each add_* registers its subcommand(s) on
+// the app and sets `run` to the work to do when that subcommand is chosen;
+// main() parses, then calls `run` and turns any exception into one line on
+// stderr and exit code 1.
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace sparq::cli {
+
+using Run = std::function<void()>;
+
+void add_bench(CLI::App& app, Run& run);
+
+}  // namespace sparq::cli
