@@ -23,12 +23,18 @@ std::vector<std::size_t> counts_for(int p) {
   return {0, 1, static_cast<std::size_t>(p > 1 ? p - 1 : 2), 1000 * static_cast<std::size_t>(p) + 3, 1 << 20};
 }
 
+// Bitwise equality (-0.0 and +0.0 differ here, unlike with ==).
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
 // Every rank's result, gathered for comparison: bitwise equal on all ranks.
 template <class T>
 void expect_same_on_all_ranks(Transport& t, const std::vector<T>& out) {
   std::vector<T> root(out);
   broadcast(t, std::span<T>(root), 0);
-  EXPECT_EQ(0, std::memcmp(root.data(), out.data(), out.size() * sizeof(T))) << "rank " << t.rank() << " differs";
+  EXPECT_TRUE(same_bits(root, out)) << "rank " << t.rank() << " differs";
 }
 
 template <class T>
@@ -69,10 +75,9 @@ void sweep(AllreduceAlgo algo, int p) {
           EXPECT_EQ(bad, 0u) << "rank " << t.rank();
           expect_same_on_all_ranks(t, out);
           const auto again = run_one<T>(t, n, in_place, o);
-          EXPECT_EQ(0, std::memcmp(again.data(), out.data(), n * sizeof(T))) << "not repeatable";
+          EXPECT_TRUE(same_bits(again, out)) << "not repeatable";
           if (test::under_mpi()) {
-            EXPECT_EQ(0, std::memcmp(local[t.rank()].data(), out.data(), n * sizeof(T)))
-                << "MPI and in-process results differ";
+            EXPECT_TRUE(same_bits(local[t.rank()], out)) << "MPI and in-process results differ";
           }
         });
       }
