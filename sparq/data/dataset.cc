@@ -1,0 +1,71 @@
+#include "sparq/data/dataset.h"
+
+#include <numeric>
+
+#include "sparq/core/error.h"
+#include "sparq/data/hash.h"
+#include "sparq/data/random.h"
+
+namespace sparq {
+
+RecordSet RecordSet::load(const std::string& path, const TsvOptions& tsv, std::size_t* bad_lines) {
+  if (is_binary_records(path)) {
+    MappedRecords m(path);
+    if (bad_lines) *bad_lines = m.bad_lines();
+    return RecordSet(std::move(m));
+  }
+  return RecordSet(read_criteo_tsv({path}, tsv, bad_lines));
+}
+
+void make_batch(std::span<const CriteoRecord> recs, std::span<const std::uint32_t> order, std::size_t first,
+                std::size_t count, std::span<const std::size_t> table_rows, Batch& out) {
+  SPARQ_CHECK(table_rows.size() == kCriteoSparse, "Criteo data has {} categorical features, model has {} tables",
+              kCriteoSparse, table_rows.size());
+  if (out.size != count || out.sparse.size() != kCriteoSparse || out.num_dense != kCriteoDense)
+    out.reset_one_hot(count, kCriteoDense, kCriteoSparse);
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::size_t i = order.empty() ? first + k : order[first + k];
+    SPARQ_CHECK(i < recs.size(), "record {} of {}", i, recs.size());
+    const CriteoRecord& r = recs[i];
+    out.labels[k] = r.label;
+    std::copy(r.dense, r.dense + kCriteoDense, out.dense.data() + k * kCriteoDense);
+    for (std::size_t t = 0; t < kCriteoSparse; ++t)
+      out.sparse[t].indices[k] = categorical_row(r.sparse[t], static_cast<std::uint32_t>(t), table_rows[t]);
+  }
+}
+
+BatchPlan::BatchPlan(std::size_t num_records, const BatchPlanOptions& opts) : n_(num_records), o_(opts) {
+  SPARQ_CHECK_AS(InputError, o_.batch > 0, "batch size must be positive");
+  SPARQ_CHECK_AS(InputError, o_.nranks >= 1 && o_.rank >= 0 && o_.rank < o_.nranks, "rank {} of {}", o_.rank,
+                 o_.nranks);
+  SPARQ_CHECK_AS(InputError, num_records < (std::size_t{1} << 32), "more than 2^32 records in one set");
+  start_epoch(0);
+}
+
+void BatchPlan::start_epoch(std::size_t epoch) {
+  if (!o_.shuffle) {
+    order_.clear();
+    return;
+  }
+  order_.resize(n_);
+  std::iota(order_.begin(), order_.end(), 0u);
+  Rng rng(o_.seed, 0xE0C4 + epoch);
+  for (std::size_t i = n_; i > 1; --i) std::swap(order_[i - 1], order_[rng.below(i)]);  // Fisher-Yates
+}
+
+std::size_t BatchPlan::num_batches() const {
+  const std::size_t total = o_.drop_last ? n_ / o_.batch : (n_ + o_.batch - 1) / o_.batch;
+  const std::size_t P = static_cast<std::size_t>(o_.nranks), r = static_cast<std::size_t>(o_.rank);
+  return total / P + (r < total % P ? 1 : 0);
+}
+
+void BatchPlan::fill(std::size_t i, std::span<const CriteoRecord> recs, std::span<const std::size_t> table_rows,
+                     Batch& out) const {
+  SPARQ_CHECK(i < num_batches(), "batch {} of {}", i, num_batches());
+  const std::size_t global = i * static_cast<std::size_t>(o_.nranks) + static_cast<std::size_t>(o_.rank);
+  const std::size_t first = global * o_.batch;
+  const std::size_t count = std::min(o_.batch, n_ - first);
+  make_batch(recs, order_, first, count, table_rows, out);
+}
+
+}  // namespace sparq

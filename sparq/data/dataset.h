@@ -1,0 +1,69 @@
+#pragma once
+// Records in memory and the batches of an epoch.
+//
+// RecordSet holds the samples either as an owned vector (parsed TSV,
+// generated data) or as a memory-mapped binary file, behind one span.
+// BatchPlan decides which records form batch i of an epoch on rank r of P;
+// make_batch() turns records into the model's Batch (ids hashed to each
+// table's size, hash.h).
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sparq/data/batch.h"
+#include "sparq/data/binary_format.h"
+#include "sparq/data/criteo.h"
+#include "sparq/data/tsv_stream.h"
+
+namespace sparq {
+
+class RecordSet {
+ public:
+  RecordSet() = default;
+  explicit RecordSet(std::vector<CriteoRecord> v) : owned_(std::move(v)) {}
+  explicit RecordSet(MappedRecords m) : mapped_(std::move(m)) {}
+  std::span<const CriteoRecord> records() const { return mapped_ ? mapped_->records() : std::span(owned_); }
+  std::size_t size() const { return records().size(); }
+
+  // A binary file (by its magic) is mapped; anything else is read as TSV
+  // with `tsv` (sharding there applies to lines; pass rank 0 of 1 to load
+  // everything). `bad_lines` receives the skipped count.
+  static RecordSet load(const std::string& path, const TsvOptions& tsv = {}, std::size_t* bad_lines = nullptr);
+
+ private:
+  std::vector<CriteoRecord> owned_;
+  std::optional<MappedRecords> mapped_;
+};
+
+// Builds a one-hot Batch from `count` records: recs[order[first + k]] for
+// k < count, or recs[first + k] when order is empty.
+void make_batch(std::span<const CriteoRecord> recs, std::span<const std::uint32_t> order, std::size_t first,
+                std::size_t count, std::span<const std::size_t> table_rows, Batch& out);
+
+struct BatchPlanOptions {
+  std::size_t batch = 128;
+  bool shuffle = true;     // a fresh seeded permutation each epoch (Rng(seed, epoch))
+  bool drop_last = false;  // drop a final partial batch
+  std::uint64_t seed = 0;
+  int rank = 0, nranks = 1;  // rank r takes the epoch's batches r, r+P, ...
+};
+
+class BatchPlan {
+ public:
+  BatchPlan(std::size_t num_records, const BatchPlanOptions& opts);
+  void start_epoch(std::size_t epoch);
+  std::size_t num_batches() const;  // this rank's batches per epoch
+  // This rank's batch i of the current epoch.
+  void fill(std::size_t i, std::span<const CriteoRecord> recs, std::span<const std::size_t> table_rows,
+            Batch& out) const;
+
+ private:
+  std::size_t n_;
+  BatchPlanOptions o_;
+  std::vector<std::uint32_t> order_;
+};
+
+}  // namespace sparq

@@ -1,0 +1,74 @@
+#pragma once
+// The planted teacher of the synthetic data set: a random DLRM whose output,
+// squashed and calibrated, is the click probability of each generated
+// sample. A student of the same family can learn it, and the teacher's own
+// test loss/AUC is the ceiling a student can be measured against.
+//
+//   z_i = teacher logit of sample i;  s_i = (z_i - mean) / std  (pilot set)
+//   p_i = sigmoid(a s_i + c);         label_i ~ Bernoulli(p_i)  (Rng(seed, i))
+//
+// a sets how much noise the labels carry (a -> 0: coin flips; a -> inf:
+// deterministic labels); it is bisected so that the expected AUC of p
+// against its own Bernoulli labels on the pilot set is `target_auc` (0.80,
+// about Criteo's). For each a, c is bisected so that the mean of p is
+// `target_positive` (0.25, about Criteo's click rate).
+//
+// Teacher embeddings are N(0, emb_std^2) rather than the reference's
+// +-sqrt(1/rows): with the reference's init a 100000-row table contributes
+// ~0.003 per element and the categoricals would carry no signal.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sparq/data/criteo.h"
+#include "sparq/data/synthetic.h"
+#include "sparq/model/dlrm.h"
+
+namespace sparq {
+
+struct TeacherOptions {
+  std::uint64_t seed = 1;  // teacher weights and label draws (the features use SyntheticOptions::seed)
+  std::vector<std::size_t> bot_mlp{13, 64, 16};
+  std::vector<std::size_t> top_mlp{64, 1};
+  std::size_t emb_dim = 16;
+  double emb_std = 0.25;
+  double target_positive = 0.25;
+  double target_auc = 0.80;
+  std::size_t pilot = 20000;
+};
+
+struct TeacherCalibration {
+  double mean = 0, std = 1, a = 1, c = 0;
+  double expected_auc = 0, positive_rate = 0;  // on the pilot set
+};
+
+// Test samples are drawn from indices kTestIndexBase + j, so the test set does
+// not depend on the number of training samples.
+constexpr std::uint64_t kTestIndexBase = std::uint64_t{1} << 40;
+
+class Teacher {
+ public:
+  Teacher(const TeacherOptions& opts, const SyntheticOptions& features);
+  ~Teacher();
+
+  // Samples [first, first + count): features, teacher probability, label.
+  // Appends records (as a reader of the TSV would see them), probabilities
+  // (if probs), and TSV lines (if tsv). Feature drawing uses `threads`.
+  void generate(std::uint64_t first, std::size_t count, std::vector<CriteoRecord>* records,
+                std::vector<float>* probs, std::string* tsv, int threads = 1);
+
+  const TeacherCalibration& calibration() const { return cal_; }
+  const SyntheticFeatures& features() const { return features_; }
+
+ private:
+  void logits(const std::vector<SyntheticSample>& s, std::vector<float>& z);
+  TeacherOptions opts_;
+  SyntheticFeatures features_;
+  std::unique_ptr<Dlrm<float>> model_;
+  TeacherCalibration cal_;
+  Batch batch_;
+};
+
+}  // namespace sparq

@@ -1,0 +1,67 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "sparq/data/dataset.h"
+#include "sparq/data/hash.h"
+
+namespace sparq {
+namespace {
+
+std::vector<CriteoRecord> numbered(std::size_t n) {
+  std::vector<CriteoRecord> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    v[i] = {};
+    v[i].dense[0] = static_cast<float>(i);
+    v[i].sparse[0] = static_cast<std::uint32_t>(i);
+  }
+  return v;
+}
+
+TEST(BatchPlan, EveryRecordOncePerEpochAcrossRanks) {
+  const auto recs = numbered(1000);
+  const std::vector<std::size_t> rows(26, 1u << 20);
+  for (bool shuffle : {false, true}) {
+    std::vector<int> seen(1000, 0);
+    for (int r = 0; r < 3; ++r) {
+      BatchPlan plan(recs.size(), {.batch = 64, .shuffle = shuffle, .seed = 5, .rank = r, .nranks = 3});
+      plan.start_epoch(2);
+      Batch b;
+      for (std::size_t i = 0; i < plan.num_batches(); ++i) {
+        plan.fill(i, recs, rows, b);
+        for (std::size_t k = 0; k < b.size; ++k) ++seen[static_cast<std::size_t>(b.dense[k * 13])];
+      }
+    }
+    EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; })) << shuffle;
+  }
+}
+
+TEST(BatchPlan, ShuffleDependsOnSeedAndEpoch) {
+  const auto recs = numbered(100);
+  const std::vector<std::size_t> rows(26, 7);
+  auto first = [&](std::uint64_t seed, std::size_t epoch) {
+    BatchPlan plan(recs.size(), {.batch = 100, .shuffle = true, .seed = seed});
+    plan.start_epoch(epoch);
+    Batch b;
+    plan.fill(0, recs, rows, b);
+    return b.dense;
+  };
+  EXPECT_EQ(first(1, 0), first(1, 0));
+  EXPECT_NE(first(1, 0), first(1, 1));
+  EXPECT_NE(first(1, 0), first(2, 0));
+}
+
+TEST(MakeBatch, HashesToTableSize) {
+  const auto recs = numbered(10);
+  std::vector<std::size_t> rows(26, 3);
+  Batch b;
+  make_batch(recs, {}, 2, 5, rows, b);
+  ASSERT_EQ(b.size, 5u);
+  for (std::size_t k = 0; k < 5; ++k) {
+    EXPECT_EQ(b.sparse[0].indices[k], categorical_row(static_cast<std::uint32_t>(k + 2), 0, 3));
+    EXPECT_EQ(b.sparse[0].offsets[k + 1], k + 1);
+  }
+}
+
+}  // namespace
+}  // namespace sparq
