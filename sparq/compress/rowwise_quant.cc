@@ -8,6 +8,7 @@
 
 #include "sparq/compress/bitpack.h"
 #include "sparq/compress/half.h"
+#include "sparq/compress/vec4.h"
 #include "sparq/core/error.h"
 
 namespace sparq::compress {
@@ -28,36 +29,30 @@ struct Grid {
   float scale, bias;
 };
 
-// Min and max of a row, with a NaN/inf flag. Eight independent lanes let GCC
-// keep them in vector registers (a single running min is a loop-carried
-// dependence it will not vectorize without -ffast-math).
+// Min and max of a row, with a NaN/inf flag (v - v is NaN exactly for NaN
+// and +-inf, and NaN sticks in the sum). Two vectors of lanes in flight.
 struct Range {
   float lo, hi;
   bool finite;
 };
 Range row_range(const float* x, std::size_t n) {
-  constexpr std::size_t W = 8;
-  float mn[W], mx[W], nan_acc[W];
-  for (std::size_t j = 0; j < W; ++j) mn[j] = mx[j] = x[0], nan_acc[j] = 0.0f;
+  Vec4 mn0 = splat4(x[0]), mx0 = mn0, mn1 = mn0, mx1 = mn0, bad0 = splat4(0.0f), bad1 = bad0;
   std::size_t i = 0;
-  for (; i + W <= n; i += W)
-    for (std::size_t j = 0; j < W; ++j) {
-      const float v = x[i + j];
-      mn[j] = v < mn[j] ? v : mn[j];
-      mx[j] = v > mx[j] ? v : mx[j];
-      nan_acc[j] += v - v;  // 0 for finite v, NaN for NaN or +-inf
-    }
-  for (; i < n; ++i) {
-    const float v = x[i];
-    mn[0] = v < mn[0] ? v : mn[0];
-    mx[0] = v > mx[0] ? v : mx[0];
-    nan_acc[0] += v - v;
+  for (; i + 8 <= n; i += 8) {
+    const Vec4 a = load4(x + i), b = load4(x + i + 4);
+    mn0 = min4(a, mn0), mx0 = max4(a, mx0), bad0 += a - a;
+    mn1 = min4(b, mn1), mx1 = max4(b, mx1), bad1 += b - b;
   }
-  Range r{mn[0], mx[0], true};
-  for (std::size_t j = 0; j < W; ++j) {
-    r.lo = std::min(r.lo, mn[j]);
-    r.hi = std::max(r.hi, mx[j]);
-    r.finite = r.finite && nan_acc[j] == 0.0f;
+  Range r{x[0], x[0], true};
+  for (int j = 0; j < 4; ++j) {
+    r.lo = std::min({r.lo, mn0[j], mn1[j]});
+    r.hi = std::max({r.hi, mx0[j], mx1[j]});
+    r.finite = r.finite && bad0[j] == 0.0f && bad1[j] == 0.0f;
+  }
+  for (; i < n; ++i) {
+    r.lo = std::min(r.lo, x[i]);
+    r.hi = std::max(r.hi, x[i]);
+    r.finite = r.finite && x[i] - x[i] == 0.0f;
   }
   r.finite = r.finite && std::isfinite(r.lo) && std::isfinite(r.hi);
   return r;
@@ -113,6 +108,8 @@ void encode_chunk(const float* x, std::size_t n, Grid g, float levels, std::uint
     std::memset(codes, 0, n);
     return;
   }
+  // A true divide, not a multiply by 1/s: the reciprocal's rounding would
+  // move exact ties; the loop stays memory-bound either way.
   for (std::size_t i = 0; i < n; ++i) {
     float v = (x[i] - g.bias) / g.scale;
     v = v < 0.0f ? 0.0f : v;  // only float rounding can leave [0, levels]

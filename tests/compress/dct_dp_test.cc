@@ -1,0 +1,143 @@
+// DCT-DP (Algorithm 1) against a plain reference: dense W, full sort for tau,
+// explicit mask.
+#include "sparq/compress/dct_dp.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "sparq/compress/topk.h"
+#include "sparq/core/error.h"
+
+namespace sparq::compress {
+namespace {
+
+std::vector<float> normal(std::size_t n, unsigned seed, float sd = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, sd);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+std::uint32_t bits(float f) { return std::bit_cast<std::uint32_t>(f); }
+
+// Algorithm 1 written out: W = g + E; sort |W| when L | k; mask; E = W - sent.
+struct Reference {
+  double eta;
+  std::uint64_t life;
+  std::vector<float> err;
+  float tau = 0;
+  bool started = false;
+  std::vector<float> step(std::uint64_t k, const std::vector<float>& g) {
+    std::vector<float> w(g.size());
+    for (std::size_t i = 0; i < g.size(); ++i) w[i] = g[i] + err[i];
+    if (!started || k % life == 0) {
+      std::vector<float> m(w.size());
+      for (std::size_t i = 0; i < w.size(); ++i) m[i] = std::fabs(w[i]);
+      std::sort(m.begin(), m.end());
+      const auto pos = static_cast<std::size_t>(std::floor(w.size() * eta + 1e-9));
+      tau = pos < m.size() ? m[pos] : INFINITY;
+      started = true;
+    }
+    std::vector<float> sent(w.size(), 0.0f);
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      const bool keep = std::fabs(w[i]) >= tau;
+      sent[i] = keep ? w[i] : 0.0f;
+      err[i] = keep ? 0.0f : w[i];
+    }
+    return sent;
+  }
+};
+
+TEST(DctDp, MatchesAlgorithmOneAndSplitsBitwise) {
+  const std::size_t n = 5000;
+  ErrorFeedbackStore store;
+  DctDp dct({.eta = 0.95, .life_span = 4}, store);
+  Reference ref{0.95, 4, std::vector<float>(n, 0.0f)};
+  SparseStream out;
+  for (std::uint64_t k = 1; k <= 13; ++k) {
+    const auto g = normal(n, static_cast<unsigned>(k));
+    const std::vector<float> old_err(store.find("fc").begin(), store.find("fc").end());
+    const DctDpStep st = dct.step("fc", k, g, out);
+    const std::vector<float> ref_sent = ref.step(k, g);
+    std::vector<float> sent(n);
+    out.to_dense(sent);
+    ASSERT_EQ(st.tau, ref.tau) << k;
+    ASSERT_EQ(sent, ref_sent) << k;
+    const auto err = store.find("fc");
+    for (std::size_t i = 0; i < n; ++i) {
+      const float w = g[i] + (old_err.empty() ? 0.0f : old_err[i]);
+      // Exactly one side carries W, bit for bit; the other is +0.
+      const bool was_sent = std::fabs(w) >= st.tau;
+      ASSERT_EQ(bits(was_sent ? sent[i] : err[i]), bits(w)) << k << " " << i;
+      ASSERT_EQ(bits(was_sent ? err[i] : sent[i]), bits(0.0f)) << k << " " << i;
+    }
+  }
+}
+
+TEST(DctDp, TauChangesOnlyWhenLDividesTheStep) {
+  const std::size_t n = 2000;
+  ErrorFeedbackStore store;
+  DctDp dct({.eta = 0.9, .life_span = 5}, store);
+  SparseStream out;
+  float prev = 0;
+  for (std::uint64_t k = 3; k <= 23; ++k) {
+    const DctDpStep st = dct.step("w", k, normal(n, static_cast<unsigned>(k), 1.0f + 0.1f * k), out);
+    const bool expected = k == 3 || k % 5 == 0;  // the first step always computes tau
+    EXPECT_EQ(st.recomputed, expected) << k;
+    if (expected) {
+      EXPECT_EQ(st.kept, kept_count(n, 0.9)) << k;
+    } else {
+      EXPECT_EQ(st.tau, prev) << k;
+    }
+    prev = st.tau;
+  }
+  EXPECT_EQ(dct.stats().recomputes, 5u);  // k = 3, 5, 10, 15, 20
+  EXPECT_EQ(dct.stats().adaptive_recomputes, 0u);
+}
+
+TEST(DctDp, AdaptiveRecomputesWhenKeptFractionDrifts) {
+  const std::size_t n = 4000;
+  ErrorFeedbackStore store;
+  DctDp dct({.eta = 0.99, .life_span = 1000, .adaptive_tolerance = 0.5}, store);
+  SparseStream out;
+  dct.step("w", 1, normal(n, 1), out);  // tau for sd 1
+  // Gradients 10x larger: far more than 1% pass the old tau.
+  const DctDpStep drifted = dct.step("w", 2, normal(n, 2, 10.0f), out);
+  EXPECT_FALSE(drifted.recomputed);
+  EXPECT_GT(drifted.kept, 2 * kept_count(n, 0.99));
+  const DctDpStep fixed = dct.step("w", 3, normal(n, 3, 10.0f), out);
+  EXPECT_TRUE(fixed.recomputed);
+  EXPECT_TRUE(fixed.adaptive);
+  EXPECT_EQ(fixed.kept, kept_count(n, 0.99));
+  EXPECT_EQ(dct.stats().adaptive_recomputes, 1u);
+  // Without the option the stale tau stays.
+  ErrorFeedbackStore store2;
+  DctDp plain({.eta = 0.99, .life_span = 1000}, store2);
+  plain.step("w", 1, normal(n, 1), out);
+  plain.step("w", 2, normal(n, 2, 10.0f), out);
+  EXPECT_FALSE(plain.step("w", 3, normal(n, 3, 10.0f), out).recomputed);
+}
+
+TEST(DctDp, TensorsAreIndependentAndShapesFixed) {
+  ErrorFeedbackStore store;
+  DctDp dct({.eta = 0.5, .life_span = 10}, store);
+  SparseStream out;
+  dct.step("a", 1, normal(100, 1), out);
+  dct.step("b", 1, normal(50, 2, 100.0f), out);
+  EXPECT_NE(dct.threshold("a"), dct.threshold("b"));
+  EXPECT_EQ(out.dim(), 50u);
+  EXPECT_EQ(store.tensors(), 2u);
+  EXPECT_THROW(dct.step("a", 2, normal(101, 3), out), InputError);
+  EXPECT_TRUE(std::isinf(dct.threshold("none")));
+  EXPECT_THROW(DctDp({.eta = 2.0}, store), InputError);
+  EXPECT_THROW(DctDp({.life_span = 0}, store), InputError);
+}
+
+}  // namespace
+}  // namespace sparq::compress

@@ -1,0 +1,132 @@
+// Stream sums against a dense reference on integer-valued floats (exact in
+// any order), over no / partial / full index overlap and both representations.
+#include "sparq/compress/sparse_stream.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "sparq/core/error.h"
+
+namespace sparq::compress {
+namespace {
+
+// Sparse stream on the given support with values i % 5 + 1 + offset.
+SparseStream on_support(std::size_t dim, const std::vector<std::uint32_t>& idx, float offset) {
+  std::vector<float> val;
+  for (auto i : idx) val.push_back(static_cast<float>(i % 5 + 1) + offset);
+  return SparseStream::sparse(dim, idx, val);
+}
+
+std::vector<float> dense_of(const SparseStream& s) {
+  std::vector<float> d(s.dim());
+  s.to_dense(d);
+  return d;
+}
+
+std::vector<std::uint32_t> range(std::uint32_t first, std::uint32_t last, std::uint32_t stride = 1) {
+  std::vector<std::uint32_t> v;
+  for (std::uint32_t i = first; i < last; i += stride) v.push_back(i);
+  return v;
+}
+
+void expect_sum_matches_dense(const SparseStream& a, const SparseStream& b) {
+  std::vector<float> ref = dense_of(a);
+  const std::vector<float> db = dense_of(b);
+  for (std::size_t i = 0; i < ref.size(); ++i) ref[i] += db[i];
+  const SparseStream s = sum(a, b);
+  EXPECT_EQ(dense_of(s), ref);
+  SparseStream acc = a;
+  add_into(acc, b);
+  EXPECT_EQ(dense_of(acc), ref);
+  EXPECT_EQ(acc.is_dense(), s.is_dense());
+}
+
+TEST(SparseStream, DeltaFollowsIndexWidth) {
+  EXPECT_EQ(index_bytes(256), 1u);
+  EXPECT_EQ(index_bytes(257), 2u);
+  EXPECT_EQ(index_bytes(65536), 2u);
+  EXPECT_EQ(index_bytes(65537), 4u);
+  EXPECT_EQ(sparse_capacity(1000), 1000u * 4 / 6);  // c = 2
+  EXPECT_EQ(sparse_capacity(100000), 50000u);       // c = 4
+  EXPECT_EQ(sparse_capacity(200), 160u);            // c = 1
+}
+
+TEST(SparseStream, SumsEqualDenseSumsForAnyOverlap) {
+  const std::size_t dim = 1000;  // delta = 666
+  // no overlap, partial overlap, full overlap, one empty side
+  expect_sum_matches_dense(on_support(dim, range(0, 100), 0), on_support(dim, range(500, 600), 10));
+  expect_sum_matches_dense(on_support(dim, range(0, 300, 2), 0), on_support(dim, range(0, 300, 3), 10));
+  expect_sum_matches_dense(on_support(dim, range(10, 200), 0), on_support(dim, range(10, 200), 7));
+  expect_sum_matches_dense(on_support(dim, {}, 0), on_support(dim, range(3, 9), 1));
+  const SparseStream merged = sum(on_support(dim, range(0, 300, 2), 0), on_support(dim, range(0, 300, 3), 10));
+  EXPECT_FALSE(merged.is_dense());
+  EXPECT_EQ(merged.nnz(), 150u + 100u - 50u);  // |H1 u H2|
+}
+
+TEST(SparseStream, SwitchesToDenseOnTheUpperBound) {
+  const std::size_t dim = 1000;  // delta = 666
+  // |H1| + |H2| = 667 > delta although the union (400) is small: dense, as the
+  // paper decides before merging.
+  const SparseStream a = on_support(dim, range(0, 400), 0), b = on_support(dim, range(133, 400), 2);
+  ASSERT_EQ(a.nnz() + b.nnz(), 667u);
+  EXPECT_TRUE(sum(a, b).is_dense());
+  expect_sum_matches_dense(a, b);
+  const SparseStream c = on_support(dim, range(134, 400), 2);  // 666: stays sparse
+  EXPECT_FALSE(sum(a, c).is_dense());
+  expect_sum_matches_dense(a, c);
+}
+
+TEST(SparseStream, MixedAndDenseSums) {
+  const std::size_t dim = 300;
+  std::vector<float> d1(dim), d2(dim);
+  for (std::size_t i = 0; i < dim; ++i) d1[i] = static_cast<float>(i % 11), d2[i] = -static_cast<float>(i % 3);
+  const SparseStream a = SparseStream::dense(d1), b = SparseStream::dense(d2), s = on_support(dim, range(5, 290, 7), 1);
+  expect_sum_matches_dense(a, s);
+  expect_sum_matches_dense(s, a);
+  expect_sum_matches_dense(a, b);
+  // dense + anything accumulates in place: the buffer is not reallocated.
+  SparseStream acc = a;
+  const float* before = acc.values().data();
+  add_into(acc, b);
+  add_into(acc, s);
+  EXPECT_EQ(acc.values().data(), before);
+}
+
+TEST(SparseStream, RandomSupportsAgainstDenseReference) {
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 200; ++trial) {
+    const std::size_t dim = 1 + rng() % 3000;
+    auto pick = [&](double density) {
+      std::vector<std::uint32_t> idx;
+      for (std::uint32_t i = 0; i < dim; ++i)
+        if (std::uniform_real_distribution<double>(0, 1)(rng) < density) idx.push_back(i);
+      return idx;
+    };
+    const double da = std::uniform_real_distribution<double>(0, 0.6)(rng), db = std::uniform_real_distribution<double>(0, 0.6)(rng);
+    expect_sum_matches_dense(on_support(dim, pick(da), 0), on_support(dim, pick(db), 3));
+  }
+}
+
+TEST(SparseStream, RejectsInvalidPairsAndDimensionMismatch) {
+  EXPECT_THROW(SparseStream::sparse(10, {3, 3}, {1, 2}), InputError);
+  EXPECT_THROW(SparseStream::sparse(10, {4, 2}, {1, 2}), InputError);
+  EXPECT_THROW(SparseStream::sparse(10, {10}, {1}), InputError);
+  EXPECT_THROW(SparseStream::sparse(10, {1}, {1, 2}), InputError);
+  EXPECT_THROW(sum(SparseStream(10), SparseStream(11)), InputError);
+  SparseStream acc(10);
+  EXPECT_THROW(add_into(acc, SparseStream::dense(std::vector<float>(9))), InputError);
+}
+
+TEST(SparseStream, MakeDenseKeepsValues) {
+  SparseStream s = on_support(20, {1, 7, 19}, 0);
+  const auto before = dense_of(s);
+  s.make_dense();
+  EXPECT_TRUE(s.is_dense());
+  EXPECT_EQ(s.nnz(), 20u);
+  EXPECT_EQ(dense_of(s), before);
+}
+
+}  // namespace
+}  // namespace sparq::compress
