@@ -31,6 +31,7 @@ struct BenchFlags {
   std::string json_path, dtype = "float32", op = "sum";
   bool in_place = false;
   std::string segment = "1MiB";
+  std::string auto_small = "32KiB", auto_small_folded = "256KiB";
   double timeout_s = 300;
 };
 
@@ -123,6 +124,7 @@ std::vector<Row> bench_allreduce(Transport& t, const BenchFlags& f, const std::v
       o.algo = parse_allreduce_algo(name);
       o.op = op;
       o.segment_bytes = parse_bytes(f.segment);
+      o.auto_rule = {parse_bytes(f.auto_small), parse_bytes(f.auto_small_folded)};
       auto prep = [&] {
         if (f.in_place) std::copy(in.begin(), in.end(), out.begin());
         else std::fill(out.begin(), out.end(), T(-99));
@@ -243,6 +245,11 @@ void add_one(CLI::App& bench, Run& run, const std::string& what, const std::stri
     c->add_option("--op", f->op, "sum, min or max")->capture_default_str();
     c->add_flag("--in-place", f->in_place, "reduce in place instead of into a separate output");
     c->add_option("--segment", f->segment, "ring pipelining segment size")->capture_default_str();
+    c->add_option("--auto-small", f->auto_small, "auto: recursive-doubling up to this size (P a power of two)")
+        ->capture_default_str();
+    c->add_option("--auto-small-folded", f->auto_small_folded,
+                  "auto: recursive-doubling up to this size (other P)")
+        ->capture_default_str();
   }
   c->callback([&run, f, what] {
     run = [f, what] {
@@ -254,6 +261,8 @@ void add_one(CLI::App& bench, Run& run, const std::string& what, const std::stri
         parse_reduce_op(f->op);
         for (const auto& a : algos) parse_allreduce_algo(a);
         parse_bytes(f->segment);
+        parse_bytes(f->auto_small);
+        parse_bytes(f->auto_small_folded);
       } else {
         for (const auto& a : algos) parse_alltoall_algo(a);
       }

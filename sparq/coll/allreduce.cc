@@ -27,8 +27,9 @@ AllreduceAlgo parse_allreduce_algo(std::string_view s) {
 
 AllreduceAlgo resolve_allreduce_algo(const AllreduceOptions& opts, std::size_t bytes, int nranks) {
   if (opts.algo != AllreduceAlgo::Auto) return opts.algo;
-  if (bytes <= opts.auto_rule.small_bytes) return AllreduceAlgo::RecursiveDoubling;
   const bool pow2 = (nranks & (nranks - 1)) == 0;
+  if (bytes <= (pow2 ? opts.auto_rule.small_bytes : opts.auto_rule.small_bytes_folded))
+    return AllreduceAlgo::RecursiveDoubling;
   return pow2 ? AllreduceAlgo::Rabenseifner : AllreduceAlgo::Ring;
 }
 

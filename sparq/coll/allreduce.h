@@ -15,13 +15,17 @@ enum class AllreduceAlgo { Auto, Ring, RecursiveDoubling, Rabenseifner, Native }
 std::string_view allreduce_algo_name(AllreduceAlgo a);
 AllreduceAlgo parse_allreduce_algo(std::string_view s);  // throws InputError
 
-// The `auto` rule (docs/algorithms.md): one rank -> copy; messages up to
-// `small_bytes` -> recursive-doubling (log2 P rounds: latency-bound sizes);
-// larger -> rabenseifner when P is a power of two, else ring (both move
-// 2(P-1)/P of the data; rabenseifner takes 2 log2 P rounds instead of 2(P-1),
-// the folding step of a non-power-of-two P costs it a full extra message).
+// The `auto` rule (docs/algorithms.md, measurements in docs/results.md):
+// one rank -> copy; up to `small_bytes` (or `small_bytes_folded` when P is not
+// a power of two) -> recursive-doubling, the fewest rounds for latency-bound
+// sizes; larger -> rabenseifner when P is a power of two, else ring (both
+// send 2(P-1)/P of the data; rabenseifner in 2 log2 P rounds instead of
+// 2(P-1), but for other P its fold costs a full extra message).
+// Recursive doubling stays ahead longer for non-powers of two because there
+// every alternative pays either the fold or ring's 2(P-1) rounds.
 struct AutoRule {
-  std::size_t small_bytes = 64 * 1024;
+  std::size_t small_bytes = 32 * 1024;
+  std::size_t small_bytes_folded = 256 * 1024;
 };
 
 struct AllreduceOptions {

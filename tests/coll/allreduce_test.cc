@@ -186,10 +186,11 @@ TEST(Allreduce, NativeUnderMpiMatchesReference) {
 
 TEST(Allreduce, AutoRule) {
   AllreduceOptions o;
-  EXPECT_EQ(resolve_allreduce_algo(o, 1024, 8), AllreduceAlgo::RecursiveDoubling);
-  EXPECT_EQ(resolve_allreduce_algo(o, 1 << 20, 8), AllreduceAlgo::Rabenseifner);
-  EXPECT_EQ(resolve_allreduce_algo(o, 1 << 20, 6), AllreduceAlgo::Ring);
-  o.auto_rule.small_bytes = 2 << 20;
+  EXPECT_EQ(resolve_allreduce_algo(o, 32 << 10, 8), AllreduceAlgo::RecursiveDoubling);
+  EXPECT_EQ(resolve_allreduce_algo(o, (32 << 10) + 1, 8), AllreduceAlgo::Rabenseifner);
+  EXPECT_EQ(resolve_allreduce_algo(o, 256 << 10, 6), AllreduceAlgo::RecursiveDoubling);
+  EXPECT_EQ(resolve_allreduce_algo(o, (256 << 10) + 1, 6), AllreduceAlgo::Ring);
+  o.auto_rule.small_bytes_folded = 2 << 20;
   EXPECT_EQ(resolve_allreduce_algo(o, 1 << 20, 6), AllreduceAlgo::RecursiveDoubling);
   o.algo = AllreduceAlgo::Ring;
   EXPECT_EQ(resolve_allreduce_algo(o, 10, 8), AllreduceAlgo::Ring);
