@@ -21,7 +21,8 @@ CollStats allgatherv(Transport& t, std::span<const T> mine, std::span<T> out, st
                  out.size(), bounds[p]);
   SPARQ_CHECK_AS(InputError, opts.segment_bytes >= sizeof(T), "allgatherv: segment below one element");
   Call c(t, "allgather/ring", opts.tag, opts.timeout);
-  std::copy(mine.begin(), mine.end(), out.begin() + static_cast<std::ptrdiff_t>(bounds[r]));
+  T* own = out.data() + bounds[r];
+  if (mine.data() != own) std::copy(mine.begin(), mine.end(), own);  // else in place
   algo::ring_allgather(c, out.data(), std::span<const std::size_t>(bounds), opts.segment_bytes / sizeof(T));
   return c.finish("ring");
 }

@@ -14,7 +14,7 @@ struct AllgatherOptions {
 };
 
 // counts[i] = elements rank i contributes; out has sum(counts) elements and
-// mine has counts[rank].
+// mine has counts[rank]. In place: `mine` is this rank's block inside `out`.
 template <class T>
 CollStats allgatherv(Transport& t, std::span<const T> mine, std::span<T> out, std::span<const std::size_t> counts,
                      const AllgatherOptions& opts = {});

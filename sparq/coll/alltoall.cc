@@ -66,6 +66,13 @@ CollStats alltoallv(Transport& t, Bytes in, std::span<const std::size_t> send_co
   }
   SPARQ_CHECK_AS(InputError, send_counts[r] == recv_counts[r], "alltoallv: rank {} sends itself {} bytes but expects {}",
                  r, send_counts[r], recv_counts[r]);
+  // In place (or any overlap): blocks received early would overwrite blocks
+  // not yet sent, so send from a copy.
+  std::vector<std::byte> copy;
+  if (!in.empty() && !out.empty() && in.data() < out.data() + out.size() && out.data() < in.data() + in.size()) {
+    copy.assign(in.begin(), in.end());
+    in = copy;
+  }
   if (send_counts[r]) std::memcpy(out.data() + rd[r], in.data() + sd[r], send_counts[r]);
   for (int s = 1; s < p; ++s) {
     const int to = pattern::mod(r + s, p), from = pattern::mod(r - s, p);

@@ -21,7 +21,8 @@ struct AlltoallOptions {
 };
 
 // Byte-level: send_counts[j] bytes go to rank j, recv_counts[i] bytes come
-// from rank i (both known in advance; a mismatch is a WireError).
+// from rank i (both known in advance; a mismatch is a WireError). `in` and
+// `out` may be the same buffer (then a copy of `in` is made).
 CollStats alltoallv(Transport& t, Bytes in, std::span<const std::size_t> send_counts, MutBytes out,
                     std::span<const std::size_t> recv_counts, const AlltoallOptions& opts = {});
 

@@ -20,7 +20,8 @@ struct ReduceScatterOptions {
 std::size_t reduce_scatter_block_len(std::size_t count, int nranks, int r);
 
 // `out` must have reduce_scatter_block_len(in.size(), P, rank) elements.
-// Uses a scratch buffer of in.size() elements.
+// Uses a scratch buffer of in.size() elements. In place: `out` may be this
+// rank's block inside `in`.
 template <class T>
 CollStats reduce_scatter(Transport& t, std::span<const T> in, std::span<T> out,
                          const ReduceScatterOptions& opts = {});

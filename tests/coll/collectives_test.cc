@@ -44,6 +44,45 @@ TEST(ReduceScatter, MatchesReference) {
   }
 }
 
+TEST(ReduceScatter, InPlace) {
+  for (int p : {1, 3, 4}) {
+    if (!test::ranks_available(p)) continue;
+    const std::size_t n = 1001;
+    const auto ref = test::reference_reduce<std::int64_t>(n, p, ReduceOp::Sum);
+    test::run_ranks(p, [&](Transport& t) {
+      auto buf = test::rank_input<std::int64_t>(n, t.rank());
+      const pattern::Partition part{n, p};
+      std::span<std::int64_t> mine(buf.data() + part.offset(t.rank()), part.len(t.rank()));
+      reduce_scatter(t, std::span<const std::int64_t>(buf), mine);
+      for (std::size_t i = 0; i < mine.size(); ++i) ASSERT_EQ(mine[i], ref.value[part.offset(t.rank()) + i]);
+    });
+  }
+}
+
+TEST(Allgather, InPlace) {
+  for (int p : {1, 2, 5}) {
+    if (!test::ranks_available(p)) continue;
+    test::run_ranks(p, [&](Transport& t) {
+      std::vector<int> out(7 * p, -1);
+      std::fill_n(out.begin() + 7 * t.rank(), 7, t.rank());
+      allgather(t, std::span<const int>(out.data() + 7 * t.rank(), 7), std::span<int>(out));
+      for (int r = 0; r < p; ++r) EXPECT_EQ(out[7 * r + 6], r);
+    });
+  }
+}
+
+TEST(Alltoall, InPlace) {
+  for (int p : {1, 2, 3, 4}) {
+    if (!test::ranks_available(p)) continue;
+    test::run_ranks(p, [&](Transport& t) {
+      std::vector<double> buf(3 * p);
+      for (int d = 0; d < p; ++d) buf[3 * d] = buf[3 * d + 2] = t.rank() * 100 + d;
+      alltoall(t, std::span<const double>(buf), std::span<double>(buf));
+      for (int s = 0; s < p; ++s) EXPECT_EQ(buf[3 * s + 2], s * 100 + t.rank());
+    });
+  }
+}
+
 TEST(Allgatherv, UnevenBlocksIncludingEmpty) {
   for (int p : kRanks) {
     if (!test::ranks_available(p)) continue;
