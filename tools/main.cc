@@ -11,6 +11,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   sparq::cli::Run run;
   sparq::cli::add_bench(app, run);
+  sparq::cli::add_gen_data(app, run);
+  sparq::cli::add_convert(app, run);
+  sparq::cli::add_train(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

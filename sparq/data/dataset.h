@@ -8,7 +8,7 @@
 // table's size, hash.h).
 #include <cstddef>
 #include <cstdint>
-#include <optional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -24,7 +24,7 @@ class RecordSet {
  public:
   RecordSet() = default;
   explicit RecordSet(std::vector<CriteoRecord> v) : owned_(std::move(v)) {}
-  explicit RecordSet(MappedRecords m) : mapped_(std::move(m)) {}
+  explicit RecordSet(MappedRecords m) : mapped_(std::make_unique<MappedRecords>(std::move(m))) {}
   std::span<const CriteoRecord> records() const { return mapped_ ? mapped_->records() : std::span(owned_); }
   std::size_t size() const { return records().size(); }
 
@@ -35,7 +35,7 @@ class RecordSet {
 
  private:
   std::vector<CriteoRecord> owned_;
-  std::optional<MappedRecords> mapped_;
+  std::unique_ptr<MappedRecords> mapped_;  // a pointer keeps RecordSet movable
 };
 
 // Builds a one-hot Batch from `count` records: recs[order[first + k]] for

@@ -51,7 +51,7 @@ void SyntheticFeatures::sample(std::uint64_t index, SyntheticSample& s) const {
     const double u = rng.uniform();
     const std::size_t k = std::min<std::size_t>(std::upper_bound(cdf.begin(), cdf.end(), u) - cdf.begin(), cdf.size() - 1);
     s.ranks[t] = static_cast<std::uint32_t>(k);
-    s.values[t] = fmix32(static_cast<std::uint32_t>(k) * 0x9E3779B1u + static_cast<std::uint32_t>(t) * 0x85EBCA77u);
+    s.values[t] = fmix32(static_cast<std::uint32_t>(k) * 0x9E3779B1u + static_cast<std::uint32_t>(t + 1) * 0x85EBCA77u);
   }
 }
 

@@ -10,7 +10,7 @@
 //    77%), else a heavy-tailed count floor(exp(N(mu_f, sigma_f)) - 1/2),
 //    clipped at 0; I2 is -1 in 3% of samples (Criteo's I2 has negatives).
 //  categorical C1..C26: a Zipf(s) rank k in [0, cardinality_t) (P(k) ~
-//    1/(k+1)^s), written as the 32-bit value fmix32(k * 0x9E3779B1 + t * 0x85EBCA77),
+//    1/(k+1)^s), written as the 32-bit value fmix32(k * 0x9E3779B1 + (t + 1) * 0x85EBCA77),
 //    a bijection of k, so distinct ranks are distinct values.
 #include <cstddef>
 #include <cstdint>

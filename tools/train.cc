@@ -1,0 +1,384 @@
+// `sparq train` (one rank): the DLRM reference's flags and output lines.
+//
+//   Finished training it i/n of epoch e, X ms/it, loss L, S samples/s (data .. fwd .. bwd .. opt .. ms/it)
+//   Testing at - i/n of epoch e, loss L, accuracy A %, auc U, best auc B
+//
+// Data: --data-path DIR (train.{bin,tsv} and test.{bin,tsv}, as written by
+// `sparq gen-data` / `sparq convert`) or FILE (+ --test-data-path), or
+// --data-generation synthetic (teacher-labelled, generated in memory or read
+// from / written to --data-cache DIR) or random (uniform, like the
+// reference's --data-generation=random: for speed measurements only).
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+
+#include "sparq/core/error.h"
+#include "sparq/data/dataset.h"
+#include "sparq/data/random.h"
+#include "sparq/model/blas.h"
+#include "sparq/model/checkpoint.h"
+#include "sparq/model/dlrm.h"
+#include "sparq/model/loss.h"
+#include "sparq/model/metrics.h"
+#include "sparq/model/optimizer.h"
+#include "sparq/model/teacher.h"
+#include "tools/commands.h"
+#include "tools/synthetic_data.h"
+
+namespace sparq::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct TrainArgs {
+  std::size_t emb_dim = 16;
+  std::string mlp_bot = "13-512-256-64-16";
+  std::string mlp_top = "512-256-1";
+  std::string emb_size = "100000";
+  std::size_t batch = 128;
+  std::size_t test_batch = 16384;
+  double lr = 0.1;
+  std::string emb_optim = "sgd";
+  std::size_t nepochs = 1;
+  std::size_t num_batches = 0;  // per epoch; 0 = all
+  std::size_t print_freq = 1000;
+  long test_freq = -1;          // iterations; -1 = end of each epoch only
+  std::string data_path, test_data_path;
+  std::string data_generation = "dataset";
+  std::size_t data_size = 1000000;
+  std::size_t num_test = 100000;
+  std::string data_cache;
+  double zipf = 1.1;
+  std::string cardinalities;
+  std::uint64_t seed = 1;
+  int threads = 2;
+  bool skip_bad_lines = false;
+  bool no_shuffle = false;
+  std::string metrics, save, load;
+};
+
+struct Data {
+  RecordSet train, test;
+  std::optional<TeacherScore> teacher;  // the ceiling, when the data has one
+  std::size_t bad_lines = 0;
+  double load_secs = 0;
+};
+
+std::string pick(const std::string& dir, const std::string& stem) {
+  for (const char* ext : {".bin", ".tsv"}) {
+    const auto p = dir + "/" + stem + ext;
+    if (std::filesystem::exists(p)) return p;
+  }
+  return {};
+}
+
+std::optional<TeacherScore> read_teacher(const std::string& dir) {
+  std::ifstream f(dir + "/teacher.json");
+  if (!f) return std::nullopt;
+  const auto j = nlohmann::json::parse(f, nullptr, false);
+  if (j.is_discarded() || !j.contains("teacher_test")) return std::nullopt;
+  const auto& t = j["teacher_test"];
+  return TeacherScore{t["loss"], t["accuracy"], t["auc"], t["positives"]};
+}
+
+Data load_data(const TrainArgs& a, const DlrmConfig& cfg) {
+  Data d;
+  const auto t0 = Clock::now();
+  TsvOptions tsv;
+  tsv.skip_bad_lines = a.skip_bad_lines;
+  if (a.data_generation == "dataset") {
+    SPARQ_CHECK_AS(InputError, !a.data_path.empty(), "--data-path is required with --data-generation dataset");
+    std::string train = a.data_path, test = a.test_data_path;
+    if (std::filesystem::is_directory(a.data_path)) {
+      train = pick(a.data_path, "train");
+      SPARQ_CHECK_AS(InputError, !train.empty(), "'{}' has no train.bin or train.tsv", a.data_path);
+      if (test.empty()) test = pick(a.data_path, "test");
+      d.teacher = read_teacher(a.data_path);
+    } else {
+      SPARQ_CHECK_AS(InputError, std::filesystem::exists(a.data_path), "cannot open '{}': no such file",
+                     a.data_path);
+    }
+    std::size_t bad = 0;
+    d.train = RecordSet::load(train, tsv, &bad);
+    d.bad_lines += bad;
+    if (!test.empty()) {
+      d.test = RecordSet::load(test, tsv, &bad);
+      d.bad_lines += bad;
+    }
+  } else if (a.data_generation == "synthetic") {
+    if (!a.data_cache.empty() && std::filesystem::exists(a.data_cache + "/train.bin")) {
+      d.train = RecordSet(MappedRecords(a.data_cache + "/train.bin"));
+      d.test = RecordSet(MappedRecords(a.data_cache + "/test.bin"));
+      d.teacher = read_teacher(a.data_cache);
+    } else {
+      TeacherOptions to;
+      to.seed = a.seed;
+      Teacher teacher(to, synthetic_options(a.seed, a.zipf, a.cardinalities));
+      std::vector<CriteoRecord> train, test;
+      std::vector<float> p, y;
+      train.reserve(a.data_size);
+      teacher.generate(0, a.data_size, &train, nullptr, nullptr, a.threads);
+      teacher.generate(kTestIndexBase, a.num_test, &test, &p, nullptr, a.threads);
+      for (const auto& r : test) y.push_back(r.label);
+      d.teacher = score_teacher(p, y);
+      if (!a.data_cache.empty()) {
+        std::filesystem::create_directories(a.data_cache);
+        BinaryWriter(a.data_cache + "/train.bin").write(train);
+        BinaryWriter(a.data_cache + "/test.bin").write(test);
+        nlohmann::json j;
+        j["teacher_test"] = {{"loss", d.teacher->loss}, {"accuracy", d.teacher->accuracy}, {"auc", d.teacher->auc},
+                             {"positives", d.teacher->positives}};
+        std::ofstream(a.data_cache + "/teacher.json") << j.dump(2) << "\n";
+      }
+      d.train = RecordSet(std::move(train));
+      d.test = RecordSet(std::move(test));
+    }
+  } else if (a.data_generation == "random") {
+    // Uniform ids, uniform dense in [0, 1), coin-flip labels: no signal, for
+    // speed only (as the reference's random mode).
+    const std::size_t n = (a.num_batches ? a.num_batches : 100) * a.batch;
+    std::vector<CriteoRecord> v(n);
+    Rng rng(a.seed, 0xd47a);
+    for (auto& r : v) {
+      r.label = rng.uniform() < 0.5 ? 1.f : 0.f;
+      for (auto& x : r.dense) x = static_cast<float>(rng.uniform());
+      for (auto& s : r.sparse) s = static_cast<std::uint32_t>(rng.next_u64());
+    }
+    d.train = RecordSet(std::move(v));
+  } else {
+    SPARQ_THROW(InputError, "--data-generation must be dataset, synthetic or random, got '{}'", a.data_generation);
+  }
+  (void)cfg;
+  d.load_secs = since(t0);
+  return d;
+}
+
+struct EvalResult {
+  double loss = 0, accuracy = 0, auc = 0.5;
+};
+
+EvalResult evaluate(Dlrm<float>& model, const RecordSet& test, const DlrmConfig& cfg, std::size_t batch) {
+  BatchPlan plan(test.size(), {.batch = batch, .shuffle = false});
+  std::vector<float> scores, labels;
+  scores.reserve(test.size());
+  labels.reserve(test.size());
+  Batch b;
+  double loss_sum = 0;
+  for (std::size_t i = 0; i < plan.num_batches(); ++i) {
+    plan.fill(i, test.records(), cfg.table_rows, b);
+    const auto z = model.forward(b);
+    loss_sum += bce_with_logits<float>(z, b.labels, {}) * static_cast<double>(b.size);
+    for (std::size_t k = 0; k < b.size; ++k) {
+      scores.push_back(sigmoid(z[k]));
+      labels.push_back(b.labels[k]);
+    }
+  }
+  EvalResult r;
+  if (scores.empty()) return r;
+  r.loss = loss_sum / static_cast<double>(scores.size());
+  r.accuracy = accuracy(scores, labels);
+  r.auc = roc_auc(scores, labels);
+  return r;
+}
+
+std::string checkpoint_meta(std::size_t step, const TrainArgs& a, const DlrmConfig& cfg) {
+  nlohmann::json j;
+  j["step"] = step;
+  j["seed"] = a.seed;
+  j["model"] = cfg.describe();
+  j["embedding_optimizer"] = a.emb_optim;
+  return j.dump();
+}
+
+void run_train(const TrainArgs& a) {
+  SPARQ_CHECK_AS(InputError, a.threads >= 1, "--threads must be >= 1");
+  SPARQ_CHECK_AS(InputError, a.batch >= 1, "--mini-batch-size must be >= 1");
+  set_blas_threads(a.threads);
+  DlrmConfig cfg;
+  cfg.emb_dim = a.emb_dim;
+  cfg.bot_mlp = parse_dash_list(a.mlp_bot);
+  cfg.top_mlp = parse_dash_list(a.mlp_top);
+  cfg.table_rows = per_table(a.emb_size, "--arch-embedding-size");
+  SPARQ_CHECK_AS(InputError, cfg.num_dense() == kCriteoDense, "--arch-mlp-bot must start with {} (dense features)",
+                 kCriteoDense);
+  cfg.validate();
+
+  std::unique_ptr<std::ofstream> metrics;
+  if (!a.metrics.empty()) {
+    metrics = std::make_unique<std::ofstream>(a.metrics);
+    SPARQ_CHECK_AS(InputError, metrics->good(), "cannot create '{}'", a.metrics);
+  }
+  auto emit = [&](const nlohmann::json& j) {
+    if (metrics) *metrics << j.dump() << "\n" << std::flush;
+  };
+
+  const Data data = load_data(a, cfg);
+  fmt::print("data: {} train, {} test samples ({:.2f} s to load/generate){}\n", data.train.size(), data.test.size(),
+             data.load_secs, a.skip_bad_lines ? fmt::format(", skipped {} bad lines", data.bad_lines) : "");
+  if (data.teacher)
+    fmt::print("teacher (ceiling): test loss {:.6f}, accuracy {:.3f} %, auc {:.4f}\n", data.teacher->loss,
+               100 * data.teacher->accuracy, data.teacher->auc);
+  SPARQ_CHECK_AS(InputError, data.train.size() > 0, "no training samples");
+
+  Dlrm<float> model(cfg, a.seed);
+  OptimizerOptions oo;
+  oo.lr = a.lr;
+  oo.embedding = parse_embedding_optim(a.emb_optim);
+  Optimizer<float> opt(oo, model);
+  std::size_t rows = 0;
+  for (auto r : cfg.table_rows) rows += r;
+  fmt::print("model: {} ({} dense parameters, {} embedding rows), lr {}, embedding optimizer {}, threads {}\n",
+             cfg.describe(), model.dense().size(), rows, a.lr, a.emb_optim, a.threads);
+
+  BatchPlan plan(data.train.size(), {.batch = a.batch, .shuffle = !a.no_shuffle, .seed = a.seed});
+  const std::size_t nbatches = a.num_batches ? std::min(a.num_batches, plan.num_batches()) : plan.num_batches();
+  std::size_t step = 0;
+  if (!a.load.empty()) {
+    const auto meta = nlohmann::json::parse(load_checkpoint(a.load, model, opt), nullptr, false);
+    SPARQ_CHECK_AS(InputError, !meta.is_discarded() && meta.contains("step"), "'{}': checkpoint without a step", a.load);
+    step = meta["step"];
+    fmt::print("loaded {} at step {} (epoch {}, it {})\n", a.load, step, step / nbatches, step % nbatches);
+  }
+
+  Batch batch;
+  std::vector<float> dlogits;
+  double t_data = 0, t_fwd = 0, t_bwd = 0, t_opt = 0, loss_sum = 0;  // since the last print
+  double tot_data = 0, tot_fwd = 0, tot_bwd = 0, tot_opt = 0;
+  std::size_t its = 0, samples = 0, tot_samples = 0;
+  double best_auc = 0;
+  EvalResult last_eval;
+  bool evaluated = false;
+  auto interval_start = Clock::now();
+  const auto train_start = Clock::now();
+  auto test_now = [&](std::size_t it, std::size_t epoch) {
+    if (data.test.size() == 0) return;
+    last_eval = evaluate(model, data.test, cfg, a.test_batch);
+    evaluated = true;
+    best_auc = std::max(best_auc, last_eval.auc);
+    fmt::print("Testing at - {}/{} of epoch {}, loss {:.6f}, accuracy {:.3f} %, auc {:.4f}, best auc {:.4f}\n", it,
+               nbatches, epoch, last_eval.loss, 100 * last_eval.accuracy, last_eval.auc, best_auc);
+    emit({{"event", "test"}, {"epoch", epoch}, {"it", it}, {"nbatches", nbatches}, {"step", epoch * nbatches + it},
+          {"loss", last_eval.loss}, {"accuracy", last_eval.accuracy}, {"auc", last_eval.auc}});
+  };
+
+  for (std::size_t epoch = step / nbatches; epoch < a.nepochs; ++epoch) {
+    plan.start_epoch(epoch);
+    for (std::size_t it = step % nbatches; it < nbatches; ++it) {
+      auto t0 = Clock::now();
+      plan.fill(it, data.train.records(), cfg.table_rows, batch);
+      auto t1 = Clock::now();
+      const auto logits = model.forward(batch);
+      auto t2 = Clock::now();
+      dlogits.resize(batch.size);
+      loss_sum += bce_with_logits<float>(logits, batch.labels, dlogits);
+      model.backward(dlogits);
+      auto t3 = Clock::now();
+      opt.step();
+      auto t4 = Clock::now();
+      using D = std::chrono::duration<double>;
+      t_data += D(t1 - t0).count();
+      t_fwd += D(t2 - t1).count();
+      t_bwd += D(t3 - t2).count();
+      t_opt += D(t4 - t3).count();
+      ++its;
+      samples += batch.size;
+      ++step;
+      if ((it + 1) % a.print_freq == 0 || it + 1 == nbatches) {
+        const double wall = since(interval_start);
+        const double ms = 1e3 * wall / static_cast<double>(its);
+        const double loss = loss_sum / static_cast<double>(its);
+        const double n = static_cast<double>(its);
+        fmt::print(
+            "Finished training it {}/{} of epoch {}, {:.2f} ms/it, loss {:.6f}, {:.0f} samples/s (data {:.2f} fwd "
+            "{:.2f} bwd {:.2f} opt {:.2f} ms/it)\n",
+            it + 1, nbatches, epoch, ms, loss, static_cast<double>(samples) / wall, 1e3 * t_data / n, 1e3 * t_fwd / n,
+            1e3 * t_bwd / n, 1e3 * t_opt / n);
+        emit({{"event", "train"}, {"epoch", epoch}, {"it", it + 1}, {"nbatches", nbatches}, {"step", step},
+              {"loss", loss}, {"ms_per_it", ms}, {"samples_per_s", static_cast<double>(samples) / wall},
+              {"phase_ms", {{"data", 1e3 * t_data / n}, {"forward", 1e3 * t_fwd / n},
+                            {"backward", 1e3 * t_bwd / n}, {"optimizer", 1e3 * t_opt / n}}}});
+        tot_data += t_data, tot_fwd += t_fwd, tot_bwd += t_bwd, tot_opt += t_opt;
+        tot_samples += samples;
+        t_data = t_fwd = t_bwd = t_opt = loss_sum = 0;
+        its = samples = 0;
+        interval_start = Clock::now();
+      }
+      if (a.test_freq > 0 && (it + 1) % static_cast<std::size_t>(a.test_freq) == 0 && it + 1 != nbatches) {
+        test_now(it + 1, epoch);
+        interval_start = Clock::now();  // keep evaluation out of ms/it
+      }
+    }
+    test_now(nbatches, epoch);
+    interval_start = Clock::now();
+  }
+  const double train_wall = since(train_start);
+  if (tot_samples > 0) {
+    const double compute = tot_fwd + tot_bwd + tot_opt;
+    const double flops = 6.0 * static_cast<double>(model.mlp_macs_per_sample()) * static_cast<double>(tot_samples);
+    fmt::print(
+        "summary: {} samples, compute (fwd+loss+bwd+update) {:.0f} samples/s, with data assembly {:.0f} samples/s "
+        "(data path {:.1f} % of step time), MLP {:.1f} GFLOP/s over fwd+bwd\n",
+        tot_samples, static_cast<double>(tot_samples) / compute,
+        static_cast<double>(tot_samples) / (compute + tot_data), 100 * tot_data / (compute + tot_data),
+        flops / (tot_fwd + tot_bwd) / 1e9);
+    emit({{"event", "summary"}, {"samples", tot_samples}, {"train_wall_s", train_wall},
+          {"compute_samples_per_s", static_cast<double>(tot_samples) / compute},
+          {"samples_per_s_with_data", static_cast<double>(tot_samples) / (compute + tot_data)},
+          {"load_s", data.load_secs}, {"bad_lines", data.bad_lines}});
+  }
+  if (data.teacher && evaluated)
+    fmt::print("teacher gap: teacher auc {:.4f}, model auc {:.4f}, gap {:.4f}\n", data.teacher->auc, last_eval.auc,
+               data.teacher->auc - last_eval.auc);
+  if (a.skip_bad_lines) fmt::print("skipped {} bad lines\n", data.bad_lines);
+  if (!a.save.empty()) {
+    save_checkpoint(a.save, model, opt, checkpoint_meta(step, a, cfg));
+    fmt::print("saved {} at step {}\n", a.save, step);
+  }
+}
+
+}  // namespace
+
+void add_train(CLI::App& app, Run& run) {
+  auto a = std::make_shared<TrainArgs>();
+  auto* c = app.add_subcommand("train", "Train DLRM (single rank) with the reference's flags");
+  c->add_option("--arch-sparse-feature-size", a->emb_dim, "Embedding dimension")->capture_default_str();
+  c->add_option("--arch-mlp-bot", a->mlp_bot, "Bottom MLP widths, input first")->capture_default_str();
+  c->add_option("--arch-mlp-top", a->mlp_top, "Top MLP widths after the interaction, ending in 1")->capture_default_str();
+  c->add_option("--arch-embedding-size", a->emb_size, "Rows per table: 26 dash-separated or one for all")
+      ->capture_default_str();
+  c->add_option("--mini-batch-size", a->batch, "Training batch size")->capture_default_str();
+  c->add_option("--test-mini-batch-size", a->test_batch, "Evaluation batch size")->capture_default_str();
+  c->add_option("--learning-rate", a->lr, "SGD learning rate (dense and embeddings)")->capture_default_str();
+  c->add_option("--embedding-optimizer", a->emb_optim, "sgd or rowwise-adagrad")->capture_default_str();
+  c->add_option("--nepochs", a->nepochs, "Epochs")->capture_default_str();
+  c->add_option("--num-batches", a->num_batches, "Batches per epoch (0 = the whole training set)")->capture_default_str();
+  c->add_option("--print-freq", a->print_freq, "Print every N iterations")->capture_default_str()->check(CLI::PositiveNumber);
+  c->add_option("--test-freq", a->test_freq, "Test every N iterations (-1: at the end of each epoch)")
+      ->capture_default_str();
+  c->add_option("--data-path", a->data_path, "Directory with train/test .bin/.tsv, or a training file");
+  c->add_option("--test-data-path", a->test_data_path, "Test file (when --data-path is a file)");
+  c->add_option("--data-generation", a->data_generation, "dataset, synthetic or random")->capture_default_str();
+  c->add_option("--data-size", a->data_size, "Synthetic training samples")->capture_default_str();
+  c->add_option("--num-test", a->num_test, "Synthetic test samples")->capture_default_str();
+  c->add_option("--data-cache", a->data_cache, "Synthetic: directory to reuse or write the generated data (binary)");
+  c->add_option("--zipf", a->zipf, "Synthetic: Zipf exponent")->capture_default_str();
+  c->add_option("--cardinalities", a->cardinalities, "Synthetic: distinct values per table");
+  c->add_option("--seed", a->seed, "Seed of model init, data order and synthetic data")->capture_default_str();
+  c->add_option("--threads", a->threads, "Compute threads")->capture_default_str();
+  c->add_flag("--skip-bad-lines", a->skip_bad_lines, "Skip and count malformed TSV lines");
+  c->add_flag("--no-shuffle", a->no_shuffle, "Keep the training set's order");
+  c->add_option("--metrics", a->metrics, "Write JSON lines (one per print/test event) to this file");
+  c->add_option("--save", a->save, "Save a checkpoint here at the end");
+  c->add_option("--load", a->load, "Resume from this checkpoint");
+  c->callback([a, &run] { run = [a] { run_train(*a); }; });
+}
+
+}  // namespace sparq::cli
