@@ -33,6 +33,7 @@ struct BenchFlags {
   std::string segment = "1MiB";
   std::string auto_small = "32KiB", auto_small_folded = "256KiB";
   double timeout_s = 300;
+  std::string net;  // alpha-beta model for the virtual clock; empty = real time only
 };
 
 struct Row {
@@ -41,6 +42,7 @@ struct Row {
   double median_us, p10_us, p90_us, algbw, busbw;
   double bytes_sent_per_rank;  // mean over ranks; NaN when not counted (native)
   std::uint64_t wrong;
+  double sim_us;  // simulated time of one call (slowest rank), NaN without --net
 };
 
 double percentile(std::vector<double> v, double q) {
@@ -86,6 +88,7 @@ Row time_rows(Transport& t, const BenchFlags& f, std::uint64_t size, std::uint64
   double bytes = 0;
   bool counted = true;
   std::string ran = algo;  // what `auto` resolved to
+  std::vector<double> sims;
   for (int it = 0; it < f.warmup + f.iters; ++it) {
     prep();
     barrier(t);
@@ -98,11 +101,12 @@ Row time_rows(Transport& t, const BenchFlags& f, std::uint64_t size, std::uint64
     bytes = static_cast<double>(s.wire.bytes_sent);
     counted = s.counted;
     ran = s.algo;
+    if (s.sim_seconds) sims.push_back(reduce_scalar(t, *s.sim_seconds * 1e6, ReduceOp::Max));
   }
   wrong = static_cast<std::uint64_t>(reduce_scalar(t, static_cast<double>(wrong), ReduceOp::Sum));
   const double mean_bytes = reduce_scalar(t, bytes, ReduceOp::Sum) / t.size();
   Row r{size, count, ran == algo ? algo : algo + ":" + ran, percentile(times, 0.5), percentile(times, 0.1), percentile(times, 0.9), 0, 0,
-        counted ? mean_bytes : std::nan(""), wrong};
+        counted ? mean_bytes : std::nan(""), wrong, sims.empty() ? std::nan("") : percentile(sims, 0.5)};
   r.algbw = static_cast<double>(size) / (r.median_us * 1e3);
   return r;
 }
@@ -196,12 +200,16 @@ void print_rows(const std::vector<Row>& rows, const std::string& what, int nrank
   fmt::print("# sparq bench {}: {} ranks ({} transport), dtype {}, {} iters after {} warm-up, times in us "
              "(median and p10/p90 of the slowest rank per iteration)\n",
              what, nranks, transport, f.dtype, f.iters, f.warmup);
-  fmt::print("{:>10} {:>10} {:>20} {:>16} {:>10} {:>10} {:>10} {:>10} {:>19} {:>6}\n", "size", "count", "algo",
-             "time_us(median)", "p10", "p90", "algbw_GBps", "busbw_GBps", "bytes_sent_per_rank", "#wrong");
+  const bool sim = !f.net.empty();
+  if (sim) fmt::print("# simulated network {} (virtual clock): sim_time_us per call, slowest rank\n", f.net);
+  fmt::print("{:>10} {:>10} {:>20} {:>16} {:>10} {:>10} {:>10} {:>10} {:>19} {:>6}{}\n", "size", "count", "algo",
+             "time_us(median)", "p10", "p90", "algbw_GBps", "busbw_GBps", "bytes_sent_per_rank", "#wrong",
+             sim ? fmt::format(" {:>12}", "sim_time_us") : "");
   for (const Row& r : rows) {
     const std::string bytes = std::isnan(r.bytes_sent_per_rank) ? "-" : fmt::format("{:.0f}", r.bytes_sent_per_rank);
-    fmt::print("{:>10} {:>10} {:>20} {:>16.1f} {:>10.1f} {:>10.1f} {:>10.3f} {:>10.3f} {:>19} {:>6}\n", r.size,
-               r.count, r.algo, r.median_us, r.p10_us, r.p90_us, r.algbw, r.busbw, bytes, r.wrong);
+    fmt::print("{:>10} {:>10} {:>20} {:>16.1f} {:>10.1f} {:>10.1f} {:>10.3f} {:>10.3f} {:>19} {:>6}{}\n", r.size,
+               r.count, r.algo, r.median_us, r.p10_us, r.p90_us, r.algbw, r.busbw, bytes, r.wrong,
+               sim ? fmt::format(" {:>12.1f}", r.sim_us) : "");
   }
 }
 
@@ -216,6 +224,8 @@ void write_json(const std::string& path, const std::vector<Row>& rows, const std
                         {"wrong", r.wrong},   {"iters", f.iters}};
     j["bytes_sent_per_rank"] = std::isnan(r.bytes_sent_per_rank) ? nlohmann::json(nullptr)
                                                                   : nlohmann::json(r.bytes_sent_per_rank);
+    j["sim_time_us"] = std::isnan(r.sim_us) ? nlohmann::json(nullptr) : nlohmann::json(r.sim_us);
+    if (!f.net.empty()) j["net"] = f.net;
     arr.push_back(j);
   }
   std::ofstream out(path);
@@ -238,6 +248,8 @@ void add_one(CLI::App& bench, Run& run, const std::string& what, const std::stri
   c->add_option("--json", f->json_path, "also write the rows as a JSON array to this file");
   c->add_option("--ranks", f->ranks, "in-process ranks (threads over LocalTransport); not with mpiexec")
       ->check(CLI::PositiveNumber);
+  c->add_option("--net", f->net,
+                "simulate an alpha-beta network BANDWIDTH,LATENCY (e.g. 10gbit,20us): adds sim_time_us");
   c->add_option("--timeout", f->timeout_s, "seconds a rank waits for a peer before failing")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -269,6 +281,7 @@ void add_one(CLI::App& bench, Run& run, const std::string& what, const std::stri
       LaunchOptions lo;
       lo.ranks = f->ranks;
       lo.timeout = std::chrono::milliseconds(static_cast<long long>(f->timeout_s * 1000));
+      if (!f->net.empty()) lo.net = parse_net_model(f->net);
       launch(lo, [&](Transport& t) {
         std::vector<Row> rows = dispatch_dtype(dt, [&]<class T>() {
           return what == "allreduce" ? bench_allreduce<T>(t, *f, sizes, algos) : bench_alltoall<T>(t, *f, sizes, algos);

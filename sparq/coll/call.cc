@@ -4,7 +4,7 @@ namespace sparq {
 
 Call::Call(Transport& t, std::string name, int tag, Millis timeout)
     : t_(t), name_(std::move(name)), tag_(tag), timeout_(timeout.count() > 0 ? timeout : t.timeout()),
-      rank_(t.rank()), size_(t.size()), before_(t.counters()) {}
+      rank_(t.rank()), size_(t.size()), before_(t.counters()), sim_start_(t.virtual_time()) {}
 
 void Call::wait(Request& r) {
   try {
@@ -20,7 +20,9 @@ void Call::wait_all(std::span<Request> rs) {
 }
 
 CollStats Call::finish(std::string algo) const {
-  return CollStats{std::move(algo), (t_.counters() - before_).total(), rounds_, true};
+  CollStats s{std::move(algo), (t_.counters() - before_).total(), rounds_, true, std::nullopt};
+  if (sim_start_) s.sim_seconds = *t_.virtual_time() - *sim_start_;
+  return s;
 }
 
 }  // namespace sparq

@@ -1,6 +1,7 @@
 #pragma once
 // One invocation of a collective: the transport, the collective's name (for
 // error messages), its tag and timeout, and what it put on the wire.
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@ struct CollStats {
   PeerCounters wire;           // bytes/messages this rank sent and received
   int rounds = 0;              // communication rounds (steps) this rank took
   bool counted = true;         // false when the wire bypassed our counters (native MPI)
+  std::optional<double> sim_seconds;  // simulated duration on this rank (SimTransport)
 };
 
 // Tags of the collectives, far from user tags near 0. A caller that runs two
@@ -78,6 +80,7 @@ class Call {
   int rank_, size_;
   int rounds_ = 0;
   TrafficCounters before_;
+  std::optional<double> sim_start_;
 };
 
 }  // namespace sparq

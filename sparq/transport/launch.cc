@@ -2,12 +2,20 @@
 
 #include "sparq/transport/local_transport.h"
 #include "sparq/transport/mpi_transport.h"
+#include "sparq/transport/sim_transport.h"
 
 namespace sparq {
 
 std::string_view launch_mode() { return MpiSession::launched_by_mpiexec() ? "mpi" : "local"; }
 
-void launch(const LaunchOptions& opts, const std::function<void(Transport&)>& fn) {
+void launch(const LaunchOptions& opts, const std::function<void(Transport&)>& user_fn) {
+  // With a network model, each rank sees its transport through a virtual clock.
+  const auto fn = [&](Transport& t) {
+    if (!opts.net) return user_fn(t);
+    SimTransport sim(t, *opts.net);
+    sim.set_timeout(opts.timeout);
+    user_fn(sim);
+  };
   SPARQ_CHECK_AS(InputError, opts.ranks >= 0, "--ranks must be >= 1, got {}", opts.ranks);
   if (launch_mode() == "mpi") {
     MpiSession session(nullptr, nullptr);

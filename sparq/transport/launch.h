@@ -5,6 +5,9 @@
 // count give the same results on both.
 #include <functional>
 
+#include <optional>
+
+#include "sparq/transport/net_model.h"
 #include "sparq/transport/transport.h"
 
 namespace sparq {
@@ -12,6 +15,9 @@ namespace sparq {
 struct LaunchOptions {
   int ranks = 0;  // in-process ranks; 0 = 1 (or the mpiexec world)
   Millis timeout = Transport::kDefaultTimeout;
+  // When set, every rank runs on a SimTransport (virtual clock) over the
+  // real transport, so collectives report simulated times for this network.
+  std::optional<NetModel> net;
 };
 
 // Which transport launch() will use in this process: "mpi" or "local".

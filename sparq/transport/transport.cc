@@ -52,13 +52,18 @@ bool Request::test() {
   return done_;
 }
 
-void Request::wait(Millis timeout) {
+bool Request::wait_until(Clock::time_point deadline) {
   SPARQ_CHECK(state_ != nullptr, "wait() on an empty request");
-  if (done_) return;
-  if (!state_->wait_until(Clock::now() + timeout))
+  if (done_) return true;
+  if (!state_->wait_until(deadline)) return false;
+  on_complete();
+  return true;
+}
+
+void Request::wait(Millis timeout) {
+  if (!wait_until(Clock::now() + timeout))
     SPARQ_THROW(TimeoutError, "timed out after {} ms waiting to {} rank {} (tag {})", timeout.count(),
                 kind_ == Kind::Send ? "send to" : "receive from", peer_, tag_);
-  on_complete();
 }
 
 std::vector<std::byte> Request::take_message() {

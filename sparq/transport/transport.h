@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -73,7 +74,9 @@ class Request {
   Request& operator=(Request&&) noexcept = default;
 
   bool test();
-  void wait(Millis timeout);
+  void wait(Millis timeout);  // throws TimeoutError naming peer and tag
+  // Waits until `deadline`; false if it passed first (nothing thrown).
+  bool wait_until(Clock::time_point deadline);
   // The message of a completed irecv_message(), moved out.
   std::vector<std::byte> take_message();
 
@@ -112,6 +115,10 @@ class Transport {
   std::vector<std::byte> recv_message(int peer, int tag);
 
   TrafficCounters counters() const;
+
+  // This rank's simulated time in seconds, on transports that keep a virtual
+  // clock (SimTransport); empty on real ones.
+  virtual std::optional<double> virtual_time() const { return std::nullopt; }
 
   Millis timeout() const { return timeout_; }
   void set_timeout(Millis t);

@@ -1,0 +1,52 @@
+#include "sparq/transport/net_model.h"
+
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "sparq/core/error.h"
+
+namespace sparq {
+
+namespace {
+
+// Splits "12.5unit" into 12.5 and "unit".
+std::pair<double, std::string_view> number_unit(std::string_view s, std::string_view spec) {
+  double v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  SPARQ_CHECK_AS(InputError, ec == std::errc() && p != s.data() && v >= 0,
+                 "bad --net '{}': '{}' does not start with a non-negative number", spec, s);
+  return {v, std::string_view(p, s.data() + s.size() - p)};
+}
+
+template <std::size_t N>
+double scale(std::string_view unit, const std::pair<std::string_view, double> (&table)[N], std::string_view spec,
+             std::string_view what) {
+  for (const auto& [name, mult] : table)
+    if (unit == name) return mult;
+  SPARQ_THROW(InputError, "bad --net '{}': unknown {} unit '{}'", spec, what, unit);
+}
+
+}  // namespace
+
+NetModel parse_net_model(std::string_view spec) {
+  const auto comma = spec.find(',');
+  SPARQ_CHECK_AS(InputError, comma != std::string_view::npos,
+                 "bad --net '{}': expected BANDWIDTH,LATENCY such as 10gbit,20us", spec);
+  static constexpr std::pair<std::string_view, double> bw_units[] = {
+      {"bit", 1.0 / 8},  {"kbit", 1e3 / 8}, {"mbit", 1e6 / 8}, {"gbit", 1e9 / 8}, {"Bps", 1.0},
+      {"KBps", 1e3},     {"MBps", 1e6},     {"GBps", 1e9}};
+  static constexpr std::pair<std::string_view, double> lat_units[] = {
+      {"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1.0}};
+  const auto [bw, bu] = number_unit(spec.substr(0, comma), spec);
+  const auto [lat, lu] = number_unit(spec.substr(comma + 1), spec);
+  const double bytes_per_s = bw * scale(bu, bw_units, spec, "bandwidth");
+  SPARQ_CHECK_AS(InputError, bytes_per_s > 0, "bad --net '{}': bandwidth must be positive", spec);
+  return NetModel{lat * scale(lu, lat_units, spec, "latency"), 1.0 / bytes_per_s};
+}
+
+std::string NetModel::describe() const {
+  return fmt::format("{:g}gbit,{:g}us", 8.0 / beta_s_per_b / 1e9, alpha_s * 1e6);
+}
+
+}  // namespace sparq

@@ -1,0 +1,131 @@
+// The virtual clock against closed forms of the alpha-beta model
+// (SparCML section 5.3): one message, incast, and the dense allreduce
+// algorithms, on up to 256 in-process ranks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "sparq/coll/allreduce.h"
+#include "sparq/transport/local_transport.h"
+#include "sparq/transport/sim_transport.h"
+
+namespace sparq {
+namespace {
+
+const NetModel kNet = parse_net_model("10gbit,20us");
+
+// Runs fn on P simulated ranks (clocks at 0) and returns the latest clock.
+double simulate(int p, const std::function<void(SimTransport&)>& fn) {
+  std::vector<double> end(p);
+  run_local(p, [&](Transport& t) {
+    SimTransport sim(t, kNet);
+    fn(sim);
+    end[t.rank()] = sim.now();
+  });
+  return *std::max_element(end.begin(), end.end());
+}
+
+TEST(NetModel, Parses) {
+  EXPECT_DOUBLE_EQ(kNet.alpha_s, 20e-6);
+  EXPECT_DOUBLE_EQ(kNet.beta_s_per_b, 8.0 / 10e9);
+  const NetModel m = parse_net_model("2GBps,1ms");
+  EXPECT_DOUBLE_EQ(m.alpha_s, 1e-3);
+  EXPECT_DOUBLE_EQ(m.beta_s_per_b, 0.5e-9);
+  EXPECT_DOUBLE_EQ(parse_net_model("100mbit,0s").beta_s_per_b, 8.0 / 100e6);
+  for (const char* bad : {"10gbit", "10gbit,20", "10gb,20us", "fast,20us", "0gbit,1us", "-1gbit,1us", "10gbit,x"})
+    EXPECT_THROW(parse_net_model(bad), InputError) << bad;
+}
+
+TEST(SimTransport, OneMessage) {
+  const std::size_t b = 1 << 20;
+  std::vector<double> end(2);
+  run_local(2, [&](Transport& t) {
+    SimTransport sim(t, kNet);
+    std::vector<std::byte> buf(b, std::byte{7});
+    if (t.rank() == 0) sim.send(1, 1, buf);
+    else sim.recv(0, 1, buf);
+    EXPECT_EQ(buf[b - 1], std::byte{7});
+    EXPECT_EQ(sim.counters().total().bytes_sent + sim.counters().total().bytes_recv, b);  // header not counted
+    end[t.rank()] = sim.now();
+  });
+  EXPECT_DOUBLE_EQ(end[0], b * kNet.beta_s_per_b);                 // sender: its link was busy
+  EXPECT_DOUBLE_EQ(end[1], kNet.alpha_s + b * kNet.beta_s_per_b);  // receiver: alpha + b*beta
+}
+
+TEST(SimTransport, IncastSerialisesOnTheReceiverLink) {
+  const std::size_t b = 1 << 16;
+  const double t = simulate(4, [&](SimTransport& sim) {
+    std::vector<std::byte> buf(b);
+    if (sim.rank() > 0) {
+      sim.send(0, 2, buf);
+    } else {
+      for (int s = 1; s < 4; ++s) sim.recv(s, 2, buf);
+    }
+  });
+  EXPECT_DOUBLE_EQ(t, kNet.alpha_s + 3 * b * kNet.beta_s_per_b);
+}
+
+TEST(SimTransport, AdvanceAddsComputeTime) {
+  const double t = simulate(2, [](SimTransport& sim) {
+    if (sim.rank() == 0) sim.advance(1e-3);
+    std::vector<std::byte> one(1);
+    if (sim.rank() == 0) sim.send(1, 3, one);
+    else sim.recv(0, 3, one);
+  });
+  EXPECT_DOUBLE_EQ(t, 1e-3 + kNet.alpha_s + kNet.beta_s_per_b);
+}
+
+double allreduce_time(int p, std::size_t n, AllreduceAlgo algo) {
+  return simulate(p, [&](SimTransport& sim) {
+    std::vector<float> v(n, 1.0f);
+    AllreduceOptions o;
+    o.algo = algo;
+    o.segment_bytes = n * sizeof(float);  // one segment per chunk: the textbook schedule
+    const CollStats s = allreduce(sim, std::span<float>(v), o);
+    EXPECT_EQ(v[0], static_cast<float>(p));
+    ASSERT_TRUE(s.sim_seconds.has_value());
+    EXPECT_DOUBLE_EQ(*s.sim_seconds, sim.now());
+  });
+}
+
+TEST(SimTransport, RingClosedForm) {
+  for (int p : {2, 3, 4, 8, 16, 64}) {
+    const std::size_t n = 4096 * static_cast<std::size_t>(p);
+    const double chunk = static_cast<double>(n / p * sizeof(float));
+    EXPECT_NEAR(allreduce_time(p, n, AllreduceAlgo::Ring),
+                2.0 * (p - 1) * (kNet.alpha_s + chunk * kNet.beta_s_per_b), 1e-12)
+        << p;
+  }
+}
+
+TEST(SimTransport, RecursiveDoublingAndRabenseifnerClosedForms) {
+  for (int p : {2, 4, 8, 16, 64, 256}) {
+    const std::size_t n = 1024 * static_cast<std::size_t>(p);
+    const double bytes = static_cast<double>(n * sizeof(float)), lg = std::log2(p);
+    EXPECT_NEAR(allreduce_time(p, n, AllreduceAlgo::RecursiveDoubling),
+                lg * (kNet.alpha_s + bytes * kNet.beta_s_per_b), 1e-12)
+        << p;
+    // SparCML's T_ar_rab = 2 log2(P) alpha + 2 (P-1)/P N beta.
+    EXPECT_NEAR(allreduce_time(p, n, AllreduceAlgo::Rabenseifner),
+                2 * lg * kNet.alpha_s + 2.0 * (p - 1) / p * bytes * kNet.beta_s_per_b, 1e-12)
+        << p;
+  }
+}
+
+TEST(SimTransport, CorruptTimingHeaderIsAWireError) {
+  run_local(2, [](Transport& t) {
+    SimTransport sim(t, kNet);
+    if (t.rank() == 0) {
+      const double bad = std::nan("");
+      t.send(1, 4, std::as_bytes(std::span<const double>(&bad, 1)));  // bypasses the header
+      t.send(1, 5, std::span<const std::byte>());                      // too short for one
+    } else {
+      std::vector<std::byte> none;
+      EXPECT_THROW(sim.recv(0, 4, none), WireError);
+      EXPECT_THROW(sim.recv_message(0, 5), WireError);
+    }
+  });
+}
+
+}  // namespace
+}  // namespace sparq
