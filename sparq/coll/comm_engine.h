@@ -1,0 +1,79 @@
+#pragma once
+// Non-blocking collectives: a communication thread that owns a transport.
+//
+// Collectives submitted from any thread run on the engine's thread one at a
+// time, in submission order (every rank must submit the same collectives in
+// the same order, as with MPI's non-blocking collectives). The caller keeps
+// computing and later waits on the returned Work. While an engine exists,
+// nothing else may use its transport: that is what lets MpiTransport run at
+// MPI_THREAD_SERIALIZED.
+//
+// If a collective fails, the transport's state is unknown, so every later
+// one fails at once with that error instead of mismatching messages.
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "sparq/coll/allreduce.h"
+#include "sparq/coll/alltoall.h"
+
+namespace sparq {
+
+// A handle to a submitted collective.
+class Work {
+ public:
+  Work() = default;
+  explicit Work(std::shared_future<CollStats> f) : f_(std::move(f)) {}
+  // True once the collective finished (successfully or not).
+  bool test() const;
+  // Blocks until finished; returns its stats or rethrows its error.
+  CollStats wait() const;
+
+ private:
+  std::shared_future<CollStats> f_;
+};
+
+class CommEngine {
+ public:
+  explicit CommEngine(Transport& t);
+  // Runs what is queued, then stops the thread.
+  ~CommEngine();
+  CommEngine(const CommEngine&) = delete;
+  CommEngine& operator=(const CommEngine&) = delete;
+
+  using Job = std::function<CollStats(Transport&)>;
+  Work submit(Job job);
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+ private:
+  void loop();
+  Transport& t_;
+  int rank_, size_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<Job, std::promise<CollStats>>> queue_;
+  bool stopping_ = false;
+  std::exception_ptr failed_;  // first failure; later jobs fail with it
+  std::thread thread_;
+};
+
+// The buffers must stay alive and untouched until the Work completes.
+template <class T>
+Work iallreduce(CommEngine& e, std::span<const T> in, std::span<T> out, const AllreduceOptions& opts = {}) {
+  return e.submit([=](Transport& t) { return allreduce(t, in, out, opts); });
+}
+template <class T>
+Work iallreduce(CommEngine& e, std::span<T> inout, const AllreduceOptions& opts = {}) {
+  return iallreduce(e, std::span<const T>(inout), inout, opts);
+}
+template <class T>
+Work ialltoall(CommEngine& e, std::span<const T> in, std::span<T> out, const AlltoallOptions& opts = {}) {
+  return e.submit([=](Transport& t) { return alltoall(t, in, out, opts); });
+}
+
+}  // namespace sparq
