@@ -60,10 +60,11 @@ BENCHMARK(BM_TopK)->Arg(k1M)->Arg(k16M)->Unit(benchmark::kMillisecond);
 void BM_DctDpStep(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
   const auto life = static_cast<std::uint64_t>(state.range(1));
+  const double tolerance = state.range(2) / 100.0;  // adaptive recompute, percent; 0 = off
   std::array<std::vector<float>, 4> grads;
   for (std::size_t g = 0; g < grads.size(); ++g) grads[g] = normal_floats(n, 11 + g);
   ErrorFeedbackStore store;
-  DctDp dct({.eta = kEta, .life_span = life}, store);
+  DctDp dct({.eta = kEta, .life_span = life, .adaptive_tolerance = tolerance}, store);
   SparseStream out;
   dct.step("fc", 0, grads[3], out);  // the tensor's first step (always a threshold step), untimed
   std::uint64_t k = life;
@@ -73,16 +74,22 @@ void BM_DctDpStep(benchmark::State& state) {
     ++k;
   }
   state.counters["recomputes"] = static_cast<double>(dct.stats().recomputes - 1);
+  state.counters["adaptive"] = static_cast<double>(dct.stats().adaptive_recomputes);
   state.counters["kept_frac"] = static_cast<double>(kept) / static_cast<double>(state.iterations() * n);
   set_bytes(state, n);
 }
 BENCHMARK(BM_DctDpStep)
-    ->Args({k1M, 1})
-    ->Args({k16M, 1})
+    ->Args({k1M, 1, 0})
+    ->Args({k16M, 1, 0})
     ->Unit(benchmark::kMillisecond);
+// The stale threshold lets the kept fraction drift up as residuals build; the
+// adaptive row (recompute when the kept count is off by more than 100%)
+// shows what bounding that drift costs.
 BENCHMARK(BM_DctDpStep)
-    ->Args({k1M, 1000})
-    ->Args({k16M, 1000})
+    ->Args({k1M, 1000, 0})
+    ->Args({k16M, 1000, 0})
+    ->Args({k1M, 1000, 100})
+    ->Args({k16M, 1000, 100})
     ->Iterations(1000)
     ->Unit(benchmark::kMillisecond);
 

@@ -25,21 +25,19 @@ DctDpStep DctDp::step(std::string_view name, std::uint64_t k, std::span<const fl
   TensorState& st = it->second;
   const bool scheduled = first || k % opts_.life_span == 0;
   const bool adaptive = !scheduled && st.recompute_next;
-  if (idx_.size() < n) {
-    idx_.resize(n);
-    val_.resize(n);
-  }
+  // Pairs go straight into `out` (room for all n: tau may pass everything).
+  const SparseStream::PairBuffers pairs = out.start_pairs(n, n);
   std::size_t kept;
   if (scheduled || adaptive) {
     // Threshold step: W must exist in full before tau can be chosen, so the
     // feedback add is its own pass, then the mask pass reads W from err.
     for (std::size_t i = 0; i < n; ++i) err[i] += grad[i];
     st.tau = sparsity_threshold(err, opts_.eta, mags_);
-    kept = feedback_threshold_pack({}, err, st.tau, idx_, val_);
+    kept = feedback_threshold_pack({}, err, st.tau, pairs.indices, pairs.values);
     ++stats_.recomputes;
     if (adaptive) ++stats_.adaptive_recomputes;
   } else {
-    kept = feedback_threshold_pack(grad, err, st.tau, idx_, val_);
+    kept = feedback_threshold_pack(grad, err, st.tau, pairs.indices, pairs.values);
   }
   ++stats_.steps;
   if (opts_.adaptive_tolerance > 0.0) {
@@ -47,7 +45,7 @@ DctDpStep DctDp::step(std::string_view name, std::uint64_t k, std::span<const fl
     const double drift = std::fabs(static_cast<double>(kept) - target);
     st.recompute_next = drift > opts_.adaptive_tolerance * std::max(target, 1.0);
   }
-  out.assign_sparse(n, std::span(idx_).first(kept), std::span(val_).first(kept));
+  out.finish_pairs(kept);
   return {st.tau, kept, scheduled || adaptive, adaptive};
 }
 

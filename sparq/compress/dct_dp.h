@@ -16,8 +16,9 @@
 // the next step recomputes tau even if L does not divide it. stats() reports
 // how often that fired.
 //
-// Memory: the store's residual (4 bytes per value) plus one scratch of 12
-// bytes per value of the largest tensor, shared by all tensors.
+// Memory: the store's residual (4 bytes per value), `out`'s pair buffers (8
+// bytes per value: tau may pass everything) and a 4-byte-per-value scratch
+// for the threshold, shared by all tensors.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -73,8 +74,7 @@ class DctDp {
   ErrorFeedbackStore& store_;
   DctDpStats stats_;
   std::map<std::string, TensorState, std::less<>> tensors_;
-  std::vector<std::uint32_t> idx_;
-  std::vector<float> val_, mags_;
+  std::vector<float> mags_;
 };
 
 }  // namespace sparq::compress

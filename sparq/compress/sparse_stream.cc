@@ -43,6 +43,7 @@ SparseStream::SparseStream(std::size_t dim) : dim_(dim) {
 SparseStream SparseStream::sparse(std::size_t dim, std::vector<std::uint32_t> indices, std::vector<float> values) {
   check_pairs(dim, indices, values);
   SparseStream s(dim);
+  s.count_ = indices.size();
   s.indices_ = std::move(indices);
   s.values_ = std::move(values);
   return s;
@@ -51,6 +52,7 @@ SparseStream SparseStream::sparse(std::size_t dim, std::vector<std::uint32_t> in
 SparseStream SparseStream::dense(std::vector<float> values) {
   SparseStream s(values.size());
   s.dense_ = true;
+  s.count_ = values.size();
   s.values_ = std::move(values);
   return s;
 }
@@ -60,27 +62,45 @@ void SparseStream::assign_sparse(std::size_t dim, std::span<const std::uint32_t>
   check_pairs(dim, indices, values);
   dim_ = dim;
   dense_ = false;
+  count_ = indices.size();
   indices_.assign(indices.begin(), indices.end());
   values_.assign(values.begin(), values.end());
+}
+
+SparseStream::PairBuffers SparseStream::start_pairs(std::size_t dim, std::size_t capacity) {
+  SPARQ_CHECK_AS(InputError, dim <= kMaxDim, "sparse stream: dimension {} exceeds 2^32 - 1", dim);
+  dim_ = dim;
+  dense_ = false;
+  count_ = 0;
+  if (indices_.size() < capacity) indices_.resize(capacity);
+  if (values_.size() < capacity) values_.resize(capacity);
+  return {indices_, values_};
+}
+
+void SparseStream::finish_pairs(std::size_t count) {
+  SPARQ_CHECK(!dense_ && count <= indices_.size() && count <= values_.size() && count <= dim_,
+              "finish_pairs({}) beyond the started buffers", count);
+  count_ = count;
 }
 
 void SparseStream::make_dense() {
   if (dense_) return;
   std::vector<float> d(dim_, 0.0f);
-  scatter_add(d.data(), indices_, values_);
+  scatter_add(d.data(), indices(), values());
   values_ = std::move(d);
   indices_.clear();
   dense_ = true;
+  count_ = dim_;
 }
 
 void SparseStream::to_dense(std::span<float> out) const {
   SPARQ_CHECK_AS(InputError, out.size() == dim_, "sparse stream: output size {} != dimension {}", out.size(), dim_);
   if (dense_) {
-    std::copy(values_.begin(), values_.end(), out.begin());
+    std::copy_n(values_.begin(), dim_, out.begin());
     return;
   }
   std::fill(out.begin(), out.end(), 0.0f);
-  for (std::size_t i = 0; i < indices_.size(); ++i) out[indices_[i]] = values_[i];
+  for (std::size_t i = 0; i < count_; ++i) out[indices_[i]] = values_[i];
 }
 
 SparseStream sum(const SparseStream& a, const SparseStream& b) {
@@ -96,9 +116,10 @@ SparseStream sum(const SparseStream& a, const SparseStream& b) {
   if (na + nb > sparse_capacity(a.dim_)) {
     // Fill-in may exceed delta: the upper bound decides, before any merging.
     r.dense_ = true;
+    r.count_ = a.dim_;
     r.values_.assign(a.dim_, 0.0f);
-    scatter_add(r.values_.data(), a.indices_, a.values_);
-    scatter_add(r.values_.data(), b.indices_, b.values_);
+    scatter_add(r.values_.data(), a.indices(), a.values());
+    scatter_add(r.values_.data(), b.indices(), b.values());
     return r;
   }
   r.indices_.resize(na + nb);
@@ -119,8 +140,7 @@ SparseStream sum(const SparseStream& a, const SparseStream& b) {
   }
   for (; i < na; ++i) io[k] = ia[i], vo[k++] = va[i];
   for (; j < nb; ++j) io[k] = ib[j], vo[k++] = vb[j];
-  r.indices_.resize(k);
-  r.values_.resize(k);
+  r.count_ = k;
   return r;
 }
 
@@ -136,7 +156,7 @@ void add_into(SparseStream& acc, const SparseStream& b) {
     const float* s = b.values_.data();
     for (std::size_t i = 0; i < acc.dim_; ++i) d[i] += s[i];
   } else {
-    scatter_add(d, b.indices_, b.values_);
+    scatter_add(d, b.indices(), b.values());
   }
 }
 

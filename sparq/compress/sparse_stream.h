@@ -40,11 +40,24 @@ class SparseStream {
   std::size_t dim() const { return dim_; }
   bool is_dense() const { return dense_; }
   // Stored entries: pairs if sparse, dim if dense.
-  std::size_t nnz() const { return values_.size(); }
+  std::size_t nnz() const { return count_; }
   // Sparse only: the sorted indices (empty for a dense stream).
-  std::span<const std::uint32_t> indices() const { return indices_; }
+  std::span<const std::uint32_t> indices() const { return std::span(indices_).first(dense_ ? 0 : count_); }
   // Sparse: the pair values; dense: all dim values.
-  std::span<const float> values() const { return values_; }
+  std::span<const float> values() const { return std::span(values_).first(count_); }
+
+  // For selectors that produce pairs in index order without a copy: makes
+  // this an empty sparse stream of dimension dim whose buffers hold at least
+  // `capacity` pairs (kept across calls, so a per-step producer allocates
+  // once), and returns them. The producer writes pairs [0, count) and calls
+  // finish_pairs(count). These pairs are trusted, not re-validated: only
+  // library code that is tested to emit sorted in-range indices uses this.
+  struct PairBuffers {
+    std::span<std::uint32_t> indices;
+    std::span<float> values;
+  };
+  PairBuffers start_pairs(std::size_t dim, std::size_t capacity);
+  void finish_pairs(std::size_t count);
 
   // Replaces the content by sparse pairs (validated as in sparse()), reusing
   // this stream's memory.
@@ -60,6 +73,7 @@ class SparseStream {
   friend SparseStream decode_stream(std::span<const std::byte> in);
   std::size_t dim_ = 0;
   bool dense_ = false;
+  std::size_t count_ = 0;  // live entries; the vectors may be longer (start_pairs capacity)
   std::vector<std::uint32_t> indices_;
   std::vector<float> values_;
 };

@@ -102,6 +102,7 @@ SparseStream decode_stream(std::span<const std::byte> in) {
   SPARQ_CHECK_AS(WireError, in.size() == want, "sparse stream: {} bytes, header says {}", in.size(), want);
   SparseStream s(dim);
   s.dense_ = dense;
+  s.count_ = n;
   const std::uint8_t* body = p + kStreamHeaderBytes;
   if (!dense) {
     s.indices_.resize(n);

@@ -128,5 +128,25 @@ TEST(SparseStream, MakeDenseKeepsValues) {
   EXPECT_EQ(dense_of(s), before);
 }
 
+TEST(SparseStream, PairBuffersAreReusedAcrossProducers) {
+  SparseStream s = SparseStream::dense({1, 2, 3});
+  auto pairs = s.start_pairs(100, 100);
+  ASSERT_GE(pairs.indices.size(), 100u);
+  pairs.indices[0] = 4, pairs.values[0] = 1.0f;
+  pairs.indices[1] = 90, pairs.values[1] = -2.0f;
+  s.finish_pairs(2);
+  EXPECT_FALSE(s.is_dense());
+  EXPECT_EQ(s.nnz(), 2u);
+  EXPECT_EQ(dense_of(s)[90], -2.0f);
+  const std::uint32_t* before = s.start_pairs(100, 50).indices.data();
+  s.finish_pairs(0);
+  EXPECT_EQ(s.indices().size(), 0u);
+  EXPECT_EQ(s.start_pairs(100, 100).indices.data(), before);  // no reallocation
+  EXPECT_THROW(s.finish_pairs(101), Error);
+  // A stream with spare capacity still sums and copies by its live pairs.
+  s.finish_pairs(1);
+  expect_sum_matches_dense(s, on_support(100, {4, 5}, 0));
+}
+
 }  // namespace
 }  // namespace sparq::compress
