@@ -23,7 +23,8 @@ struct CollStats {
 // collectives of the same kind concurrently gives them distinct tags.
 namespace tags {
 inline constexpr int kAllreduce = 30000, kReduceScatter = 30100, kAllgather = 30200,
-                     kAlltoall = 30300, kBroadcast = 30400, kBarrier = 30500;
+                     kAlltoall = 30300, kBroadcast = 30400, kBarrier = 30500,
+                     kSparseAllreduce = 30600;
 }
 
 class Call {
@@ -46,6 +47,11 @@ class Call {
   template <class T>
   Request irecv(int peer, std::span<T> buf) {
     return wrap([&] { return t_.irecv(peer, tag_, std::as_writable_bytes(buf)); });
+  }
+
+  // A receive whose size only the sender knows.
+  Request irecv_message(int peer) {
+    return wrap([&] { return t_.irecv_message(peer, tag_); });
   }
 
   void wait(Request& r);

@@ -108,5 +108,7 @@ void ring_allgather(Call& c, T* work, std::span<const std::size_t> bounds, std::
   template void ring_allgather<T>(Call&, T*, std::span<const std::size_t>, std::size_t);
 SPARQ_FOR_EACH_DTYPE(X)
 #undef X
+// Byte blobs (quantized payloads) travel through the same allgather.
+template void ring_allgather<std::byte>(Call&, std::byte*, std::span<const std::size_t>, std::size_t);
 
 }  // namespace sparq::algo

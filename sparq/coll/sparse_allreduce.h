@@ -1,0 +1,64 @@
+#pragma once
+// Sparse allreduce (SparCML, Renggli et al., SC'19, section 5): the sum of
+// one SparseStream per rank, of a common dimension N, identical on every rank.
+// Message sizes are discovered on receipt; no rank knows the others' nnz.
+//
+// Algorithms (docs/algorithms.md has rounds, bytes and bounds):
+//  - ssar_recursive_double: log2 P rounds exchanging the whole partial sum
+//    with rank r ^ 2^t (non-powers of two folded first); latency-optimal.
+//  - ssar_split_allgather: split N into P ranges, send each range of my
+//    stream to its owner (non-blocking, all at once), owners sum, then a
+//    sparse (concatenating) allgather of the reduced ranges.
+//  - dsar_split_allgather: the same split, then the reduced range goes dense
+//    and a dense ring allgather follows, optionally QSGD-quantized.
+//  - dense: densify and run the dense allreduce (for comparison).
+//  - auto: the cheapest of the four under an alpha-beta estimate (see
+//    SparseAutoRule), dense unless a sparse one is more than 1% cheaper; it
+//    costs one extra 8-byte allreduce so that all ranks agree on the max nnz.
+#include <optional>
+#include <string_view>
+
+#include "sparq/coll/call.h"
+#include "sparq/compress/qsgd.h"
+#include "sparq/compress/sparse_stream.h"
+#include "sparq/transport/net_model.h"
+
+namespace sparq {
+
+enum class SparseAlgo { Auto, SsarRecursiveDouble, SsarSplitAllgather, DsarSplitAllgather, Dense };
+std::string_view sparse_algo_name(SparseAlgo a);
+SparseAlgo parse_sparse_algo(std::string_view s);  // throws InputError
+
+// `auto` estimates each algorithm's time in the alpha-beta model with the
+// result's fill-in predicted for independent uniformly random indices:
+// the union of m sets of k indices out of N has N (1 - (1 - k/N)^m) entries,
+// unless `result_density` (fraction of N) is given.
+struct SparseAutoRule {
+  NetModel net{20e-6, 8.0 / 10e9};      // 10 Gbit/s, 20 us
+  std::optional<double> result_density;  // override of the fill-in estimate
+};
+
+struct SparseAllreduceOptions {
+  SparseAlgo algo = SparseAlgo::Auto;
+  int tag = tags::kSparseAllreduce;
+  Millis timeout{0};
+  // dsar_split_allgather (and auto's choice of it): QSGD for the dense phase.
+  std::optional<compress::QsgdOptions> dense_qsgd;
+  std::uint64_t step = 0, tensor = 0;  // QSGD randomness keys
+  SparseAutoRule auto_rule{};
+};
+
+// The per-algorithm time estimates behind `auto`, in seconds (for tests and
+// the benchmark's report), for P ranks, dimension N and max local nnz k.
+struct SparseCostEstimate {
+  double recursive_double, split_allgather, dsar_split_allgather, dense;
+};
+SparseCostEstimate estimate_sparse_allreduce(const SparseAllreduceOptions& opts, std::size_t n, int nranks,
+                                             std::size_t k_max);
+SparseAlgo pick_sparse_algo(const SparseCostEstimate& e);
+
+// out receives the sum (sparse if it fits in sparse_capacity(N), else dense).
+CollStats sparse_allreduce(Transport& t, const compress::SparseStream& in, compress::SparseStream& out,
+                           const SparseAllreduceOptions& opts = {});
+
+}  // namespace sparq
