@@ -51,8 +51,8 @@ std::size_t Mlp<T>::macs_per_sample() const {
 }
 
 // Layer l, forward:  x [B x in], W [out x in], b [out]
-//   y = x W^T + b        [B x out]   (bias broadcast first, then GEMM with beta = 1)
-//   y = max(y, 0)        if relu
+//   y = x W^T            [B x out]   (GEMM, beta = 0)
+//   y = max(y + b, 0)    one fused pass (without the max when !relu)
 template <class T>
 const T* Mlp<T>::forward(const T* x, std::size_t batch) {
   batch_ = batch;
@@ -62,12 +62,19 @@ const T* Mlp<T>::forward(const T* x, std::size_t batch) {
     const Layer& L = layers_[i];
     auto& y = acts_[i];
     y.resize(batch * L.out);
-    const T* b = store_->param(L.b).data();
-    for (std::size_t r = 0; r < batch; ++r) std::copy(b, b + L.out, y.data() + r * L.out);
-    gemm<T>(false, true, batch, L.out, L.in, T(1), in, L.in, store_->param(L.w).data(), L.in, T(1), y.data(),
+    gemm<T>(false, true, batch, L.out, L.in, T(1), in, L.in, store_->param(L.w).data(), L.in, T(0), y.data(),
             L.out);
-    if (L.relu)
-      for (auto& v : y) v = v > T(0) ? v : T(0);
+    const T* b = store_->param(L.b).data();
+    for (std::size_t r = 0; r < batch; ++r) {
+      T* row = y.data() + r * L.out;
+      if (L.relu)
+        for (std::size_t c = 0; c < L.out; ++c) {
+          const T v = row[c] + b[c];
+          row[c] = v > T(0) ? v : T(0);
+        }
+      else
+        for (std::size_t c = 0; c < L.out; ++c) row[c] += b[c];
+    }
     in = y.data();
   }
   return in;
@@ -89,18 +96,28 @@ const T* Mlp<T>::backward(const T* dy, bool want_dx) {
     const auto& y = acts_[i];
     std::vector<T>& dz_buf = (g == g0_.data()) ? g1_ : g0_;
     const T* dz = g;
-    if (L.relu) {
-      dz_buf.resize(B * L.out);
-      for (std::size_t k = 0; k < B * L.out; ++k) dz_buf[k] = y[k] > T(0) ? g[k] : T(0);
-      dz = dz_buf.data();
-    }
-    gemm<T>(true, false, L.out, L.in, B, T(1), dz, L.out, x, L.in, T(0), store_->grad(L.w).data(), L.in);
     T* db = store_->grad(L.b).data();
     std::fill(db, db + L.out, T(0));
-    for (std::size_t r = 0; r < B; ++r) {
-      const T* row = dz + r * L.out;
-      for (std::size_t c = 0; c < L.out; ++c) db[c] += row[c];
+    if (L.relu) {  // mask and bias gradient in one pass
+      dz_buf.resize(B * L.out);
+      for (std::size_t r = 0; r < B; ++r) {
+        const T* yr = y.data() + r * L.out;
+        const T* gr = g + r * L.out;
+        T* dr = dz_buf.data() + r * L.out;
+        for (std::size_t c = 0; c < L.out; ++c) {
+          const T v = yr[c] > T(0) ? gr[c] : T(0);
+          dr[c] = v;
+          db[c] += v;
+        }
+      }
+      dz = dz_buf.data();
+    } else {
+      for (std::size_t r = 0; r < B; ++r) {
+        const T* row = dz + r * L.out;
+        for (std::size_t c = 0; c < L.out; ++c) db[c] += row[c];
+      }
     }
+    gemm<T>(true, false, L.out, L.in, B, T(1), dz, L.out, x, L.in, T(0), store_->grad(L.w).data(), L.in);
     if (i == 0 && !want_dx) return nullptr;
     // dx goes to whichever ping-pong buffer dz does not occupy.
     std::vector<T>& dx_buf = (dz == g0_.data()) ? g1_ : g0_;

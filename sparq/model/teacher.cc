@@ -57,7 +57,10 @@ Teacher::Teacher(const TeacherOptions& opts, const SyntheticOptions& features) :
   model_ = std::make_unique<Dlrm<float>>(cfg, opts_.seed ^ 0x7eac4e5ULL);
   Rng rng(opts_.seed, 0xe3b);
   for (auto& t : model_->tables())
-    for (auto& w : t.weights()) w = static_cast<float>(rng.normal(0.0, opts_.emb_std));
+    for (std::size_t k = 0; k < t.rows(); ++k) {
+      const double scale = opts_.rare_scale > 0 ? 1.0 / std::sqrt(1.0 + static_cast<double>(k) / opts_.rare_scale) : 1.0;
+      for (auto& w : t.row(k)) w = static_cast<float>(rng.normal(0.0, opts_.emb_std * scale));
+    }
 
   // Calibrate on a pilot set.
   std::vector<SyntheticSample> pilot(opts_.pilot);

@@ -15,7 +15,8 @@
 //
 // Teacher embeddings are N(0, emb_std^2) rather than the reference's
 // +-sqrt(1/rows): with the reference's init a 100000-row table contributes
-// ~0.003 per element and the categoricals would carry no signal.
+// ~0.003 per element and the categoricals would carry no signal; rows of rare
+// values are shrunk (rare_scale).
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -34,6 +35,10 @@ struct TeacherOptions {
   std::vector<std::size_t> top_mlp{64, 1};
   std::size_t emb_dim = 16;
   double emb_std = 0.25;
+  // Row k (the k-th most frequent value) is scaled by 1/sqrt(1 + k/rare_scale):
+  // rare values carry little signal each, as in real logs, so what a student
+  // can learn from a few million samples is most of what there is (0 = off).
+  double rare_scale = 10;
   double target_positive = 0.25;
   double target_auc = 0.80;
   std::size_t pilot = 20000;
