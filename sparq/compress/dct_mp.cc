@@ -80,7 +80,7 @@ RowMask decode_row_mask(std::span<const std::byte> in, std::size_t rows, std::si
     SPARQ_CHECK_AS(WireError, rb == 0 || (row[rb - 1] & pad_mask) == 0, "DCT-MP: row {} sets padding bits", r);
     SPARQ_CHECK_AS(WireError, count == keep, "DCT-MP: row {} keeps {} columns, expected {}", r, count, keep);
   }
-  if (rows * rb) std::memcpy(m.bits_.data(), p, rows * rb);  // memcpy of nullptr is UB even for 0 bytes
+  if (rows != 0 && rb != 0) std::memcpy(m.bits_.data(), p, rows * rb);  // memcpy of nullptr is UB even for 0 bytes
   return m;
 }
 
