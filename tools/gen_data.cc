@@ -36,6 +36,10 @@ struct GenArgs {
   std::string cardinalities;  // dash list or one value; empty = defaults
   std::string format = "tsv";
   int threads = 2;
+  double teacher_emb_std = TeacherOptions{}.emb_std;
+  double teacher_rare_scale = TeacherOptions{}.rare_scale;
+  double teacher_auc = TeacherOptions{}.target_auc;
+  double positives = TeacherOptions{}.target_positive;
 };
 
 void write_split(Teacher& t, std::uint64_t first, std::size_t count, const std::string& path, bool binary,
@@ -74,6 +78,12 @@ void run_gen(const GenArgs& a) {
   SyntheticOptions so = synthetic_options(a.seed, a.zipf, a.cardinalities);
   TeacherOptions to;
   to.seed = a.seed;
+  to.emb_std = a.teacher_emb_std;
+  to.rare_scale = a.teacher_rare_scale;
+  to.target_auc = a.teacher_auc;
+  to.target_positive = a.positives;
+  SPARQ_CHECK_AS(InputError, to.target_auc > 0.5 && to.target_auc < 1, "--teacher-auc must be in (0.5, 1)");
+  SPARQ_CHECK_AS(InputError, to.target_positive > 0 && to.target_positive < 1, "--positives must be in (0, 1)");
   SPARQ_CHECK_AS(InputError, a.format == "tsv" || a.format == "bin", "--format must be tsv or bin, got '{}'", a.format);
   const bool bin = a.format == "bin";
   std::filesystem::create_directories(a.out);
@@ -118,6 +128,11 @@ void add_gen_data(CLI::App& app, Run& run) {
                 "Criteo-like spread, 3 .. 100000)");
   c->add_option("--format", a->format, "tsv (Criteo text) or bin (sparq binary)")->capture_default_str();
   c->add_option("--threads", a->threads, "Threads for generation")->capture_default_str();
+  c->add_option("--teacher-auc", a->teacher_auc, "Label noise: the teacher's expected AUC")->capture_default_str();
+  c->add_option("--positives", a->positives, "Fraction of positive labels")->capture_default_str();
+  c->add_option("--teacher-emb-std", a->teacher_emb_std, "Std of the teacher's embeddings")->capture_default_str();
+  c->add_option("--teacher-rare-scale", a->teacher_rare_scale,
+                "Teacher row k is scaled by 1/sqrt(1 + k/this) (0 = off)")->capture_default_str();
   c->callback([a, &run] { run = [a] { run_gen(*a); }; });
 }
 

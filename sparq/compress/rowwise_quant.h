@@ -26,6 +26,8 @@
 #include <cstdint>
 #include <span>
 
+#include "sparq/compress/bitpack.h"
+
 namespace sparq::compress {
 
 enum class ScaleType : std::uint8_t { F32, F16 };
@@ -40,7 +42,7 @@ struct RowwiseLayout {
   std::size_t cols;
   RowwiseFormat fmt;
   std::size_t header_bytes() const { return fmt.scale == ScaleType::F32 ? 8 : 4; }
-  std::size_t code_bytes() const { return (cols * static_cast<std::size_t>(fmt.bits) + 7) / 8; }
+  std::size_t code_bytes() const { return packed_bytes(cols, fmt.bits); }
   std::size_t row_bytes() const { return header_bytes() + code_bytes(); }
   std::size_t bytes(std::size_t rows) const { return rows * row_bytes(); }
 };

@@ -40,6 +40,24 @@ SparseStream::SparseStream(std::size_t dim) : dim_(dim) {
   SPARQ_CHECK_AS(InputError, dim <= kMaxDim, "sparse stream: dimension {} exceeds 2^32 - 1", dim);
 }
 
+SparseStream::SparseStream(const SparseStream& o)
+    : dim_(o.dim_),
+      dense_(o.dense_),
+      count_(o.count_),
+      indices_(o.indices().begin(), o.indices().end()),
+      values_(o.values().begin(), o.values().end()) {}
+
+SparseStream& SparseStream::operator=(const SparseStream& o) {
+  if (this != &o) {
+    dim_ = o.dim_;
+    dense_ = o.dense_;
+    count_ = o.count_;
+    indices_.assign(o.indices().begin(), o.indices().end());
+    values_.assign(o.values().begin(), o.values().end());
+  }
+  return *this;
+}
+
 SparseStream SparseStream::sparse(std::size_t dim, std::vector<std::uint32_t> indices, std::vector<float> values) {
   check_pairs(dim, indices, values);
   SparseStream s(dim);

@@ -30,6 +30,12 @@ class SparseStream {
  public:
   // The all-zero sparse stream of dimension dim.
   explicit SparseStream(std::size_t dim = 0);
+  // Copies carry the live entries only, not spare start_pairs capacity (a
+  // DCT-DP output keeps room for every value of its tensor).
+  SparseStream(const SparseStream& o);
+  SparseStream& operator=(const SparseStream& o);
+  SparseStream(SparseStream&&) noexcept = default;
+  SparseStream& operator=(SparseStream&&) noexcept = default;
 
   // Sparse stream from pairs; throws InputError unless indices are strictly
   // increasing and < dim, sizes match, and dim < 2^32. Does not switch to dense.

@@ -34,7 +34,7 @@ struct TeacherOptions {
   std::vector<std::size_t> bot_mlp{13, 64, 16};
   std::vector<std::size_t> top_mlp{64, 1};
   std::size_t emb_dim = 16;
-  double emb_std = 0.25;
+  double emb_std = 0.1;
   // Row k (the k-th most frequent value) is scaled by 1/sqrt(1 + k/rare_scale):
   // rare values carry little signal each, as in real logs, so what a student
   // can learn from a few million samples is most of what there is (0 = off).

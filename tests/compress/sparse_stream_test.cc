@@ -146,6 +146,9 @@ TEST(SparseStream, PairBuffersAreReusedAcrossProducers) {
   // A stream with spare capacity still sums and copies by its live pairs.
   s.finish_pairs(1);
   expect_sum_matches_dense(s, on_support(100, {4, 5}, 0));
+  const SparseStream copy = s;
+  EXPECT_EQ(copy.nnz(), 1u);
+  EXPECT_EQ(dense_of(copy), dense_of(s));
 }
 
 }  // namespace
