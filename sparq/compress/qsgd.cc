@@ -78,11 +78,8 @@ void quantize_bucket(const float* x, std::size_t n, std::size_t b, const QsgdOpt
   const float scale = norm > 0.0f ? static_cast<float>(s) / norm : 0.0f;
   for (std::size_t c0 = 0; c0 < n; c0 += kChunk) {
     const std::size_t len = std::min(kChunk, n - c0);
-    for (std::size_t k = 0; k < len; k += 4) {
-      const Philox4x32 r = philox4x32(
-          {static_cast<std::uint32_t>((c0 + k) / 4), static_cast<std::uint32_t>(b), key.step, key.tensor}, key.seed);
-      for (std::size_t j = 0; j < 4 && k + j < len; ++j) u[k + j] = uniform01(r[j]);
-    }
+    philox_uniforms({static_cast<std::uint32_t>(c0 / 4), static_cast<std::uint32_t>(b), key.step, key.tensor},
+                    key.seed, (len + 3) / 4, u);
     for (std::size_t i = 0; i < len; ++i) {
       const float v = x[c0 + i];
       float a = std::fabs(v) * scale;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace sparq::compress {
 namespace {
 
@@ -12,6 +14,18 @@ TEST(CounterRng, MatchesPublishedPhiloxVectors) {
             (Philox4x32{0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu}));
   EXPECT_EQ(philox4x32({0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}, 0x299f31d0a4093822ull),
             (Philox4x32{0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}));
+}
+
+TEST(CounterRng, BlockedUniformsEqualScalarCalls) {
+  for (std::size_t blocks : {0u, 1u, 3u, 64u, 65u, 200u}) {
+    std::vector<float> got(4 * blocks);
+    const Philox4x32 base{1000, 7, 8, 9};
+    philox_uniforms(base, 0xfeedfacecafebeefull, blocks, got.data());
+    for (std::size_t b = 0; b < blocks; ++b) {
+      const Philox4x32 r = philox4x32({base[0] + static_cast<std::uint32_t>(b), 7, 8, 9}, 0xfeedfacecafebeefull);
+      for (std::size_t j = 0; j < 4; ++j) ASSERT_EQ(got[4 * b + j], uniform01(r[j])) << blocks << " " << b;
+    }
+  }
 }
 
 TEST(CounterRng, UniformIsInUnitInterval) {
