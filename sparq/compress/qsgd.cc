@@ -75,15 +75,17 @@ void quantize_bucket(const float* x, std::size_t n, std::size_t b, const QsgdOpt
   constexpr std::size_t kChunk = 512;  // multiple of 4: chunks start on Philox blocks and packed bytes
   std::uint8_t codes[kChunk];
   float u[kChunk];
-  const float scale = norm > 0.0f ? static_cast<float>(s) / norm : 0.0f;
+  // |v| / norm <= 1 is computed first: s / norm would overflow to inf for a
+  // subnormal norm, and 0 * inf is NaN.
+  const float divisor = norm > 0.0f ? norm : 1.0f;  // a zero bucket: every |v| / 1 = 0
   for (std::size_t c0 = 0; c0 < n; c0 += kChunk) {
     const std::size_t len = std::min(kChunk, n - c0);
     philox_uniforms({static_cast<std::uint32_t>(c0 / 4), static_cast<std::uint32_t>(b), key.step, key.tensor},
                     key.seed, (len + 3) / 4, u);
     for (std::size_t i = 0; i < len; ++i) {
       const float v = x[c0 + i];
-      float a = std::fabs(v) * scale;
-      a = a > static_cast<float>(s) ? static_cast<float>(s) : a;  // rounding of |v|/norm*s past s
+      float a = std::fabs(v) / divisor * static_cast<float>(s);
+      a = a > static_cast<float>(s) ? static_cast<float>(s) : a;  // float rounding past s
       const int lo = static_cast<int>(a);                          // floor: a >= 0
       const int level = lo + (u[i] < a - static_cast<float>(lo) ? 1 : 0);
       codes[i] = static_cast<std::uint8_t>(s + (v < 0.0f ? -level : level));

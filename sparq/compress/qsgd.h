@@ -5,7 +5,7 @@
 // The vector is cut into buckets of `bucket` consecutive values (the last one
 // may be shorter). Per bucket, with norm n (L2 as in QSGD, or max-abs) and
 // s = 2^(bits-1) - 1 magnitude levels, each value x becomes
-//   level = floor(a) + [u < a - floor(a)],  a = min(s, |x| * (s / n)),  u ~ U[0, 1),
+//   level = floor(a) + [u < a - floor(a)],  a = min(s, |x| / n * s),  u ~ U[0, 1),
 // so that E[n * sign(x) * level / s] = x (unbiased). The code sent is
 // s + sign(x) * level, in [0, 2s]: one q-bit code per value (code 2^q - 1 is
 // never produced and is rejected by the decoder).

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "sparq/compress/bitpack.h"
@@ -63,7 +64,10 @@ Grid make_grid(const float* x, std::size_t n, RowwiseFormat fmt, std::size_t row
   SPARQ_CHECK_AS(InputError, r.finite, "row-wise quantize: row {} holds NaN or inf", row);
   const float levels = static_cast<float>((1 << fmt.bits) - 1);
   if (fmt.scale == ScaleType::F32) {
-    const float s = (r.hi - r.lo) / levels;
+    float s = (r.hi - r.lo) / levels;
+    // A subnormal range can underflow to s = 0, which would pass the row off
+    // as constant; the smallest positive step still covers it.
+    if (s == 0.0f && r.hi > r.lo) s = std::numeric_limits<float>::denorm_min();
     SPARQ_CHECK_AS(InputError, std::isfinite(s), "row-wise quantize: row {} range [{}, {}] overflows float", row,
                    r.lo, r.hi);
     return {s, r.lo};

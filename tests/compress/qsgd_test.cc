@@ -43,7 +43,7 @@ std::vector<float> reference(const std::vector<float>& x, const QsgdOptions& o, 
                                 o.seed);
       const float u = static_cast<float>(r[i % 4] >> 8) / 16777216.0f;
       const float v = x[first + i];
-      const float a = norm > 0 ? std::min(static_cast<float>(s), std::fabs(v) * (static_cast<float>(s) / norm)) : 0.0f;
+      const float a = norm > 0 ? std::min(static_cast<float>(s), std::fabs(v) / norm * static_cast<float>(s)) : 0.0f;
       const float fl = std::floor(a);
       const int level = static_cast<int>(fl) + (u < a - fl ? 1 : 0);
       out[first + i] = norm / static_cast<float>(s) * static_cast<float>(v < 0 ? -level : level);
@@ -128,6 +128,15 @@ TEST(Qsgd, SameSeedSameBytesOnOneOrTwoThreads) {
 TEST(Qsgd, ZeroBucketAndBadInput) {
   const std::vector<float> zeros(40, 0.0f);
   EXPECT_EQ(round_trip(zeros, {.bits = 2, .bucket = 16}, 0, 0), zeros);
+  // A subnormal norm: s / norm would be inf and 0 * inf NaN.
+  const std::vector<float> tiny{1e-40f, 0.0f, -1e-40f, 0.0f};
+  for (auto norm : {QsgdNorm::L2, QsgdNorm::Max}) {
+    const QsgdOptions o{.bits = 8, .bucket = 4, .norm = norm};
+    const auto y = round_trip(tiny, o, 0, 0);
+    EXPECT_EQ(y, reference(tiny, o, 0, 0));
+    EXPECT_EQ(y[1], 0.0f);
+    EXPECT_EQ(y[3], 0.0f);
+  }
   std::vector<float> x(8, 1.0f);
   x[3] = std::numeric_limits<float>::quiet_NaN();
   std::vector<std::byte> wire(qsgd_bytes(8, {}));

@@ -143,6 +143,15 @@ TEST(RowwiseQuant, ConstantRowsAreExact) {
   EXPECT_EQ(out, h);
 }
 
+TEST(RowwiseQuant, SubnormalRangeIsNotTakenForConstant) {
+  // (hi - lo) / 255 underflows to 0 in float: the step becomes the smallest
+  // subnormal and both ends survive.
+  const std::vector<float> x{0.0f, 1e-44f, 5e-45f};
+  std::vector<float> out(3);
+  rowwise_dq(x, 3, {8}, out);
+  EXPECT_EQ(out, x);
+}
+
 TEST(RowwiseQuant, NonFiniteAndOverflowAreInputErrors) {
   std::vector<float> out(4);
   std::vector<std::byte> wire(RowwiseLayout{4, {8}}.bytes(1));
