@@ -17,7 +17,6 @@ import argparse
 import statistics
 import time
 
-import numpy as np
 import torch
 import torch.nn as nn
 
@@ -78,7 +77,7 @@ def main():
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
-    rng = np.random.default_rng(a.seed)
+    g = torch.Generator().manual_seed(a.seed)
     bot = [int(v) for v in a.arch_mlp_bot.split("-")]
     top = [int(v) for v in a.arch_mlp_top.split("-")]
     rows = [int(v) for v in a.arch_embedding_size.split("-")]
@@ -93,10 +92,10 @@ def main():
     nb = 32
     batches = []
     for _ in range(nb):
-        dense = torch.tensor(rng.random((B, bot[0]), dtype=np.float32))
+        dense = torch.rand((B, bot[0]), generator=g)
         offsets = [torch.arange(B, dtype=torch.int64) for _ in rows]
-        indices = [torch.tensor(rng.integers(0, n, B), dtype=torch.int64) for n in rows]
-        y = torch.tensor(rng.integers(0, 2, (B, 1)).astype(np.float32))
+        indices = [torch.randint(0, n, (B,), generator=g, dtype=torch.int64) for n in rows]
+        y = torch.randint(0, 2, (B, 1), generator=g).float()
         batches.append((dense, offsets, indices, y))
 
     def step(i):

@@ -6,6 +6,23 @@ namespace sparq {
 
 namespace {
 CBLAS_TRANSPOSE tr(bool t) { return t ? CblasTrans : CblasNoTrans; }
+
+// OpenBLAS splits every call over all its threads once it is above a tiny
+// size; for DLRM's thin layers (13 -> 512, 64 -> 16, the logit) the thread
+// hand-off costs more than the work (measured: a 128x512x13 sgemm runs at
+// 50 GFLOP/s on one thread, 16 on two). Calls below kMinParallelMacs
+// multiply-adds use one thread; the caller-set count applies above.
+constexpr std::size_t kMinParallelMacs = std::size_t{1} << 22;  // e.g. 128 x 256 x 128
+int g_threads = 1;   // what set_blas_threads asked for
+int g_current = -1;  // what OpenBLAS is set to now
+
+void use_threads(std::size_t macs) {
+  const int want = macs >= kMinParallelMacs ? g_threads : 1;
+  if (want != g_current) {
+    openblas_set_num_threads(want);
+    g_current = want;
+  }
+}
 }  // namespace
 
 template <>
@@ -13,6 +30,7 @@ void gemm<float>(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::
                  const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
                  std::size_t ldc) {
   if (m == 0 || n == 0) return;
+  use_threads(m * n * k);
   cblas_sgemm(CblasRowMajor, tr(trans_a), tr(trans_b), static_cast<int>(m), static_cast<int>(n),
               static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
               static_cast<int>(ldc));
@@ -23,12 +41,17 @@ void gemm<double>(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std:
                   const double* a, std::size_t lda, const double* b, std::size_t ldb, double beta, double* c,
                   std::size_t ldc) {
   if (m == 0 || n == 0) return;
+  use_threads(m * n * k);
   cblas_dgemm(CblasRowMajor, tr(trans_a), tr(trans_b), static_cast<int>(m), static_cast<int>(n),
               static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
               static_cast<int>(ldc));
 }
 
-void set_blas_threads(int n) { openblas_set_num_threads(n); }
-int blas_threads() { return openblas_get_num_threads(); }
+void set_blas_threads(int n) {
+  g_threads = n < 1 ? 1 : n;
+  openblas_set_num_threads(g_threads);
+  g_current = g_threads;
+}
+int blas_threads() { return g_threads; }
 
 }  // namespace sparq

@@ -12,8 +12,9 @@ template <class T>
 void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha,
           const T* a, std::size_t lda, const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc);
 
-// Threads OpenBLAS may use for one call (Debian's pthread build; the OpenMP
-// build reads OMP_NUM_THREADS instead and ignores nothing here either).
+// Threads OpenBLAS may use for one large call (small calls use one thread,
+// see blas.cc). Process-wide, as OpenBLAS's own setting: call it from the
+// thread that runs the model, not concurrently with gemm().
 void set_blas_threads(int n);
 int blas_threads();
 
