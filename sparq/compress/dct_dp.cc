@@ -20,25 +20,22 @@ DctDpStep DctDp::step(std::string_view name, std::uint64_t k, std::span<const fl
   const std::size_t n = grad.size();
   std::span<float> err = store_.residual(name, n);
   auto it = tensors_.find(name);
-  const bool first = it == tensors_.end();
-  if (first) it = tensors_.emplace(std::string(name), TensorState{std::numeric_limits<float>::infinity(), false}).first;
+  if (it == tensors_.end()) it = tensors_.emplace(std::string(name), TensorState{}).first;
   TensorState& st = it->second;
-  const bool scheduled = first || k % opts_.life_span == 0;
+  const bool scheduled = !st.has_tau || k % opts_.life_span == 0;
   const bool adaptive = !scheduled && st.recompute_next;
   // Pairs go straight into `out` (room for all n: tau may pass everything).
   const SparseStream::PairBuffers pairs = out.start_pairs(n, n);
-  std::size_t kept;
   if (scheduled || adaptive) {
-    // Threshold step: W must exist in full before tau can be chosen, so the
-    // feedback add is its own pass, then the mask pass reads W from err.
-    for (std::size_t i = 0; i < n; ++i) err[i] += grad[i];
-    st.tau = sparsity_threshold(err, opts_.eta, mags_);
-    kept = feedback_threshold_pack({}, err, st.tau, pairs.indices, pairs.values);
+    // Threshold step: tau comes from |grad + E| formed in the scratch only, so
+    // a NaN (InputError) leaves E and tau as they were; the fused pass below
+    // forms the same fp32 sums again.
+    st.tau = sparsity_threshold_of_sum(grad, err, opts_.eta, mags_);
+    st.has_tau = true;
     ++stats_.recomputes;
     if (adaptive) ++stats_.adaptive_recomputes;
-  } else {
-    kept = feedback_threshold_pack(grad, err, st.tau, pairs.indices, pairs.values);
   }
+  const std::size_t kept = feedback_threshold_pack(grad, err, st.tau, pairs.indices, pairs.values);
   ++stats_.steps;
   if (opts_.adaptive_tolerance > 0.0) {
     const double target = static_cast<double>(kept_count(n, opts_.eta));

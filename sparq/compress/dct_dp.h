@@ -21,6 +21,7 @@
 // for the threshold, shared by all tensors.
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <span>
 #include <string>
@@ -67,8 +68,9 @@ class DctDp {
 
  private:
   struct TensorState {
-    float tau;
-    bool recompute_next;
+    float tau = std::numeric_limits<float>::infinity();
+    bool has_tau = false;  // a tensor's first (successful) threshold step sets it
+    bool recompute_next = false;
   };
   DctDpOptions opts_;
   ErrorFeedbackStore& store_;

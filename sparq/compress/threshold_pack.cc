@@ -1,6 +1,7 @@
 #include "sparq/compress/threshold_pack.h"
 
 #include <bit>
+#include <cmath>
 #include <limits>
 
 #include "sparq/compress/vec4.h"
@@ -34,12 +35,13 @@ inline std::size_t emit(unsigned mask, const float* w, std::size_t base, std::ui
   return k;
 }
 
-// The ragged end (< kBlock values), scalar; w may alias err.
+// The ragged end (< kBlock values), scalar: the feedback form when g and err
+// are given, else plain x.
 std::size_t tail(const float* g, float* err, const float* x, std::size_t base, std::size_t n, float tau,
                  std::uint32_t* idx, float* val, std::size_t k) {
   for (std::size_t j = 0; j < n; ++j) {
     const float w = g ? g[j] + err[j] : x[j];
-    const bool keep = (w < 0 ? -w : w) >= tau;
+    const bool keep = std::fabs(w) >= tau;
     if (keep) idx[k] = static_cast<std::uint32_t>(base + j), val[k++] = w;
     if (err) err[j] = keep ? 0.0f : w;
   }
@@ -66,10 +68,9 @@ std::size_t threshold_pack(std::span<const float> x, float tau, std::span<std::u
 std::size_t feedback_threshold_pack(std::span<const float> grad, std::span<float> err, float tau,
                                     std::span<std::uint32_t> idx, std::span<float> val) {
   const std::size_t n = err.size();
-  SPARQ_CHECK_AS(InputError, grad.empty() || grad.size() == n, "feedback pack: gradient {} vs residual {} values",
-                 grad.size(), n);
+  SPARQ_CHECK_AS(InputError, grad.size() == n, "feedback pack: gradient {} vs residual {} values", grad.size(), n);
   check_sizes(n, idx.size(), val.size());
-  const float* g = grad.empty() ? nullptr : grad.data();
+  const float* g = grad.data();
   float* e = err.data();
   const Vec4 t = splat4(tau), zero = splat4(0.0f);
   float w[kBlock];
@@ -78,7 +79,7 @@ std::size_t feedback_threshold_pack(std::span<const float> grad, std::span<float
     unsigned mask = 0;
     for (std::size_t q = 0; q < kBlock / 4; ++q) {
       const Vec4 e4 = load4(e + i + 4 * q);
-      const Vec4 w4 = g ? load4(g + i + 4 * q) + e4 : e4;
+      const Vec4 w4 = load4(g + i + 4 * q) + e4;
       const Vec4i keep = abs4(w4) >= t;
       store4(w + 4 * q, w4);
       store4(e + i + 4 * q, keep ? zero : w4);
@@ -86,7 +87,7 @@ std::size_t feedback_threshold_pack(std::span<const float> grad, std::span<float
     }
     if (mask) k = emit(mask, w, i, idx.data(), val.data(), k);
   }
-  return tail(g ? g + i : nullptr, e + i, e + i, i, n - i, tau, idx.data(), val.data(), k);
+  return tail(g + i, e + i, nullptr, i, n - i, tau, idx.data(), val.data(), k);
 }
 
 }  // namespace sparq::compress

@@ -13,9 +13,10 @@ namespace sparq::compress {
 std::size_t threshold_pack(std::span<const float> x, float tau, std::span<std::uint32_t> idx, std::span<float> val);
 
 // The DCT-DP step fused into one pass (error feedback, mask, pack, residual):
-//   w = grad[i] + err[i]  (or w = err[i] if grad is empty),
+//   w = grad[i] + err[i],
 //   |w| >= tau: pair (i, w) written, err[i] = 0;  else err[i] = w.
-// Returns the pair count; sizes as for threshold_pack.
+// Returns the pair count; grad and err have equal sizes, idx/val as for
+// threshold_pack.
 std::size_t feedback_threshold_pack(std::span<const float> grad, std::span<float> err, float tau,
                                     std::span<std::uint32_t> idx, std::span<float> val);
 

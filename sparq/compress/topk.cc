@@ -10,15 +10,17 @@ namespace sparq::compress {
 
 namespace {
 
-// |x| into scratch (resized to x.size()); InputError on NaN.
-void magnitudes(std::span<const float> x, std::vector<float>& scratch) {
+// |x| (or |x + y|) into scratch (resized to x.size()); InputError on NaN.
+void magnitudes(std::span<const float> x, std::span<const float> y, std::vector<float>& scratch) {
   scratch.resize(x.size());
   float* m = scratch.data();
   int nan = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    m[i] = std::fabs(x[i]);
-    nan |= m[i] != m[i] ? 1 : 0;
+  if (y.empty()) {
+    for (std::size_t i = 0; i < x.size(); ++i) m[i] = std::fabs(x[i]);
+  } else {
+    for (std::size_t i = 0; i < x.size(); ++i) m[i] = std::fabs(x[i] + y[i]);
   }
+  for (std::size_t i = 0; i < x.size(); ++i) nan |= m[i] != m[i] ? 1 : 0;
   SPARQ_CHECK_AS(InputError, !nan, "magnitude selection: input of {} values holds NaN", x.size());
 }
 
@@ -38,8 +40,15 @@ std::size_t dropped_count(std::size_t n, double eta) {
 }
 
 float sparsity_threshold(std::span<const float> x, double eta, std::vector<float>& scratch) {
+  return sparsity_threshold_of_sum(x, {}, eta, scratch);
+}
+
+float sparsity_threshold_of_sum(std::span<const float> x, std::span<const float> y, double eta,
+                                std::vector<float>& scratch) {
+  SPARQ_CHECK_AS(InputError, y.empty() || y.size() == x.size(), "sparsity threshold: sizes {} and {} differ",
+                 x.size(), y.size());
   const std::size_t pos = dropped_count(x.size(), eta);
-  magnitudes(x, scratch);
+  magnitudes(x, y, scratch);
   if (pos >= x.size()) return std::numeric_limits<float>::infinity();
   return select_ascending(scratch, pos);
 }
@@ -49,7 +58,7 @@ void topk_indices(std::span<const float> x, std::size_t k, std::vector<std::uint
   const std::size_t n = x.size();
   SPARQ_CHECK_AS(InputError, n <= std::numeric_limits<std::uint32_t>::max(), "top-k: {} values exceed 2^32", n);
   k = std::min(k, n);
-  magnitudes(x, scratch);
+  magnitudes(x, {}, scratch);
   idx.clear();
   if (k == 0) return;
   // tau = the k-th largest magnitude; everything above it is in, and the

@@ -24,6 +24,10 @@ inline std::size_t kept_count(std::size_t n, double eta) { return n - dropped_co
 // `scratch` is resized to n and reused across calls (no allocation per call
 // once it is large enough).
 float sparsity_threshold(std::span<const float> x, double eta, std::vector<float>& scratch);
+// The same threshold for the element-wise fp32 sum x + y (y empty: x), without
+// writing the sum anywhere: DCT-DP's W = grad + E, left untouched if this throws.
+float sparsity_threshold_of_sum(std::span<const float> x, std::span<const float> y, double eta,
+                                std::vector<float>& scratch);
 
 // Exactly min(k, n) indices of the largest |x|, ascending. Ties at the
 // smallest kept magnitude go to the lowest indices. NaN throws InputError.

@@ -124,6 +124,23 @@ TEST(DctDp, AdaptiveRecomputesWhenKeptFractionDrifts) {
   EXPECT_FALSE(plain.step("w", 3, normal(n, 3, 10.0f), out).recomputed);
 }
 
+TEST(DctDp, NanAtAThresholdStepLeavesStateUntouched) {
+  ErrorFeedbackStore store;
+  DctDp dct({.eta = 0.5, .life_span = 2}, store);
+  SparseStream out;
+  dct.step("w", 1, normal(64, 1), out);
+  const std::vector<float> err_before(store.find("w").begin(), store.find("w").end());
+  const float tau_before = dct.threshold("w");
+  auto bad = normal(64, 2);
+  bad[10] = NAN;
+  EXPECT_THROW(dct.step("w", 2, bad, out), InputError);
+  EXPECT_EQ(std::vector<float>(store.find("w").begin(), store.find("w").end()), err_before);
+  EXPECT_EQ(dct.threshold("w"), tau_before);
+  // A tensor whose very first step failed still gets its first threshold next time.
+  EXPECT_THROW(dct.step("v", 1, bad, out), InputError);
+  EXPECT_TRUE(dct.step("v", 3, normal(64, 3), out).recomputed);
+}
+
 TEST(DctDp, TensorsAreIndependentAndShapesFixed) {
   ErrorFeedbackStore store;
   DctDp dct({.eta = 0.5, .life_span = 10}, store);
