@@ -1,0 +1,97 @@
+#include "sparq/coll/codec.h"
+
+#include <cstring>
+
+#include "sparq/core/error.h"
+
+namespace sparq {
+
+namespace {
+// Full rows of row_len, then one shorter row for the remainder.
+struct Rows {
+  std::size_t full, tail;
+};
+Rows rows_of(std::size_t n, std::size_t row_len) { return {n / row_len, n % row_len}; }
+}  // namespace
+
+std::size_t Codec::bytes(std::size_t n) const {
+  switch (kind) {
+    case Kind::Fp32: return n * sizeof(float);
+    case Kind::Qsgd: return compress::qsgd_bytes(n, qsgd);
+    case Kind::Rowwise: {
+      const Rows r = rows_of(n, row_len);
+      return compress::RowwiseLayout{row_len, rowwise}.bytes(r.full) +
+             (r.tail ? compress::RowwiseLayout{r.tail, rowwise}.bytes(1) : 0);
+    }
+  }
+  return 0;
+}
+
+void Codec::encode(std::span<const float> x, std::span<std::byte> out, std::uint64_t step, std::uint64_t key) const {
+  SPARQ_CHECK(out.size() == bytes(x.size()), "codec {}: {} bytes for {} values, expected {}", name(), out.size(),
+              x.size(), bytes(x.size()));
+  switch (kind) {
+    case Kind::Fp32:
+      if (!x.empty()) std::memcpy(out.data(), x.data(), out.size());
+      return;
+    case Kind::Qsgd: compress::qsgd_quantize(x, qsgd, step, key, out); return;
+    case Kind::Rowwise: {
+      const Rows r = rows_of(x.size(), row_len);
+      const std::size_t head = compress::RowwiseLayout{row_len, rowwise}.bytes(r.full);
+      if (r.full) compress::rowwise_quantize(x.first(r.full * row_len), row_len, rowwise, out.first(head));
+      if (r.tail) compress::rowwise_quantize(x.subspan(r.full * row_len), r.tail, rowwise, out.subspan(head));
+      return;
+    }
+  }
+}
+
+void Codec::decode(std::span<const std::byte> in, std::span<float> out) const {
+  SPARQ_CHECK_AS(WireError, in.size() == bytes(out.size()), "codec {}: {} bytes received for {} values, expected {}",
+                 name(), in.size(), out.size(), bytes(out.size()));
+  switch (kind) {
+    case Kind::Fp32:
+      if (!out.empty()) std::memcpy(out.data(), in.data(), in.size());
+      return;
+    case Kind::Qsgd: compress::qsgd_dequantize(in, qsgd, out); return;
+    case Kind::Rowwise: {
+      const Rows r = rows_of(out.size(), row_len);
+      const std::size_t head = compress::RowwiseLayout{row_len, rowwise}.bytes(r.full);
+      if (r.full) compress::rowwise_dequantize(in.first(head), row_len, rowwise, out.first(r.full * row_len));
+      if (r.tail) compress::rowwise_dequantize(in.subspan(head), r.tail, rowwise, out.subspan(r.full * row_len));
+      return;
+    }
+  }
+}
+
+std::string Codec::name() const {
+  switch (kind) {
+    case Kind::Fp32: return "fp32";
+    case Kind::Qsgd: return fmt::format("qsgd{}", qsgd.bits);
+    case Kind::Rowwise: return fmt::format("q{}{}", rowwise.bits, error_comp ? "+ec" : "");
+  }
+  return "?";
+}
+
+Codec parse_codec(std::string_view s) {
+  Codec c;
+  if (s == "fp32" || s == "none") return c;
+  if (s.starts_with("qsgd")) {
+    c.kind = Codec::Kind::Qsgd;
+    const auto b = s.substr(4);
+    SPARQ_CHECK_AS(InputError, b == "2" || b == "4" || b == "8", "bad codec '{}': qsgd2, qsgd4 or qsgd8", s);
+    c.qsgd.bits = b[0] - '0';
+    return c;
+  }
+  if (s.ends_with("+ec")) {
+    c.error_comp = true;
+    s.remove_suffix(3);
+  }
+  SPARQ_CHECK_AS(InputError, s == "q8" || s == "q4" || s == "q2",
+                 "bad codec '{}{}': fp32, q8, q4, q2 (optionally +ec), qsgd2, qsgd4, qsgd8", s,
+                 c.error_comp ? "+ec" : "");
+  c.kind = Codec::Kind::Rowwise;
+  c.rowwise.bits = s[1] - '0';
+  return c;
+}
+
+}  // namespace sparq

@@ -1,0 +1,242 @@
+#include "sparq/coll/quantized.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "sparq/coll/algorithms.h"
+#include "sparq/coll/patterns.h"
+
+namespace sparq {
+
+std::string_view quant_algo_name(QuantAlgo a) { return a == QuantAlgo::Ring ? "ring" : "recursive-doubling"; }
+
+QuantAlgo parse_quant_algo(std::string_view s) {
+  if (s == "ring") return QuantAlgo::Ring;
+  if (s == "recursive-doubling") return QuantAlgo::RecursiveDoubling;
+  SPARQ_THROW(InputError, "unknown quantized allreduce algorithm '{}' (ring, recursive-doubling)", s);
+}
+
+namespace {
+
+// FNV-1a: a tensor name's key for QSGD randomness, stable across builds.
+std::uint64_t name_key(std::string_view s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (char ch : s) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
+  return h;
+}
+
+// Puts values on the wire: enc(v + E[pos..]) with E refreshed (error
+// compensation), or plain enc(v). Each call is a new hop for QSGD's key.
+class Hop {
+ public:
+  Hop(const Codec& codec, std::span<float> resid, std::uint64_t step, std::uint64_t key)
+      : codec_(codec), resid_(resid), step_(step), key_(key) {}
+
+  void encode(std::span<const float> v, std::size_t pos, std::span<std::byte> out) {
+    const std::uint64_t key = key_ + 0x9E3779B97F4A7C15ull * ++hops_;
+    if (resid_.empty()) {
+      codec_.encode(v, out, step_, key);
+      return;
+    }
+    z_.assign(v.begin(), v.end());
+    for (std::size_t i = 0; i < z_.size(); ++i) z_[i] += resid_[pos + i];
+    codec_.encode(z_, out, step_, key);
+    back_.resize(z_.size());
+    codec_.decode(out, back_);
+    for (std::size_t i = 0; i < z_.size(); ++i) resid_[pos + i] = z_[i] - back_[i];
+  }
+  // v[i] += dec(in)[i]
+  void add_decoded(std::span<const std::byte> in, std::span<float> v) {
+    back_.resize(v.size());
+    codec_.decode(in, back_);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] += back_[i];
+  }
+  const Codec& codec() const { return codec_; }
+
+ private:
+  const Codec& codec_;
+  std::span<float> resid_;
+  std::uint64_t step_, key_, hops_ = 0;
+  std::vector<float> z_, back_;
+};
+
+// Per-chunk byte offsets of the encodings of a partition.
+std::vector<std::size_t> byte_bounds(const Codec& codec, const pattern::Partition& part) {
+  std::vector<std::size_t> b(part.parts + 1, 0);
+  for (int j = 0; j < part.parts; ++j) b[j + 1] = b[j] + codec.bytes(part.len(j));
+  return b;
+}
+
+void ring(Call& c, std::span<float> data, Hop& hop) {
+  const int p = c.size(), r = c.rank();
+  const pattern::Partition part{data.size(), p};
+  const auto wb = byte_bounds(hop.codec(), part);
+  std::vector<std::byte> wire(wb[p]);
+  auto wire_of = [&](int j) { return std::span<std::byte>(wire).subspan(wb[j], wb[j + 1] - wb[j]); };
+  auto vals_of = [&](int j) { return data.subspan(part.offset(j), part.len(j)); };
+  const int right = pattern::mod(r + 1, p), left = pattern::mod(r - 1, p);
+  std::vector<std::byte> land;
+  std::vector<Request> sends;
+  const int first = pattern::ring_rs_send_chunk(r, p, 0);
+  hop.encode(vals_of(first), part.offset(first), wire_of(first));
+  sends.push_back(c.isend(right, wire_of(first)));
+  for (int s = 0; s + 1 < p; ++s) {
+    const int ch = pattern::ring_rs_recv_chunk(r, p, s);
+    land.resize(wire_of(ch).size());
+    Request q = c.irecv(left, std::span<std::byte>(land));
+    c.wait(q);
+    hop.add_decoded(land, vals_of(ch));
+    hop.encode(vals_of(ch), part.offset(ch), wire_of(ch));  // to send on, or (s = P-2, ch = r) to share
+    if (s + 2 < p) sends.push_back(c.isend(right, wire_of(ch)));
+    c.count_round();
+  }
+  c.wait_all(sends);
+  // Each owner's single encoding travels the ring unchanged; every rank,
+  // the owner included, decodes the same bytes.
+  algo::ring_allgather(c, wire.data(), std::span<const std::size_t>(wb), std::size_t{1} << 20);
+  for (int j = 0; j < p; ++j) hop.codec().decode(wire_of(j), vals_of(j));
+}
+
+void recursive_doubling(Call& c, std::span<float> data, Hop& hop, int group) {
+  const int p = c.size(), r = c.rank();
+  const int gsize = std::min(group, p), members = p / gsize;
+  SPARQ_CHECK_AS(InputError, group >= 1 && p % gsize == 0 && (members & (members - 1)) == 0,
+                 "quantized recursive-doubling needs P = G * 2^k with G = min(group, P): P = {}, group = {}", p,
+                 group);
+  const Codec& codec = hop.codec();
+  const int g = r / gsize, i = r % gsize;  // my group, my part
+  const pattern::Partition parts{data.size(), gsize};
+  const std::size_t base = parts.offset(i), len = parts.len(i);
+  auto vals_of = [&](int j) { return data.subspan(parts.offset(j), parts.len(j)); };
+  auto group_rank = [&](int j) { return g * gsize + j; };
+
+  // 1. Inside the group: part j of my data goes to member j; I sum part i.
+  std::vector<float> acc(vals_of(i).begin(), vals_of(i).end());
+  {
+    std::vector<std::vector<std::byte>> out(gsize), in(gsize);
+    std::vector<Request> reqs;
+    for (int s = 1; s < gsize; ++s) {
+      const int from = pattern::mod(i - s, gsize);
+      in[from].resize(codec.bytes(len));
+      reqs.push_back(c.irecv(group_rank(from), std::span<std::byte>(in[from])));
+    }
+    for (int s = 1; s < gsize; ++s) {
+      const int j = pattern::mod(i + s, gsize);
+      out[j].resize(codec.bytes(parts.len(j)));
+      hop.encode(vals_of(j), parts.offset(j), out[j]);
+      reqs.push_back(c.isend(group_rank(j), std::span<const std::byte>(out[j])));
+    }
+    c.wait_all(reqs);
+    for (int q = 0; q < gsize; ++q)
+      if (q != i) hop.add_decoded(in[q], acc);
+    if (gsize > 1) c.count_round();
+  }
+
+  // 2. Across groups, among the members holding part i: pairs (keeper m,
+  //    sender m + d) halve the work, the sender hands its reduced half to the
+  //    keeper and drops out; keepers pair again at distance 2d.
+  const std::size_t h = len / 2;
+  const std::span<float> a(acc), lo = a.first(h), hi = a.subspan(h);
+  for (int d = 1; d < members; d *= 2) {
+    if (g % (2 * d) == d) {  // sender
+      const int keeper = (g - d) * gsize + i;
+      std::vector<std::byte> out_hi(codec.bytes(hi.size())), in_lo(codec.bytes(h)), out_lo(codec.bytes(h));
+      hop.encode(hi, base + h, out_hi);
+      Request rs[2] = {c.irecv(keeper, std::span<std::byte>(in_lo)), c.isend(keeper, std::span<const std::byte>(out_hi))};
+      c.wait_all(rs);
+      hop.add_decoded(in_lo, lo);
+      hop.encode(lo, base, out_lo);
+      Request s2 = c.isend(keeper, std::span<const std::byte>(out_lo));
+      c.wait(s2);
+      c.count_round();
+      break;
+    }
+    if (g % (2 * d) == 0) {  // keeper
+      const int sender = (g + d) * gsize + i;
+      std::vector<std::byte> out_lo(codec.bytes(h)), in_hi(codec.bytes(hi.size())), in_lo(codec.bytes(h));
+      hop.encode(lo, base, out_lo);
+      Request rs[3] = {c.irecv(sender, std::span<std::byte>(in_hi)), c.irecv(sender, std::span<std::byte>(in_lo)),
+                       c.isend(sender, std::span<const std::byte>(out_lo))};
+      c.wait(rs[0]);
+      hop.add_decoded(in_hi, hi);
+      c.wait(rs[1]);
+      codec.decode(in_lo, lo);  // the sender's reduced half
+      c.wait(rs[2]);
+      c.count_round();
+    }
+  }
+
+  // 3. The last keeper encodes part i once; that encoding goes down a
+  //    binomial tree over the members, 4. and around the group.
+  std::vector<std::byte> fin(codec.bytes(len));
+  if (g == 0) hop.encode(acc, base, fin);
+  int mask = 1;
+  for (; mask < members; mask <<= 1)
+    if (g & mask) {
+      Request q = c.irecv((g - mask) * gsize + i, std::span<std::byte>(fin));
+      c.wait(q);
+      c.count_round();
+      break;
+    }
+  std::vector<Request> down;
+  for (mask >>= 1; mask > 0; mask >>= 1)
+    if (g + mask < members) down.push_back(c.isend((g + mask) * gsize + i, std::span<const std::byte>(fin)));
+  c.wait_all(down);
+
+  std::vector<std::vector<std::byte>> all(gsize);
+  std::vector<Request> reqs;
+  for (int j = 0; j < gsize; ++j) {
+    if (j == i) continue;
+    all[j].resize(codec.bytes(parts.len(j)));
+    reqs.push_back(c.irecv(group_rank(j), std::span<std::byte>(all[j])));
+  }
+  for (int j = 0; j < gsize; ++j)
+    if (j != i) reqs.push_back(c.isend(group_rank(j), std::span<const std::byte>(fin)));
+  c.wait_all(reqs);
+  if (gsize > 1) c.count_round();
+  all[i] = std::move(fin);
+  for (int j = 0; j < gsize; ++j) codec.decode(all[j], vals_of(j));
+}
+
+}  // namespace
+
+CollStats quantized_allreduce(Transport& t, std::span<float> data, const QuantizedAllreduceOptions& opts) {
+  const std::string name = fmt::format("{}/{}", quant_algo_name(opts.algo), opts.codec.name());
+  Call c(t, "quantized_allreduce/" + name, opts.tag, opts.timeout);
+  std::span<float> resid;
+  if (opts.codec.error_comp) {
+    SPARQ_CHECK_AS(InputError, opts.residuals != nullptr,
+                   "quantized allreduce with error compensation needs a residual store");
+    resid = opts.residuals->residual(opts.tensor + "/" + std::string(quant_algo_name(opts.algo)), data.size());
+  }
+  if (t.size() == 1) return c.finish(name);  // nothing crosses a wire
+  Hop hop(opts.codec, resid, opts.step, name_key(opts.tensor) + static_cast<std::uint64_t>(t.rank()));
+  if (opts.algo == QuantAlgo::Ring) ring(c, data, hop);
+  else recursive_doubling(c, data, hop, opts.group);
+  return c.finish(name);
+}
+
+CollStats quantized_alltoall(Transport& t, std::span<const float> in, std::span<float> out,
+                             const QuantizedAlltoallOptions& opts) {
+  const int p = t.size(), r = t.rank();
+  const Codec& codec = opts.codec;
+  SPARQ_CHECK_AS(InputError, in.size() == out.size() && in.size() % static_cast<std::size_t>(p) == 0,
+                 "quantized alltoall: {} in, {} out values for {} ranks", in.size(), out.size(), p);
+  const std::size_t block = in.size() / static_cast<std::size_t>(p);
+  SPARQ_CHECK_AS(InputError, codec.kind != Codec::Kind::Rowwise || block % codec.row_len == 0,
+                 "quantized alltoall: a block of {} values is not whole rows of {}", block, codec.row_len);
+  Call c(t, "quantized_alltoall/" + codec.name(), opts.tag, opts.timeout);
+  const std::size_t wire = codec.bytes(block);
+  std::vector<std::byte> send(wire), recv(wire);
+  std::copy_n(in.begin() + static_cast<std::ptrdiff_t>(r * block), block,
+              out.begin() + static_cast<std::ptrdiff_t>(r * block));
+  for (int s = 1; s < p; ++s) {
+    const int to = pattern::mod(r + s, p), from = pattern::mod(r - s, p);
+    codec.encode(in.subspan(to * block, block), send, 0, static_cast<std::uint64_t>(r));
+    c.sendrecv(to, std::span<const std::byte>(send), from, std::span<std::byte>(recv));
+    codec.decode(recv, out.subspan(from * block, block));
+  }
+  return c.finish(codec.name());
+}
+
+}  // namespace sparq

@@ -1,0 +1,64 @@
+#pragma once
+// Quantized collectives (Yang et al., DLP-KDD'20): every hop encodes what it
+// sends with a Codec and the receiver decodes it, so the numerics are those
+// of a real quantized network, and the bytes are what the counters show.
+//
+// Error compensation (Codec::error_comp): every time a rank puts values of
+// positions S on the wire it sends enc(v + E[S]) and keeps E[S] := (v + E[S])
+// - dec(enc(v + E[S])) (Algorithm 1, DQE, at each hop), so the error of
+// one call is fed into the next call of the same tensor. The residuals live
+// in an ErrorFeedbackStore under the tensor's name (one N-float buffer per
+// tensor and algorithm), so they persist across calls and survive re-bucketing.
+#include <span>
+#include <string>
+
+#include "sparq/coll/call.h"
+#include "sparq/coll/codec.h"
+#include "sparq/compress/error_feedback.h"
+
+namespace sparq {
+
+enum class QuantAlgo { Ring, RecursiveDoubling };
+std::string_view quant_algo_name(QuantAlgo a);
+QuantAlgo parse_quant_algo(std::string_view s);  // "ring", "recursive-doubling"
+
+struct QuantizedAllreduceOptions {
+  QuantAlgo algo = QuantAlgo::Ring;
+  Codec codec{};
+  // Residuals for error compensation (required when codec.error_comp), and
+  // the tensor's stable name they are kept under.
+  compress::ErrorFeedbackStore* residuals = nullptr;
+  std::string tensor = "tensor";
+  std::uint64_t step = 0;  // QSGD randomness key (with the tensor name)
+  int tag = tags::kQuantizedAllreduce;
+  Millis timeout{0};
+  int group = 8;  // recursive-doubling: ranks per fully connected group
+};
+
+// In-place sum of `data` over all ranks; identical on every rank.
+//  ring: reduce-scatter where every hop sends enc(partial sum), then an
+//    allgather that forwards each owner's one encoding unchanged
+//    (Algorithm 2): each element is quantized P times on its way, once by
+//    every rank, so its error is at most P * s/2 (s: the row's step).
+//  recursive-doubling (Algorithms 3-5): inside groups of G = min(group, P)
+//    ranks each rank reduces its 1/G part (an alltoall of encoded parts);
+//    ranks holding the same part in the P/G groups reduce it by recursive
+//    halving pairs (the keeper of each pair gathers both halves), the last
+//    keeper broadcasts one encoding of the part, and the group shares the
+//    parts. Needs P/G to be a power of two.
+CollStats quantized_allreduce(Transport& t, std::span<float> data, const QuantizedAllreduceOptions& opts);
+
+struct QuantizedAlltoallOptions {
+  Codec codec{};  // e.g. q4 forward (embedding lookups), q2 backward (their gradients)
+  int tag = tags::kQuantizedAlltoall;
+  Millis timeout{0};
+};
+
+// Alltoall of P equal blocks of float rows (block = in.size() / P values, a
+// multiple of codec.row_len for row-wise codecs, e.g. the embedding dim).
+// Blocks sent to other ranks are encoded; a rank's own block is copied as is
+// (it never crosses the wire). No error compensation (lookups differ every step).
+CollStats quantized_alltoall(Transport& t, std::span<const float> in, std::span<float> out,
+                             const QuantizedAlltoallOptions& opts);
+
+}  // namespace sparq

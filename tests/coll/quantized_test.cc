@@ -1,0 +1,231 @@
+// Quantized collectives against a sequential emulation of the papers'
+// algorithms (Yang et al.'s single-node emulation, written out plainly), the
+// per-hop error bound, error compensation over repeated calls, and the bytes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "sparq/coll/patterns.h"
+#include "sparq/coll/quantized.h"
+#include "sparq/transport/local_transport.h"
+#include "tests/coll/reference.h"
+#include "tests/support/ranks.h"
+
+namespace sparq {
+namespace {
+
+Codec rowwise(int bits, bool ec, std::size_t row_len) {
+  Codec c = parse_codec(fmt::format("q{}{}", bits, ec ? "+ec" : ""));
+  c.row_len = row_len;
+  return c;
+}
+
+std::vector<float> dq(const Codec& c, std::vector<float> z) {
+  std::vector<std::byte> b(c.bytes(z.size()));
+  c.encode(z, b, 0, 0);
+  c.decode(b, z);
+  return z;
+}
+
+// Algorithm 2 sequentially: chunk k is first put on the wire by rank k+1,
+// each next rank adds its own values to what it received and re-encodes, and
+// rank k's encoding is what everybody ends with. resid[rank] holds each rank's
+// residuals (error compensation) across calls.
+std::vector<float> emulate_ring(const std::vector<std::vector<float>>& x, const Codec& c,
+                                std::vector<std::vector<float>>& resid) {
+  const int p = static_cast<int>(x.size());
+  const std::size_t n = x[0].size();
+  const pattern::Partition part{n, p};
+  std::vector<float> result(n);
+  for (int k = 0; k < p; ++k) {
+    const std::size_t off = part.offset(k), len = part.len(k);
+    std::vector<float> y(len, 0.0f);  // what arrived so far (nothing before the first hop)
+    for (int hop = 1; hop <= p; ++hop) {
+      const int j = (k + hop) % p;
+      std::vector<float> z(len);
+      for (std::size_t i = 0; i < len; ++i) z[i] = hop == 1 ? x[j][off + i] : x[j][off + i] + y[i];
+      if (c.error_comp)
+        for (std::size_t i = 0; i < len; ++i) z[i] += resid[j][off + i];
+      y = dq(c, z);
+      if (c.error_comp)
+        for (std::size_t i = 0; i < len; ++i) resid[j][off + i] = z[i] - y[i];
+    }
+    std::copy(y.begin(), y.end(), result.begin() + static_cast<std::ptrdiff_t>(off));
+  }
+  return result;
+}
+
+TEST(QuantizedRing, BitwiseEqualsSequentialEmulation) {
+  SPARQ_LOCAL_ONLY();
+  for (int p : {2, 3, 4, 5, 8})
+    for (const Codec& codec : {rowwise(4, false, 16), rowwise(2, false, 7), rowwise(2, true, 16)}) {
+      SCOPED_TRACE(testing::Message() << "P=" << p << " codec=" << codec.name());
+      const std::size_t n = 1000 + static_cast<std::size_t>(p);
+      std::vector<std::vector<float>> x(p), resid(p, std::vector<float>(n, 0.0f));
+      for (int r = 0; r < p; ++r) x[r] = test::rank_input<float>(n, r);
+      compress::ErrorFeedbackStore stores[16];
+      for (int call = 0; call < 3; ++call) {  // residuals carry over between calls
+        const auto expect = emulate_ring(x, codec, resid);
+        run_local(p, [&](Transport& t) {
+          std::vector<float> v = x[t.rank()];
+          QuantizedAllreduceOptions o;
+          o.codec = codec;
+          o.residuals = &stores[t.rank()];
+          quantized_allreduce(t, std::span<float>(v), o);
+          ASSERT_EQ(0, std::memcmp(v.data(), expect.data(), n * sizeof(float))) << "rank " << t.rank();
+        });
+      }
+    }
+}
+
+// Without an exact emulation for the grouped recursive doubling, check
+// (a) with fp32 on the wire it is the plain sum, (b) quantized, every element
+// is within the per-hop bound: hops x s/2 with s <= 2 * sum|x| / (2^q - 1).
+TEST(QuantizedRecursiveDoubling, ExactWithFp32AndWithinHopBound) {
+  const std::pair<int, int> shapes[] = {{1, 8}, {2, 8}, {4, 8}, {8, 8}, {16, 8}, {8, 2}, {16, 4}, {6, 3}};
+  for (const auto& [p, group] : shapes) {
+    if (!test::ranks_available(p)) continue;
+    const std::size_t n = 999;
+    const auto ref = test::reference_reduce<float>(n, p, ReduceOp::Sum);
+    const int members = p / std::min(group, p);
+    const double hops = 3 + 2 * std::log2(members);  // in group, 2 per level, the shared encoding
+    for (const char* name : {"fp32", "q8", "q4"}) {
+      SCOPED_TRACE(testing::Message() << "P=" << p << " group=" << group << " codec=" << name);
+      Codec codec = parse_codec(name);
+      codec.row_len = 32;
+      const double step = codec.kind == Codec::Kind::Fp32 ? 0 : 2.0 * p / ((1 << codec.rowwise.bits) - 1);
+      test::run_ranks(p, [&](Transport& t) {
+        auto v = test::rank_input<float>(n, t.rank());
+        QuantizedAllreduceOptions o;
+        o.algo = QuantAlgo::RecursiveDoubling;
+        o.codec = codec;
+        o.group = group;
+        quantized_allreduce(t, std::span<float>(v), o);
+        for (std::size_t i = 0; i < n; ++i)
+          ASSERT_LE(std::abs(v[i] - ref.value[i]), hops * step / 2 * 1.01 + 4 * ref.tolerance[i] + 1e-6) << i;
+      });
+    }
+  }
+}
+
+TEST(QuantizedRing, WithinHopBoundOnAllRankCounts) {
+  for (int p : {1, 2, 3, 4, 5, 7, 8, 16}) {
+    if (!test::ranks_available(p)) continue;
+    const std::size_t n = 4099;
+    const auto ref = test::reference_reduce<float>(n, p, ReduceOp::Sum);
+    test::run_ranks(p, [&](Transport& t) {
+      auto v = test::rank_input<float>(n, t.rank());
+      QuantizedAllreduceOptions o;
+      o.codec = rowwise(8, false, 64);
+      quantized_allreduce(t, std::span<float>(v), o);
+      const double step = 2.0 * p / 255;
+      for (std::size_t i = 0; i < n; ++i) ASSERT_LE(std::abs(v[i] - ref.value[i]), p * step / 2 * 1.01 + 1e-6) << i;
+    });
+  }
+}
+
+// The same input allreduced again and again: with error compensation the
+// running mean of the results converges to the exact sum (each call repays
+// the previous call's error); without it the error repeats and never shrinks.
+TEST(QuantizedRing, ErrorCompensationKeepsAccumulatedErrorBounded) {
+  const int p = 4, calls = 64;
+  SPARQ_NEED_RANKS(p);
+  const std::size_t n = 2048;
+  const auto ref = test::reference_reduce<float>(n, p, ReduceOp::Sum);
+  for (bool ec : {false, true}) {
+    test::run_ranks(p, [&](Transport& t) {
+      compress::ErrorFeedbackStore store;
+      QuantizedAllreduceOptions o;
+      o.codec = rowwise(2, ec, 64);
+      o.residuals = &store;
+      std::vector<double> mean(n, 0.0);
+      double first_err = 0;
+      for (int k = 0; k < calls; ++k) {
+        auto v = test::rank_input<float>(n, t.rank());
+        quantized_allreduce(t, std::span<float>(v), o);
+        for (std::size_t i = 0; i < n; ++i) mean[i] += v[i] / double(calls);
+        if (k == 0)
+          for (std::size_t i = 0; i < n; ++i) first_err = std::max(first_err, std::abs(double(v[i]) - ref.value[i]));
+      }
+      double mean_err = 0;
+      for (std::size_t i = 0; i < n; ++i) mean_err = std::max(mean_err, std::abs(mean[i] - ref.value[i]));
+      ASSERT_GT(first_err, 0.05);  // 2-bit: a visible error in one call
+      if (ec) {
+        EXPECT_LT(mean_err, 0.2 * first_err) << "with EC";
+      } else {
+        EXPECT_NEAR(mean_err, first_err, 1e-3 * first_err) << "without EC the same error repeats";
+      }
+    });
+  }
+}
+
+TEST(QuantizedRing, FourBitSendsSevenTimesFewerBytesThanFp32) {
+  const int p = 4;
+  SPARQ_NEED_RANKS(p);
+  test::run_ranks(p, [&](Transport& t) {
+    const std::size_t n = 1 << 20;
+    auto v = test::rank_input<float>(n, t.rank());
+    QuantizedAllreduceOptions o;
+    o.codec = parse_codec("fp32");
+    const auto fp32 = quantized_allreduce(t, std::span<float>(v), o).wire.bytes_sent;
+    o.codec = parse_codec("q4");  // rows of 512 values, fp32 scale and bias per row
+    const auto q4 = quantized_allreduce(t, std::span<float>(v), o).wire.bytes_sent;
+    EXPECT_EQ(fp32, 2 * (p - 1) * n / p * sizeof(float));
+    EXPECT_GE(static_cast<double>(fp32) / static_cast<double>(q4), 7.0);
+  });
+}
+
+TEST(QuantizedAlltoall, RoundTripWithinHalfAStep) {
+  for (int p : {1, 2, 3, 4}) {
+    if (!test::ranks_available(p)) continue;
+    const std::size_t dim = 16, rows = 10, block = dim * rows;
+    test::run_ranks(p, [&](Transport& t) {
+      std::vector<float> in(block * p), out(block * p);
+      for (std::size_t i = 0; i < in.size(); ++i) in[i] = std::sin(0.37f * i + 1.3f * t.rank());
+      for (int bits : {8, 4, 2}) {
+        QuantizedAlltoallOptions o;
+        o.codec = rowwise(bits, false, dim);
+        quantized_alltoall(t, std::span<const float>(in), std::span<float>(out), o);
+        for (int s = 0; s < p; ++s)
+          for (std::size_t row = 0; row < rows; ++row) {
+            // What rank s sent me: row `row` of its block for me.
+            float lo = 1e9f, hi = -1e9f;
+            std::vector<float> sent(dim);
+            for (std::size_t j = 0; j < dim; ++j) {
+              const std::size_t idx = t.rank() * block + row * dim + j;
+              sent[j] = std::sin(0.37f * idx + 1.3f * s);
+              lo = std::min(lo, sent[j]);
+              hi = std::max(hi, sent[j]);
+            }
+            const double half = s == t.rank() ? 0 : (hi - lo) / ((1 << bits) - 1) / 2;
+            for (std::size_t j = 0; j < dim; ++j)
+              ASSERT_LE(std::abs(out[s * block + row * dim + j] - sent[j]), half * 1.001 + 1e-6);
+          }
+      }
+    });
+  }
+}
+
+TEST(QuantizedAllreduce, BadInput) {
+  SPARQ_LOCAL_ONLY();
+  EXPECT_THROW(parse_codec("q3"), InputError);
+  EXPECT_THROW(parse_codec("qsgd5"), InputError);
+  EXPECT_THROW(parse_quant_algo("tree"), InputError);
+  run_local(2, [](Transport& t) {
+    std::vector<float> v(8);
+    QuantizedAllreduceOptions o;
+    o.codec = parse_codec("q4+ec");  // no residual store given
+    EXPECT_THROW(quantized_allreduce(t, std::span<float>(v), o), InputError);
+  });
+  run_local(6, [](Transport& t) {
+    std::vector<float> v(8);
+    QuantizedAllreduceOptions o;
+    o.algo = QuantAlgo::RecursiveDoubling;  // 6 = 6 * 2^0 works; group 4 does not divide 6
+    o.group = 4;
+    EXPECT_THROW(quantized_allreduce(t, std::span<float>(v), o), InputError);
+  });
+}
+
+}  // namespace
+}  // namespace sparq
