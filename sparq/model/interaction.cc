@@ -1,54 +1,27 @@
 #include "sparq/model/interaction.h"
 
-#include <algorithm>
+#include "sparq/core/error.h"
+#include "sparq/model/kernels.h"
 
 namespace sparq {
 
 template <class T>
-void DotInteraction<T>::forward(const T* v, std::size_t batch, T* out) const {
-  const std::size_t n = n_, d = d_, w = out_width();
-  for (std::size_t b = 0; b < batch; ++b) {
-    const T* V = v + b * n * d;
-    T* o = out + b * w;
-    std::copy(V, V + d, o);
-    std::size_t p = d;
-    for (std::size_t i = 1; i < n; ++i) {
-      const T* vi = V + i * d;
-      for (std::size_t j = 0; j < i; ++j) {
-        const T* vj = V + j * d;
-        T s = T(0);
-        for (std::size_t k = 0; k < d; ++k) s += vi[k] * vj[k];
-        o[p++] = s;
-      }
-    }
-  }
+DotInteraction<T>::DotInteraction(std::size_t num_vectors, std::size_t dim) : n_(num_vectors), d_(dim) {
+  SPARQ_CHECK(n_ >= 1 && n_ <= 64 && d_ >= 1 && d_ <= 64,
+              "dot interaction supports 1..64 vectors of width 1..64 (got {} x {})", n_, d_);
 }
 
-// dv_0 = dout[0:d]; for each pair (i, j), g = dout[p]: dv_i += g v_j, dv_j += g v_i.
+// v [B x n x d] -> out [B x (d + n(n-1)/2)]: out = [v_0, <v_i, v_j> for i > j, i outer]
+template <class T>
+void DotInteraction<T>::forward(const T* v, std::size_t batch, T* out) const {
+  kernels::interaction_fwd(v, batch, n_, d_, out);
+}
+
+// dout [B x w] -> dv [B x n x d]: dv_0 = dout[0:d]; pair (i, j) with gradient g adds
+// g v_j to dv_i and g v_i to dv_j.
 template <class T>
 void DotInteraction<T>::backward(const T* v, const T* dout, std::size_t batch, T* dv) const {
-  const std::size_t n = n_, d = d_, w = out_width();
-  for (std::size_t b = 0; b < batch; ++b) {
-    const T* V = v + b * n * d;
-    const T* g = dout + b * w;
-    T* dV = dv + b * n * d;
-    std::copy(g, g + d, dV);
-    std::fill(dV + d, dV + n * d, T(0));
-    std::size_t p = d;
-    for (std::size_t i = 1; i < n; ++i) {
-      const T* vi = V + i * d;
-      T* dvi = dV + i * d;
-      for (std::size_t j = 0; j < i; ++j) {
-        const T* vj = V + j * d;
-        T* dvj = dV + j * d;
-        const T gp = g[p++];
-        for (std::size_t k = 0; k < d; ++k) {
-          dvi[k] += gp * vj[k];
-          dvj[k] += gp * vi[k];
-        }
-      }
-    }
-  }
+  kernels::interaction_bwd(v, dout, batch, n_, d_, dv);
 }
 
 template class DotInteraction<float>;

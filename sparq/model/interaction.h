@@ -12,7 +12,7 @@ namespace sparq {
 template <class T>
 class DotInteraction {
  public:
-  DotInteraction(std::size_t num_vectors, std::size_t dim) : n_(num_vectors), d_(dim) {}
+  DotInteraction(std::size_t num_vectors, std::size_t dim);  // both 1..64
 
   std::size_t in_width() const { return n_ * d_; }                // per sample
   std::size_t out_width() const { return d_ + n_ * (n_ - 1) / 2; }  // per sample

@@ -6,6 +6,7 @@
 #include "sparq/core/error.h"
 #include "sparq/data/random.h"
 #include "sparq/model/blas.h"
+#include "sparq/model/kernels.h"
 
 namespace sparq {
 
@@ -64,17 +65,7 @@ const T* Mlp<T>::forward(const T* x, std::size_t batch) {
     y.resize(batch * L.out);
     gemm<T>(false, true, batch, L.out, L.in, T(1), in, L.in, store_->param(L.w).data(), L.in, T(0), y.data(),
             L.out);
-    const T* b = store_->param(L.b).data();
-    for (std::size_t r = 0; r < batch; ++r) {
-      T* row = y.data() + r * L.out;
-      if (L.relu)
-        for (std::size_t c = 0; c < L.out; ++c) {
-          const T v = row[c] + b[c];
-          row[c] = v > T(0) ? v : T(0);
-        }
-      else
-        for (std::size_t c = 0; c < L.out; ++c) row[c] += b[c];
-    }
+    kernels::bias_act(y.data(), store_->param(L.b).data(), batch, L.out, L.relu);
     in = y.data();
   }
   return in;
@@ -97,25 +88,12 @@ const T* Mlp<T>::backward(const T* dy, bool want_dx) {
     std::vector<T>& dz_buf = (g == g0_.data()) ? g1_ : g0_;
     const T* dz = g;
     T* db = store_->grad(L.b).data();
-    std::fill(db, db + L.out, T(0));
     if (L.relu) {  // mask and bias gradient in one pass
       dz_buf.resize(B * L.out);
-      for (std::size_t r = 0; r < B; ++r) {
-        const T* yr = y.data() + r * L.out;
-        const T* gr = g + r * L.out;
-        T* dr = dz_buf.data() + r * L.out;
-        for (std::size_t c = 0; c < L.out; ++c) {
-          const T v = yr[c] > T(0) ? gr[c] : T(0);
-          dr[c] = v;
-          db[c] += v;
-        }
-      }
+      kernels::relu_grad_colsum(y.data(), g, dz_buf.data(), db, B, L.out);
       dz = dz_buf.data();
     } else {
-      for (std::size_t r = 0; r < B; ++r) {
-        const T* row = dz + r * L.out;
-        for (std::size_t c = 0; c < L.out; ++c) db[c] += row[c];
-      }
+      kernels::colsum(dz, db, B, L.out);
     }
     gemm<T>(true, false, L.out, L.in, B, T(1), dz, L.out, x, L.in, T(0), store_->grad(L.w).data(), L.in);
     if (i == 0 && !want_dx) return nullptr;

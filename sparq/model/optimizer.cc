@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "sparq/core/error.h"
+#include "sparq/model/kernels.h"
 
 namespace sparq {
 
@@ -19,18 +20,14 @@ std::string_view embedding_optim_name(EmbeddingOptim o) {
 template <class T>
 void sgd_dense(std::span<T> params, std::span<const T> grads, T lr) {
   SPARQ_CHECK(params.size() == grads.size(), "params {} vs grads {}", params.size(), grads.size());
-  T* p = params.data();
-  const T* g = grads.data();
-  for (std::size_t i = 0; i < params.size(); ++i) p[i] -= lr * g[i];
+  kernels::sub_scaled(params.data(), grads.data(), lr, params.size());
 }
 
 template <class T>
 void sgd_rows(EmbeddingBag<T>& table, const SparseGrad<T>& g, T lr) {
   const std::size_t d = table.dim();
   for (std::size_t i = 0; i < g.rows.size(); ++i) {
-    T* w = table.row(g.rows[i]).data();
-    const T* gr = g.values.data() + i * d;
-    for (std::size_t j = 0; j < d; ++j) w[j] -= lr * gr[j];
+    kernels::sub_scaled(table.row(g.rows[i]).data(), g.values.data() + i * d, lr, d);
   }
 }
 

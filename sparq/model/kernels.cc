@@ -1,0 +1,147 @@
+#include "sparq/model/kernels.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace sparq::kernels {
+
+#define SPARQ_CLONES __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+#define SPARQ_INLINE inline __attribute__((always_inline))
+
+namespace {
+
+template <class T>
+SPARQ_INLINE void bias_act_impl(T* __restrict y, const T* __restrict b, std::size_t rows, std::size_t cols, bool relu) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    T* __restrict row = y + r * cols;
+    if (relu)
+      for (std::size_t c = 0; c < cols; ++c) {
+        const T v = row[c] + b[c];
+        row[c] = v > T(0) ? v : T(0);
+      }
+    else
+      for (std::size_t c = 0; c < cols; ++c) row[c] += b[c];
+  }
+}
+
+template <class T>
+SPARQ_INLINE void relu_grad_colsum_impl(const T* __restrict y, const T* __restrict g, T* __restrict dz,
+                                        T* __restrict db, std::size_t rows, std::size_t cols) {
+  std::fill(db, db + cols, T(0));
+  for (std::size_t r = 0; r < rows; ++r) {
+    const T* __restrict yr = y + r * cols;
+    const T* __restrict gr = g + r * cols;
+    T* __restrict dr = dz + r * cols;
+    for (std::size_t c = 0; c < cols; ++c) {
+      const T v = yr[c] > T(0) ? gr[c] : T(0);
+      dr[c] = v;
+      db[c] += v;
+    }
+  }
+}
+
+template <class T>
+SPARQ_INLINE void colsum_impl(const T* __restrict g, T* __restrict db, std::size_t rows, std::size_t cols) {
+  std::fill(db, db + cols, T(0));
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < cols; ++c) db[c] += g[r * cols + c];
+}
+
+// Per sample: VT = V^T (d x n), then for each row i the dots with rows j < i
+// accumulate over k with j innermost (contiguous in VT): vectorised across
+// the pairs, each dot summed in k order.
+template <class T>
+SPARQ_INLINE void interaction_fwd_impl(const T* __restrict v, std::size_t batch, std::size_t n, std::size_t d,
+                                       T* __restrict out) {
+  const std::size_t w = d + n * (n - 1) / 2;
+  T vt[64 * 64];  // d x n, d, n <= 64 (checked by the caller)
+  T acc[64];
+  for (std::size_t b = 0; b < batch; ++b) {
+    const T* __restrict V = v + b * n * d;
+    T* __restrict o = out + b * w;
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t k = 0; k < d; ++k) vt[k * n + i] = V[i * d + k];
+    for (std::size_t k = 0; k < d; ++k) o[k] = V[k];
+    std::size_t p = d;
+    for (std::size_t i = 1; i < n; ++i) {
+      for (std::size_t j = 0; j < i; ++j) acc[j] = T(0);
+      for (std::size_t k = 0; k < d; ++k) {
+        const T a = V[i * d + k];
+        const T* __restrict row = vt + k * n;
+        for (std::size_t j = 0; j < i; ++j) acc[j] += a * row[j];
+      }
+      for (std::size_t j = 0; j < i; ++j) o[p + j] = acc[j];
+      p += i;
+    }
+  }
+}
+
+// dV = (G + G^T) V per sample, G the strictly lower triangle of dout's pair
+// part; plus dout's first d values into dV[0]. Vectorised along k.
+template <class T>
+SPARQ_INLINE void interaction_bwd_impl(const T* __restrict v, const T* __restrict dout, std::size_t batch,
+                                       std::size_t n, std::size_t d, T* __restrict dv) {
+  const std::size_t w = d + n * (n - 1) / 2;
+  T s[64 * 64];  // n x n symmetric
+  for (std::size_t b = 0; b < batch; ++b) {
+    const T* __restrict V = v + b * n * d;
+    const T* __restrict g = dout + b * w;
+    T* __restrict dV = dv + b * n * d;
+    std::size_t p = d;
+    for (std::size_t i = 0; i < n; ++i) s[i * n + i] = T(0);
+    for (std::size_t i = 1; i < n; ++i)
+      for (std::size_t j = 0; j < i; ++j, ++p) s[i * n + j] = s[j * n + i] = g[p];
+    for (std::size_t i = 0; i < n; ++i) {
+      T* __restrict di = dV + i * d;
+      for (std::size_t k = 0; k < d; ++k) di[k] = i == 0 ? g[k] : T(0);
+      for (std::size_t j = 0; j < n; ++j) {
+        const T sij = s[i * n + j];
+        const T* __restrict vj = V + j * d;
+        for (std::size_t k = 0; k < d; ++k) di[k] += sij * vj[k];
+      }
+    }
+  }
+}
+
+template <class T>
+SPARQ_INLINE void sub_scaled_impl(T* __restrict p, const T* __restrict g, T a, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) p[i] -= a * g[i];
+}
+
+}  // namespace
+
+SPARQ_CLONES void bias_act(float* y, const float* b, std::size_t rows, std::size_t cols, bool relu) {
+  bias_act_impl(y, b, rows, cols, relu);
+}
+void bias_act(double* y, const double* b, std::size_t rows, std::size_t cols, bool relu) {
+  bias_act_impl(y, b, rows, cols, relu);
+}
+SPARQ_CLONES void relu_grad_colsum(const float* y, const float* g, float* dz, float* db, std::size_t rows,
+                                   std::size_t cols) {
+  relu_grad_colsum_impl(y, g, dz, db, rows, cols);
+}
+void relu_grad_colsum(const double* y, const double* g, double* dz, double* db, std::size_t rows, std::size_t cols) {
+  relu_grad_colsum_impl(y, g, dz, db, rows, cols);
+}
+SPARQ_CLONES void colsum(const float* g, float* db, std::size_t rows, std::size_t cols) {
+  colsum_impl(g, db, rows, cols);
+}
+void colsum(const double* g, double* db, std::size_t rows, std::size_t cols) { colsum_impl(g, db, rows, cols); }
+SPARQ_CLONES void interaction_fwd(const float* v, std::size_t batch, std::size_t n, std::size_t d, float* out) {
+  interaction_fwd_impl(v, batch, n, d, out);
+}
+void interaction_fwd(const double* v, std::size_t batch, std::size_t n, std::size_t d, double* out) {
+  interaction_fwd_impl(v, batch, n, d, out);
+}
+SPARQ_CLONES void interaction_bwd(const float* v, const float* dout, std::size_t batch, std::size_t n, std::size_t d,
+                                  float* dv) {
+  interaction_bwd_impl(v, dout, batch, n, d, dv);
+}
+void interaction_bwd(const double* v, const double* dout, std::size_t batch, std::size_t n, std::size_t d,
+                     double* dv) {
+  interaction_bwd_impl(v, dout, batch, n, d, dv);
+}
+SPARQ_CLONES void sub_scaled(float* p, const float* g, float a, std::size_t n) { sub_scaled_impl(p, g, a, n); }
+void sub_scaled(double* p, const double* g, double a, std::size_t n) { sub_scaled_impl(p, g, a, n); }
+
+}  // namespace sparq::kernels

@@ -1,0 +1,39 @@
+#pragma once
+// The element-wise and small-matrix loops of the layers (everything that is
+// not a GEMM), as plain functions over raw arrays. The float versions are
+// compiled for several instruction sets (AVX-512, AVX2+FMA, baseline x86-64)
+// with GCC's target_clones and picked once at load time: the library stays
+// portable while the hot loops use the machine's vector width. The double
+// versions (gradient checks) are plain.
+//
+// Loops are written so the compiler can vectorise them without reassociating
+// floating-point sums (no -ffast-math): reductions run across independent
+// outputs (columns, pairs), never along one dot product, so the summation
+// order is the written one and results are bitwise repeatable.
+#include <cstddef>
+
+namespace sparq::kernels {
+
+// y[r, c] = act(y[r, c] + b[c]); act = ReLU or identity.      y [rows x cols]
+void bias_act(float* y, const float* b, std::size_t rows, std::size_t cols, bool relu);
+void bias_act(double* y, const double* b, std::size_t rows, std::size_t cols, bool relu);
+
+// dz = g * [y > 0]; db[c] = sum_r dz[r, c]  (db overwritten).  all [rows x cols]
+void relu_grad_colsum(const float* y, const float* g, float* dz, float* db, std::size_t rows, std::size_t cols);
+void relu_grad_colsum(const double* y, const double* g, double* dz, double* db, std::size_t rows, std::size_t cols);
+
+// db[c] = sum_r g[r, c]  (db overwritten)
+void colsum(const float* g, float* db, std::size_t rows, std::size_t cols);
+void colsum(const double* g, double* db, std::size_t rows, std::size_t cols);
+
+// Dot interaction of B samples, each V = n x d (interaction.h for the layout).
+void interaction_fwd(const float* v, std::size_t batch, std::size_t n, std::size_t d, float* out);
+void interaction_fwd(const double* v, std::size_t batch, std::size_t n, std::size_t d, double* out);
+void interaction_bwd(const float* v, const float* dout, std::size_t batch, std::size_t n, std::size_t d, float* dv);
+void interaction_bwd(const double* v, const double* dout, std::size_t batch, std::size_t n, std::size_t d, double* dv);
+
+// p[i] -= a * g[i]
+void sub_scaled(float* p, const float* g, float a, std::size_t n);
+void sub_scaled(double* p, const double* g, double a, std::size_t n);
+
+}  // namespace sparq::kernels
