@@ -153,7 +153,7 @@ void add_one(CLI::App& bench, Run& run, const std::string& what, const std::stri
         });
         std::uint64_t wrong = 0;
         for (const Row& r : rows) wrong += r.wrong;
-        if (t.rank() == 0) report(rows, what, t, f->common, "dtype " + f->dtype, false);
+        if (t.rank() == 0) report(rows, what, t, f->common, "dtype " + f->dtype);
         SPARQ_CHECK(wrong == 0, "{} {} produced {} wrong elements", what, f->algos, wrong);
       });
     };
@@ -169,6 +169,7 @@ void add_bench(CLI::App& app, Run& run) {
           "auto,ring,recursive-doubling,rabenseifner");
   add_one(*bench, run, "alltoall", "pairwise, native (native: MPI only)", "pairwise");
   add_bench_sparse(*bench, run);
+  add_bench_quantized(*bench, run);
 }
 
 }  // namespace sparq::cli

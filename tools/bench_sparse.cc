@@ -154,7 +154,7 @@ void add_bench_sparse(CLI::App& bench, Run& run) {
         const std::vector<Row> rows = run_bench(t, *f, n, densities, algos);
         std::uint64_t wrong = 0;
         for (const Row& r : rows) wrong += r.wrong;
-        if (t.rank() == 0) report(rows, "sparse-allreduce", t, f->common, fmt::format("N = {}", n), true);
+        if (t.rank() == 0) report(rows, "sparse-allreduce", t, f->common, fmt::format("N = {}", n));
         SPARQ_CHECK(wrong == 0, "sparse allreduce produced {} wrong results", wrong);
       });
     };

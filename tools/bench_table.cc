@@ -100,26 +100,32 @@ nlohmann::json or_null(double v) { return std::isnan(v) ? nlohmann::json(nullptr
 }  // namespace
 
 void report(const std::vector<Row>& rows, const std::string& what, Transport& t, const BenchFlags& f,
-            const std::string& header_note, bool sparse) {
+            const std::string& header_note) {
   const bool sim = !f.net.empty();
+  // Optional columns appear when some row has them.
+  const bool density = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return !std::isnan(r.density); });
+  const bool codec = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return !r.codec.empty(); });
+  const bool nnz = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return !std::isnan(r.result_nnz); });
   fmt::print("# sparq bench {}: {} ranks ({} transport), {}, {} iters after {} warm-up, times in us "
              "(median and p10/p90 of the slowest rank per iteration)\n",
              what, t.size(), t.name(), header_note, f.iters, f.warmup);
   std::string head = fmt::format("{:>10} {:>10} ", "size", "count");
-  if (sparse) head += fmt::format("{:>9} {:>7} ", "density", "codec");
-  head += fmt::format("{:>28} {:>16} {:>10} {:>10} {:>10} {:>10} {:>19}", "algo", "time_us(median)", "p10", "p90",
+  if (density) head += fmt::format("{:>9} ", "density");
+  if (codec) head += fmt::format("{:>7} ", "codec");
+  head += fmt::format("{:>24} {:>16} {:>10} {:>10} {:>10} {:>10} {:>19}", "algo", "time_us(median)", "p10", "p90",
                       "algbw_GBps", "busbw_GBps", "bytes_sent_per_rank");
-  if (sparse) head += fmt::format(" {:>10}", "result_nnz");
+  if (nnz) head += fmt::format(" {:>10}", "result_nnz");
   head += fmt::format(" {:>6}", "#wrong");
   if (sim) head += fmt::format(" {:>12}", "sim_time_us");
   fmt::print("{}\n", head);
   for (const Row& r : rows) {
     std::string line = fmt::format("{:>10} {:>10} ", r.size, r.count);
-    if (sparse) line += fmt::format("{:>8.3f}% {:>7} ", r.density * 100, r.codec);
-    line += fmt::format("{:>28} {:>16.1f} {:>10.1f} {:>10.1f} {:>10} {:>10} {:>19}", r.algo, r.median_us, r.p10_us,
+    if (density) line += fmt::format("{:>8.3f}% ", r.density * 100);
+    if (codec) line += fmt::format("{:>7} ", r.codec);
+    line += fmt::format("{:>24} {:>16.1f} {:>10.1f} {:>10.1f} {:>10} {:>10} {:>19}", r.algo, r.median_us, r.p10_us,
                         r.p90_us, or_dash(r.algbw, "{:.3f}"), or_dash(r.busbw, "{:.3f}"),
                         or_dash(r.bytes_sent_per_rank, "{:.0f}"));
-    if (sparse) line += fmt::format(" {:>10}", or_dash(r.result_nnz, "{:.0f}"));
+    if (nnz) line += fmt::format(" {:>10}", or_dash(r.result_nnz, "{:.0f}"));
     line += fmt::format(" {:>6}", r.checked ? fmt::format("{}", r.wrong) : "-");
     if (sim) line += fmt::format(" {:>12}", or_dash(r.sim_us, "{:.1f}"));
     fmt::print("{}\n", line);
@@ -138,11 +144,9 @@ void report(const std::vector<Row>& rows, const std::string& what, Transport& t,
     j["busbw_GBps"] = or_null(r.busbw);
     j["sim_time_us"] = or_null(r.sim_us);
     if (sim) j["net"] = f.net;
-    if (sparse) {
-      j["density"] = r.density;
-      j["codec"] = r.codec;
-      j["result_nnz"] = or_null(r.result_nnz);
-    }
+    if (density) j["density"] = or_null(r.density);
+    if (codec) j["codec"] = r.codec;
+    if (nnz) j["result_nnz"] = or_null(r.result_nnz);
     arr.push_back(j);
   }
   std::ofstream out(f.json_path);

@@ -51,7 +51,8 @@ Row time_rows(Transport& t, const BenchFlags& f, const std::string& algo, const 
 std::vector<std::string> split_list(const std::string& s);
 
 // Prints the table (rank 0 calls it) and writes --json if asked.
+// Columns density, codec and result_nnz appear when some row sets them.
 void report(const std::vector<Row>& rows, const std::string& what, Transport& t, const BenchFlags& f,
-            const std::string& header_note, bool sparse_columns);
+            const std::string& header_note);
 
 }  // namespace sparq::cli

@@ -14,6 +14,8 @@ using Run = std::function<void()>;
 void add_bench(CLI::App& app, Run& run);
 // `bench sparse-allreduce`, registered by add_bench under `bench`.
 void add_bench_sparse(CLI::App& bench, Run& run);
+// `bench quantized-allreduce` and `bench quantized-alltoall`.
+void add_bench_quantized(CLI::App& bench, Run& run);
 void add_gen_data(CLI::App& app, Run& run);
 void add_convert(CLI::App& app, Run& run);
 void add_train(CLI::App& app, Run& run);

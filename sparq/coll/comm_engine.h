@@ -20,6 +20,8 @@
 
 #include "sparq/coll/allreduce.h"
 #include "sparq/coll/alltoall.h"
+#include "sparq/coll/quantized.h"
+#include "sparq/coll/sparse_allreduce.h"
 
 namespace sparq {
 
@@ -74,6 +76,16 @@ Work iallreduce(CommEngine& e, std::span<T> inout, const AllreduceOptions& opts 
 template <class T>
 Work ialltoall(CommEngine& e, std::span<const T> in, std::span<T> out, const AlltoallOptions& opts = {}) {
   return e.submit([=](Transport& t) { return alltoall(t, in, out, opts); });
+}
+
+// `in` must stay alive and `out` untouched until the Work completes.
+inline Work isparse_allreduce(CommEngine& e, const compress::SparseStream& in, compress::SparseStream& out,
+                              const SparseAllreduceOptions& opts = {}) {
+  return e.submit([&in, &out, opts](Transport& t) { return sparse_allreduce(t, in, out, opts); });
+}
+// The residual store (error compensation) is used on the engine's thread.
+inline Work iquantized_allreduce(CommEngine& e, std::span<float> data, const QuantizedAllreduceOptions& opts) {
+  return e.submit([=](Transport& t) { return quantized_allreduce(t, data, opts); });
 }
 
 }  // namespace sparq

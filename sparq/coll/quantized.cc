@@ -201,8 +201,8 @@ void recursive_doubling(Call& c, std::span<float> data, Hop& hop, int group) {
 }  // namespace
 
 CollStats quantized_allreduce(Transport& t, std::span<float> data, const QuantizedAllreduceOptions& opts) {
-  const std::string name = fmt::format("{}/{}", quant_algo_name(opts.algo), opts.codec.name());
-  Call c(t, "quantized_allreduce/" + name, opts.tag, opts.timeout);
+  const std::string name(quant_algo_name(opts.algo));
+  Call c(t, fmt::format("quantized_allreduce/{}/{}", name, opts.codec.name()), opts.tag, opts.timeout);
   std::span<float> resid;
   if (opts.codec.error_comp) {
     SPARQ_CHECK_AS(InputError, opts.residuals != nullptr,
@@ -236,7 +236,7 @@ CollStats quantized_alltoall(Transport& t, std::span<const float> in, std::span<
     c.sendrecv(to, std::span<const std::byte>(send), from, std::span<std::byte>(recv));
     codec.decode(recv, out.subspan(from * block, block));
   }
-  return c.finish(codec.name());
+  return c.finish("pairwise");
 }
 
 }  // namespace sparq

@@ -40,6 +40,38 @@ TEST(CommEngine, SeveralTensorsInFlight) {
   }
 }
 
+// The sparse and quantized collectives in flight together give what their
+// blocking forms give.
+TEST(CommEngine, SparseAndQuantizedNonBlocking) {
+  for (int p : {2, 3}) {
+    if (!test::ranks_available(p)) continue;
+    test::run_ranks(p, [&](Transport& t) {
+      const std::size_t n = 5000;
+      std::vector<std::uint32_t> idx = {static_cast<std::uint32_t>(t.rank()), 4000, 4999};
+      const auto in = compress::SparseStream::sparse(n, idx, {1.0f, 2.0f, 3.0f});
+      auto dense = test::rank_input<float>(n, t.rank());
+      auto blocking = dense;
+      QuantizedAllreduceOptions q;
+      q.codec = parse_codec("q8");
+      quantized_allreduce(t, std::span<float>(blocking), q);
+      compress::SparseStream out;
+      {
+        CommEngine e(t);
+        Work a = isparse_allreduce(e, in, out);
+        Work b = iquantized_allreduce(e, std::span<float>(dense), q);
+        b.wait();
+        a.wait();
+      }
+      EXPECT_EQ(dense, blocking);
+      std::vector<float> got(n);
+      out.to_dense(got);
+      EXPECT_EQ(got[4000], 2.0f * p);
+      EXPECT_EQ(got[4999], 3.0f * p);
+      for (int r = 0; r < p; ++r) EXPECT_EQ(got[r], 1.0f);
+    });
+  }
+}
+
 TEST(CommEngine, ErrorPropagatesToThisAndLaterWork) {
   SPARQ_NEED_RANKS(2);
   test::run_ranks(2, [](Transport& t) {
