@@ -50,6 +50,10 @@ TEST(Half, RoundsToNearestEvenLikeTheCompiler) {
   EXPECT_EQ(float_to_half(1.0f + 0x1p-11f), ref_bits(1.0f + 0x1p-11f));
   EXPECT_EQ(float_to_half(65520.0f), 0x7c00);  // ties to even past 65504: inf
 }
+#else
+// Compilers without _Float16 (clang < 15 on x86) have no independent reference.
+TEST(Half, EveryHalfConvertsExactlyBothWays) { GTEST_SKIP() << "no _Float16 in this compiler"; }
+TEST(Half, RoundsToNearestEvenLikeTheCompiler) { GTEST_SKIP() << "no _Float16 in this compiler"; }
 #endif
 
 TEST(Half, DirectedRoundingBracketsTheInput) {
