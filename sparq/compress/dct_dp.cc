@@ -1,5 +1,6 @@
 #include "sparq/compress/dct_dp.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
