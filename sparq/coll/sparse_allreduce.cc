@@ -226,16 +226,18 @@ SparseCostEstimate estimate_sparse_allreduce(const SparseAllreduceOptions& opts,
                                              std::size_t k_max) {
   const double alpha = opts.auto_rule.net.alpha_s, beta = opts.auto_rule.net.beta_s_per_b;
   const double nn = static_cast<double>(n), k = static_cast<double>(std::min(k_max, n)), pp = p;
-  const double pair = static_cast<double>(compress::index_bytes(n) + 4), hdr = compress::kStreamHeaderBytes;
+  const double hdr = compress::kStreamHeaderBytes;
   // Expected entries in the sum of m ranks' streams.
   auto fill = [&](double m) {
     if (opts.auto_rule.result_density) return std::min(nn * *opts.auto_rule.result_density, k * m);
     return nn > 0 ? nn * (1 - std::pow(1 - k / nn, m)) : 0.0;
   };
-  // Wire bytes of a stream with u entries out of dim (dense past capacity).
+  // Wire bytes of a stream with u entries out of dim (dense past capacity);
+  // a range's indices are local to it, so its pairs can be narrower.
   auto bytes = [&](double u, double dim) {
-    return u > static_cast<double>(compress::sparse_capacity(static_cast<std::size_t>(dim))) ? hdr + 4 * dim
-                                                                                              : hdr + u * pair;
+    const auto d = static_cast<std::size_t>(dim);
+    const double pair = static_cast<double>(compress::index_bytes(d) + 4);
+    return u > static_cast<double>(compress::sparse_capacity(d)) ? hdr + 4 * dim : hdr + u * pair;
   };
   const pattern::Fold fold(p);
   const bool folded = fold.rem > 0;
