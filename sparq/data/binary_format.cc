@@ -77,7 +77,9 @@ MappedRecords::MappedRecords(const std::string& path) {
     SPARQ_THROW(InputError, "'{}' is not a sparq binary file (too short)", path);
   }
   bytes_ = static_cast<std::size_t>(st.st_size);
-  base_ = ::mmap(nullptr, bytes_, PROT_READ, MAP_SHARED, fd, 0);
+  // MAP_POPULATE maps every page now (one sequential pass over the page
+  // cache) instead of one minor fault per record on the first shuffled epoch.
+  base_ = ::mmap(nullptr, bytes_, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
   ::close(fd);
   SPARQ_CHECK_AS(InputError, base_ != MAP_FAILED, "cannot map '{}': {}", path, std::strerror(errno));
   Header h;
@@ -97,7 +99,6 @@ MappedRecords::MappedRecords(const std::string& path) {
   count_ = h.count;
   bad_lines_ = h.bad_lines;
   recs_ = reinterpret_cast<const CriteoRecord*>(static_cast<const char*>(base_) + kHeader);
-  ::madvise(base_, bytes_, MADV_WILLNEED);
 }
 
 MappedRecords::MappedRecords(MappedRecords&& o) noexcept
