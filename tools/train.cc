@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -63,14 +64,64 @@ struct TrainArgs {
   int threads = 2;
   bool skip_bad_lines = false;
   bool no_shuffle = false;
+  bool stream = false;
+  std::size_t shuffle_buffer = 100000;
   std::string metrics, save, load;
 };
 
 struct Data {
   RecordSet train, test;
+  std::string stream_file;   // --stream: the TSV to stream each epoch (train stays empty)
+  std::size_t stream_lines = 0;
   std::optional<TeacherScore> teacher;  // the ceiling, when the data has one
   std::size_t bad_lines = 0;
   double load_secs = 0;
+};
+
+// Lines of a file (a last line without '\n' counts): one memchr pass, far
+// cheaper than parsing, so a streamed epoch knows its number of batches.
+std::size_t count_lines(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  SPARQ_CHECK_AS(InputError, f != nullptr, "cannot open '{}'", path);
+  std::vector<char> buf(1 << 20);
+  std::size_t n = 0, got;
+  char last = '\n';
+  while ((got = std::fread(buf.data(), 1, buf.size(), f)) > 0) {
+    for (const char* p = buf.data(); (p = static_cast<const char*>(std::memchr(p, '\n', buf.data() + got - p)));
+         ++p)
+      ++n;
+    last = buf[got - 1];
+  }
+  std::fclose(f);
+  return n + (last != '\n' ? 1 : 0);
+}
+
+// --stream: batches straight from the TSV through the background parser and a
+// shuffle buffer (seeded by seed and epoch), for data sets larger than memory.
+class StreamBatches {
+ public:
+  StreamBatches(const std::string& file, const TrainArgs& a, std::size_t epoch) {
+    TsvOptions o;
+    o.skip_bad_lines = a.skip_bad_lines;
+    o.shuffle_buffer = a.no_shuffle ? 0 : a.shuffle_buffer;
+    o.seed = a.seed * 1000003 + epoch;
+    o.shard_block = a.batch;
+    stream_ = std::make_unique<TsvStream>(std::vector<std::string>{file}, o);
+  }
+  // False when the stream has no record left.
+  bool next(std::size_t batch, std::span<const std::size_t> rows, Batch& out) {
+    recs_.clear();
+    CriteoRecord r;
+    while (recs_.size() < batch && stream_->next(r)) recs_.push_back(r);
+    if (recs_.empty()) return false;
+    make_batch(recs_, {}, 0, recs_.size(), rows, out);
+    return true;
+  }
+  std::size_t bad_lines() const { return stream_->bad_lines(); }
+
+ private:
+  std::unique_ptr<TsvStream> stream_;
+  std::vector<CriteoRecord> recs_;
 };
 
 std::string pick(const std::string& dir, const std::string& stem) {
@@ -108,7 +159,14 @@ Data load_data(const TrainArgs& a, const DlrmConfig& cfg) {
                      a.data_path);
     }
     std::size_t bad = 0;
-    d.train = RecordSet::load(train, tsv, &bad);
+    if (a.stream) {
+      SPARQ_CHECK_AS(InputError, !is_binary_records(train),
+                     "--stream reads TSV; '{}' is binary (memory-mapped anyway: drop --stream)", train);
+      d.stream_file = train;
+      d.stream_lines = count_lines(train);
+    } else {
+      d.train = RecordSet::load(train, tsv, &bad);
+    }
     d.bad_lines += bad;
     if (!test.empty()) {
       d.test = RecordSet::load(test, tsv, &bad);
@@ -223,12 +281,15 @@ void run_train(const TrainArgs& a) {
   };
 
   const Data data = load_data(a, cfg);
+  if (!data.stream_file.empty())
+    fmt::print("data: streaming {} ({} lines, shuffle buffer {})\n", data.stream_file, data.stream_lines,
+               a.no_shuffle ? 0 : a.shuffle_buffer);
   fmt::print("data: {} train, {} test samples ({:.2f} s to load/generate){}\n", data.train.size(), data.test.size(),
              data.load_secs, a.skip_bad_lines ? fmt::format(", skipped {} bad lines", data.bad_lines) : "");
   if (data.teacher)
     fmt::print("teacher (ceiling): test loss {:.6f}, accuracy {:.3f} %, auc {:.4f}\n", data.teacher->loss,
                100 * data.teacher->accuracy, data.teacher->auc);
-  SPARQ_CHECK_AS(InputError, data.train.size() > 0, "no training samples");
+  SPARQ_CHECK_AS(InputError, data.train.size() > 0 || data.stream_lines > 0, "no training samples");
 
   Dlrm<float> model(cfg, a.seed);
   OptimizerOptions oo;
@@ -240,8 +301,12 @@ void run_train(const TrainArgs& a) {
   fmt::print("model: {} ({} dense parameters, {} embedding rows), lr {}, embedding optimizer {}, threads {}\n",
              cfg.describe(), model.dense().size(), rows, a.lr, a.emb_optim, a.threads);
 
-  BatchPlan plan(data.train.size(), {.batch = a.batch, .shuffle = !a.no_shuffle, .seed = a.seed});
+  const bool streaming = !data.stream_file.empty();
+  BatchPlan plan(streaming ? data.stream_lines : data.train.size(),
+                 {.batch = a.batch, .shuffle = !a.no_shuffle, .seed = a.seed});
   const std::size_t nbatches = a.num_batches ? std::min(a.num_batches, plan.num_batches()) : plan.num_batches();
+  std::unique_ptr<StreamBatches> streamer;
+  std::size_t stream_bad = 0;
   std::size_t step = 0;
   if (!a.load.empty()) {
     const auto meta = nlohmann::json::parse(load_checkpoint(a.load, model, opt), nullptr, false);
@@ -271,10 +336,21 @@ void run_train(const TrainArgs& a) {
   };
 
   for (std::size_t epoch = step / nbatches; epoch < a.nepochs; ++epoch) {
-    plan.start_epoch(epoch);
+    if (streaming) {
+      if (streamer) stream_bad += streamer->bad_lines();
+      streamer = std::make_unique<StreamBatches>(data.stream_file, a, epoch);
+      for (std::size_t k = 0; k < step % nbatches; ++k)  // resume: skip what this epoch already trained on
+        streamer->next(a.batch, cfg.table_rows, batch);
+    } else {
+      plan.start_epoch(epoch);
+    }
     for (std::size_t it = step % nbatches; it < nbatches; ++it) {
       auto t0 = Clock::now();
-      plan.fill(it, data.train.records(), cfg.table_rows, batch);
+      if (streaming) {
+        if (!streamer->next(a.batch, cfg.table_rows, batch)) break;  // fewer records than lines (bad lines)
+      } else {
+        plan.fill(it, data.train.records(), cfg.table_rows, batch);
+      }
       auto t1 = Clock::now();
       const auto logits = model.forward(batch);
       auto t2 = Clock::now();
@@ -337,7 +413,8 @@ void run_train(const TrainArgs& a) {
   if (data.teacher && evaluated)
     fmt::print("teacher gap: teacher auc {:.4f}, model auc {:.4f}, gap {:.4f}\n", data.teacher->auc, last_eval.auc,
                data.teacher->auc - last_eval.auc);
-  if (a.skip_bad_lines) fmt::print("skipped {} bad lines\n", data.bad_lines);
+  if (streamer) stream_bad += streamer->bad_lines();
+  if (a.skip_bad_lines) fmt::print("skipped {} bad lines\n", data.bad_lines + stream_bad);
   if (!a.save.empty()) {
     save_checkpoint(a.save, model, opt, checkpoint_meta(step, a, cfg));
     fmt::print("saved {} at step {}\n", a.save, step);
@@ -375,6 +452,9 @@ void add_train(CLI::App& app, Run& run) {
   c->add_option("--threads", a->threads, "Compute threads")->capture_default_str();
   c->add_flag("--skip-bad-lines", a->skip_bad_lines, "Skip and count malformed TSV lines");
   c->add_flag("--no-shuffle", a->no_shuffle, "Keep the training set's order");
+  c->add_flag("--stream", a->stream,
+              "Stream a TSV training file each epoch (background parser + shuffle buffer) instead of loading it");
+  c->add_option("--shuffle-buffer", a->shuffle_buffer, "--stream: shuffle buffer in records")->capture_default_str();
   c->add_option("--metrics", a->metrics, "Write JSON lines (one per print/test event) to this file");
   c->add_option("--save", a->save, "Save a checkpoint here at the end");
   c->add_option("--load", a->load, "Resume from this checkpoint");

@@ -41,4 +41,11 @@ grep -q '"event":"test"' "$D/m.jsonl" || fail "metrics JSON lines"
 run train "${common[@]}" --nepochs 1 --save "$D/half.ck" || fail "train half"
 run train "${common[@]}" --nepochs 2 --load "$D/half.ck" --save "$D/resumed.ck" || fail "resume: $(cat "$D/err")"
 cmp -s "$D/full.ck" "$D/resumed.ck" || fail "resumed run must equal the uninterrupted one bitwise"
+# --stream (background parser + shuffle buffer) resumes bitwise too.
+st=(--data-path "$D/a/train.tsv" --test-data-path "$D/a/test.tsv" --stream --shuffle-buffer 500
+    --arch-embedding-size 1000 --arch-mlp-bot 13-32-16 --arch-mlp-top 32-1 --mini-batch-size 64 --print-freq 10)
+run train "${st[@]}" --num-batches 30 --save "$D/s_full.ck" || fail "stream: $(cat "$D/err")"
+run train "${st[@]}" --num-batches 12 --save "$D/s_half.ck" || fail "stream half"
+run train "${st[@]}" --num-batches 30 --load "$D/s_half.ck" --save "$D/s_res.ck" || fail "stream resume"
+cmp -s "$D/s_full.ck" "$D/s_res.ck" || fail "streamed resume must equal the uninterrupted run bitwise"
 echo "cli_test: all passed"
