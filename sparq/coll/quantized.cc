@@ -216,27 +216,45 @@ CollStats quantized_allreduce(Transport& t, std::span<float> data, const Quantiz
   return c.finish(name);
 }
 
-CollStats quantized_alltoall(Transport& t, std::span<const float> in, std::span<float> out,
-                             const QuantizedAlltoallOptions& opts) {
+CollStats quantized_alltoallv(Transport& t, std::span<const float> in, std::span<const std::size_t> send_rows,
+                              std::span<float> out, std::span<const std::size_t> recv_rows,
+                              const QuantizedAlltoallOptions& opts) {
   const int p = t.size(), r = t.rank();
   const Codec& codec = opts.codec;
-  SPARQ_CHECK_AS(InputError, in.size() == out.size() && in.size() % static_cast<std::size_t>(p) == 0,
-                 "quantized alltoall: {} in, {} out values for {} ranks", in.size(), out.size(), p);
-  const std::size_t block = in.size() / static_cast<std::size_t>(p);
-  SPARQ_CHECK_AS(InputError, codec.kind != Codec::Kind::Rowwise || block % codec.row_len == 0,
-                 "quantized alltoall: a block of {} values is not whole rows of {}", block, codec.row_len);
+  const std::size_t row = codec.row_len;
+  SPARQ_CHECK_AS(InputError, send_rows.size() == static_cast<std::size_t>(p) && recv_rows.size() == send_rows.size(),
+                 "quantized alltoallv: {} send and {} receive counts for {} ranks", send_rows.size(),
+                 recv_rows.size(), p);
+  std::vector<std::size_t> sd(p + 1, 0), rd(p + 1, 0);  // row offsets
+  for (int j = 0; j < p; ++j) sd[j + 1] = sd[j] + send_rows[j], rd[j + 1] = rd[j] + recv_rows[j];
+  SPARQ_CHECK_AS(InputError, sd[p] * row == in.size() && rd[p] * row == out.size(),
+                 "quantized alltoallv: counts give {} / {} rows of {}, buffers hold {} / {} values", sd[p], rd[p], row,
+                 in.size(), out.size());
+  SPARQ_CHECK_AS(InputError, send_rows[r] == recv_rows[r], "quantized alltoallv: rank {} sends itself {} rows, expects {}",
+                 r, send_rows[r], recv_rows[r]);
   Call c(t, "quantized_alltoall/" + codec.name(), opts.tag, opts.timeout);
-  const std::size_t wire = codec.bytes(block);
-  std::vector<std::byte> send(wire), recv(wire);
-  std::copy_n(in.begin() + static_cast<std::ptrdiff_t>(r * block), block,
-              out.begin() + static_cast<std::ptrdiff_t>(r * block));
+  std::copy_n(in.begin() + static_cast<std::ptrdiff_t>(sd[r] * row), send_rows[r] * row,
+              out.begin() + static_cast<std::ptrdiff_t>(rd[r] * row));
+  std::vector<std::byte> send, recv;
   for (int s = 1; s < p; ++s) {
     const int to = pattern::mod(r + s, p), from = pattern::mod(r - s, p);
-    codec.encode(in.subspan(to * block, block), send, 0, static_cast<std::uint64_t>(r));
+    send.resize(codec.bytes(send_rows[to] * row));
+    recv.resize(codec.bytes(recv_rows[from] * row));
+    codec.encode(in.subspan(sd[to] * row, send_rows[to] * row), send, 0, static_cast<std::uint64_t>(r));
     c.sendrecv(to, std::span<const std::byte>(send), from, std::span<std::byte>(recv));
-    codec.decode(recv, out.subspan(from * block, block));
+    codec.decode(recv, out.subspan(rd[from] * row, recv_rows[from] * row));
   }
   return c.finish("pairwise");
+}
+
+CollStats quantized_alltoall(Transport& t, std::span<const float> in, std::span<float> out,
+                             const QuantizedAlltoallOptions& opts) {
+  const std::size_t p = static_cast<std::size_t>(t.size()), row = opts.codec.row_len;
+  SPARQ_CHECK_AS(InputError, in.size() == out.size() && in.size() % (p * row) == 0,
+                 "quantized alltoall: {} in, {} out values are not {} ranks x whole rows of {}", in.size(),
+                 out.size(), p, row);
+  const std::vector<std::size_t> rows(p, in.size() / p / row);
+  return quantized_alltoallv(t, in, rows, out, rows, opts);
 }
 
 }  // namespace sparq

@@ -54,10 +54,16 @@ struct QuantizedAlltoallOptions {
   Millis timeout{0};
 };
 
-// Alltoall of P equal blocks of float rows (block = in.size() / P values, a
-// multiple of codec.row_len for row-wise codecs, e.g. the embedding dim).
-// Blocks sent to other ranks are encoded; a rank's own block is copied as is
-// (it never crosses the wire). No error compensation (lookups differ every step).
+// Alltoallv of rows of codec.row_len floats (e.g. embedding vectors):
+// send_rows[j] rows go to rank j, recv_rows[i] rows come from rank i, blocks
+// contiguous in rank order. Blocks for other ranks are encoded; a rank's own
+// block is copied as is (it never crosses the wire). No error compensation
+// (lookups differ every step).
+CollStats quantized_alltoallv(Transport& t, std::span<const float> in, std::span<const std::size_t> send_rows,
+                              std::span<float> out, std::span<const std::size_t> recv_rows,
+                              const QuantizedAlltoallOptions& opts);
+
+// Equal blocks: in.size() / P values each, whole rows.
 CollStats quantized_alltoall(Transport& t, std::span<const float> in, std::span<float> out,
                              const QuantizedAlltoallOptions& opts);
 

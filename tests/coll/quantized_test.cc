@@ -207,6 +207,37 @@ TEST(QuantizedAlltoall, RoundTripWithinHalfAStep) {
   }
 }
 
+// Rows of 4 values; rank s sends (s + d) % 3 rows to rank d, some none.
+TEST(QuantizedAlltoallv, VariableRowCounts) {
+  for (int p : {1, 2, 3, 5}) {
+    if (!test::ranks_available(p)) continue;
+    test::run_ranks(p, [&](Transport& t) {
+      const std::size_t row = 4;
+      auto rows = [](int s, int d) { return static_cast<std::size_t>((s + d) % 3); };
+      auto value = [](int s, int d, std::size_t i) { return static_cast<float>(s * 100 + d * 10) + 0.25f * i; };
+      std::vector<std::size_t> sr(p), rr(p);
+      std::vector<float> in;
+      for (int d = 0; d < p; ++d) {
+        sr[d] = rows(t.rank(), d);
+        rr[d] = rows(d, t.rank());
+        for (std::size_t i = 0; i < sr[d] * row; ++i) in.push_back(value(t.rank(), d, i));
+      }
+      std::size_t total = 0;
+      for (auto x : rr) total += x;
+      std::vector<float> out(total * row);
+      QuantizedAlltoallOptions o;
+      o.codec = rowwise(8, false, row);
+      quantized_alltoallv(t, in, sr, out, rr, o);
+      std::size_t at = 0;
+      for (int s = 0; s < p; ++s)
+        for (std::size_t i = 0; i < rr[s] * row; ++i, ++at) {
+          // Each row spans 0.75: 8 bits put every value within 0.75/255/2.
+          ASSERT_NEAR(out[at], value(s, t.rank(), i), 0.75 / 255 / 2 * 1.01 + 1e-4) << "from " << s;
+        }
+    });
+  }
+}
+
 TEST(QuantizedAllreduce, BadInput) {
   SPARQ_LOCAL_ONLY();
   EXPECT_THROW(parse_codec("q3"), InputError);

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "sparq/coll/allreduce.h"
+#include "sparq/coll/sparse_allreduce.h"
 #include "sparq/transport/local_transport.h"
 #include "sparq/transport/sim_transport.h"
 
@@ -125,6 +126,51 @@ TEST(SimTransport, CorruptTimingHeaderIsAWireError) {
       EXPECT_THROW(sim.recv_message(0, 5), WireError);
     }
   });
+}
+
+}  // namespace
+}  // namespace sparq
+
+namespace sparq {
+namespace {
+
+// SparCML section 5.3.1: with no overlapping indices, ssar_recursive_double
+// sends 2^(t-1) k pairs at stage t, so T = log2(P) alpha + (P-1) k beta_s
+// (beta_s: one pair of c + 4 bytes), plus our 12-byte stream header per stage.
+TEST(SimTransport, SparseRecursiveDoubleClosedForm) {
+  for (int p : {2, 4, 8, 16, 32}) {
+    const std::size_t n = 1 << 20, k = 1000;  // c = 4 bytes at this N
+    const double t = simulate(p, [&](SimTransport& sim) {
+      std::vector<std::uint32_t> idx(k);
+      for (std::size_t i = 0; i < k; ++i) idx[i] = static_cast<std::uint32_t>(i * p + sim.rank());  // disjoint
+      const auto in = compress::SparseStream::sparse(n, idx, std::vector<float>(k, 1.0f));
+      compress::SparseStream out;
+      SparseAllreduceOptions o;
+      o.algo = SparseAlgo::SsarRecursiveDouble;
+      sparse_allreduce(sim, in, out, o);
+      EXPECT_EQ(out.nnz(), k * p);
+    });
+    const double lg = std::log2(p), pair = 4 + 4;
+    EXPECT_NEAR(t, lg * kNet.alpha_s + ((p - 1) * k * pair + 12 * lg) * kNet.beta_s_per_b, 1e-12) << p;
+  }
+}
+
+// With fully overlapping indices the same algorithm sends k pairs per stage:
+// SparCML's lower bound log2(P) (alpha + k beta_s).
+TEST(SimTransport, SparseRecursiveDoubleFullOverlap) {
+  for (int p : {2, 8}) {
+    const std::size_t n = 1 << 20, k = 1000;
+    const double t = simulate(p, [&](SimTransport& sim) {
+      std::vector<std::uint32_t> idx(k);
+      for (std::size_t i = 0; i < k; ++i) idx[i] = static_cast<std::uint32_t>(i * 7);
+      const auto in = compress::SparseStream::sparse(n, idx, std::vector<float>(k, 1.0f));
+      compress::SparseStream out;
+      SparseAllreduceOptions o;
+      o.algo = SparseAlgo::SsarRecursiveDouble;
+      sparse_allreduce(sim, in, out, o);
+    });
+    EXPECT_NEAR(t, std::log2(p) * (kNet.alpha_s + (12 + k * 8.0) * kNet.beta_s_per_b), 1e-12) << p;
+  }
 }
 
 }  // namespace
