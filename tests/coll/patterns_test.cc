@@ -36,7 +36,9 @@ TEST(Ring, ReduceScatterSchedule) {
         got.insert(ring_rs_recv_chunk(r, p, s));
         // What I receive at step s is what my left neighbour sends at step s.
         EXPECT_EQ(ring_rs_recv_chunk(r, p, s), ring_rs_send_chunk(mod(r - 1, p), p, s));
-        if (s + 2 < p) EXPECT_EQ(ring_rs_send_chunk(r, p, s + 1), ring_rs_recv_chunk(r, p, s));
+        if (s + 2 < p) {
+          EXPECT_EQ(ring_rs_send_chunk(r, p, s + 1), ring_rs_recv_chunk(r, p, s));
+        }
       }
       EXPECT_EQ(got.size(), static_cast<std::size_t>(p - 1));
       EXPECT_FALSE(got.count(ring_rs_send_chunk(r, p, 0)));
@@ -52,7 +54,9 @@ TEST(Ring, AllgatherSchedule) {
       for (int s = 0; s + 1 < p; ++s) {
         got.insert(ring_ag_recv_chunk(r, p, s));
         EXPECT_EQ(ring_ag_recv_chunk(r, p, s), ring_ag_send_chunk(mod(r - 1, p), p, s));
-        if (s + 2 < p) EXPECT_EQ(ring_ag_send_chunk(r, p, s + 1), ring_ag_recv_chunk(r, p, s));
+        if (s + 2 < p) {
+          EXPECT_EQ(ring_ag_send_chunk(r, p, s + 1), ring_ag_recv_chunk(r, p, s));
+        }
       }
       EXPECT_EQ(got.size(), static_cast<std::size_t>(p));
     }
