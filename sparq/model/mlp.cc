@@ -31,6 +31,8 @@ Mlp<T>::Mlp(const MlpSpec& spec, DenseParams<T>& store, const std::string& prefi
     layers_.push_back(L);
   }
   acts_.resize(layers_.size());
+  dz_.resize(layers_.size());
+  dx_.resize(layers_.size());
 }
 
 template <class T>
@@ -85,7 +87,9 @@ const T* Mlp<T>::backward(const T* dy, bool want_dx) {
     const Layer& L = layers_[i];
     const T* x = i == 0 ? x_ : acts_[i - 1].data();
     const auto& y = acts_[i];
-    std::vector<T>& dz_buf = (g == g0_.data()) ? g1_ : g0_;
+    // One buffer per layer (not a ping-pong pair): each keeps its size from
+    // step to step, so no re-growth and zero-fill per call.
+    std::vector<T>& dz_buf = dz_[i];
     const T* dz = g;
     T* db = store_->grad(L.b).data();
     if (L.relu) {  // mask and bias gradient in one pass
@@ -98,7 +102,7 @@ const T* Mlp<T>::backward(const T* dy, bool want_dx) {
     gemm<T>(true, false, L.out, L.in, B, T(1), dz, L.out, x, L.in, T(0), store_->grad(L.w).data(), L.in);
     if (i == 0 && !want_dx) return nullptr;
     // dx goes to whichever ping-pong buffer dz does not occupy.
-    std::vector<T>& dx_buf = (dz == g0_.data()) ? g1_ : g0_;
+    std::vector<T>& dx_buf = dx_[i];
     dx_buf.resize(B * L.in);
     gemm<T>(false, false, B, L.in, L.out, T(1), dz, L.out, store_->param(L.w).data(), L.in, T(0), dx_buf.data(),
             L.in);

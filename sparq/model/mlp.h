@@ -68,7 +68,7 @@ class Mlp {
   std::size_t batch_ = 0;
   const T* x_ = nullptr;
   std::vector<std::vector<T>> acts_;  // acts_[l] = output of layer l, [B x out_l]
-  std::vector<T> g0_, g1_;            // ping-pong gradient buffers
+  std::vector<std::vector<T>> dz_, dx_;  // per layer: ReLU-masked gradient, input gradient
 };
 
 }  // namespace sparq
