@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "sparq/core/error.h"
+#include "sparq/model/parallel.h"
 
 namespace sparq {
 
@@ -86,7 +87,9 @@ std::span<const T> Dlrm<T>::forward(const Batch& batch) {
   const std::size_t ld = (m + 1) * d;
   v_.resize(B * ld);
   for (std::size_t b = 0; b < B; ++b) std::copy(bot_out + b * d, bot_out + (b + 1) * d, v_.data() + b * ld);
-  for (std::size_t t = 0; t < m; ++t) tables_[t].forward(batch.sparse[t], B, v_.data() + (t + 1) * d, ld);
+  parallel_for(m, 4, [&](std::size_t t0, std::size_t t1) {  // tables are independent
+    for (std::size_t t = t0; t < t1; ++t) tables_[t].forward(batch.sparse[t], B, v_.data() + (t + 1) * d, ld);
+  });
   r_.resize(B * inter_.out_width());
   inter_.forward(v_.data(), B, r_.data());
   const T* logits = top_->forward(r_.data(), B);  // [B x 1]
@@ -102,7 +105,10 @@ void Dlrm<T>::backward(std::span<const T> dlogits) {
   const T* dr = top_->backward(dlogits.data(), true);  // [B x interaction width]
   dv_.resize(B * ld);
   inter_.backward(v_.data(), dr, B, dv_.data());
-  for (std::size_t t = 0; t < m; ++t) tables_[t].backward(batch_->sparse[t], B, dv_.data() + (t + 1) * d, ld, sgrads_[t]);
+  parallel_for(m, 4, [&](std::size_t t0, std::size_t t1) {  // tables are independent
+    for (std::size_t t = t0; t < t1; ++t)
+      tables_[t].backward(batch_->sparse[t], B, dv_.data() + (t + 1) * d, ld, sgrads_[t]);
+  });
   dx_.resize(B * d);
   for (std::size_t b = 0; b < B; ++b) std::copy(dv_.data() + b * ld, dv_.data() + b * ld + d, dx_.data() + b * d);
   const T* din = bot_->backward(dx_.data(), want_input_grad_);

@@ -2,6 +2,7 @@
 
 #include "sparq/core/error.h"
 #include "sparq/model/kernels.h"
+#include "sparq/model/parallel.h"
 
 namespace sparq {
 
@@ -14,14 +15,20 @@ DotInteraction<T>::DotInteraction(std::size_t num_vectors, std::size_t dim) : n_
 // v [B x n x d] -> out [B x (d + n(n-1)/2)]: out = [v_0, <v_i, v_j> for i > j, i outer]
 template <class T>
 void DotInteraction<T>::forward(const T* v, std::size_t batch, T* out) const {
-  kernels::interaction_fwd(v, batch, n_, d_, out);
+  const std::size_t in = in_width(), w = out_width();
+  parallel_for(batch, 32, [&](std::size_t b0, std::size_t b1) {  // samples are independent
+    kernels::interaction_fwd(v + b0 * in, b1 - b0, n_, d_, out + b0 * w);
+  });
 }
 
 // dout [B x w] -> dv [B x n x d]: dv_0 = dout[0:d]; pair (i, j) with gradient g adds
 // g v_j to dv_i and g v_i to dv_j.
 template <class T>
 void DotInteraction<T>::backward(const T* v, const T* dout, std::size_t batch, T* dv) const {
-  kernels::interaction_bwd(v, dout, batch, n_, d_, dv);
+  const std::size_t in = in_width(), w = out_width();
+  parallel_for(batch, 32, [&](std::size_t b0, std::size_t b1) {
+    kernels::interaction_bwd(v + b0 * in, dout + b0 * w, b1 - b0, n_, d_, dv + b0 * in);
+  });
 }
 
 template class DotInteraction<float>;

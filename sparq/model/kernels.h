@@ -18,9 +18,12 @@ namespace sparq::kernels {
 void bias_act(float* y, const float* b, std::size_t rows, std::size_t cols, bool relu);
 void bias_act(double* y, const double* b, std::size_t rows, std::size_t cols, bool relu);
 
-// dz = g * [y > 0]; db[c] = sum_r dz[r, c]  (db overwritten).  all [rows x cols]
-void relu_grad_colsum(const float* y, const float* g, float* dz, float* db, std::size_t rows, std::size_t cols);
-void relu_grad_colsum(const double* y, const double* g, double* dz, double* db, std::size_t rows, std::size_t cols);
+// dz = g * [y > 0]; db[c] = sum_r dz[r, c] in row order (db overwritten).
+// All [rows x cols] with row stride ld (a column block of a wider matrix).
+void relu_grad_colsum(const float* y, const float* g, float* dz, float* db, std::size_t rows, std::size_t cols,
+                      std::size_t ld);
+void relu_grad_colsum(const double* y, const double* g, double* dz, double* db, std::size_t rows, std::size_t cols,
+                      std::size_t ld);
 
 // db[c] = sum_r g[r, c]  (db overwritten)
 void colsum(const float* g, float* db, std::size_t rows, std::size_t cols);

@@ -7,8 +7,13 @@
 #include "sparq/data/random.h"
 #include "sparq/model/blas.h"
 #include "sparq/model/kernels.h"
+#include "sparq/model/parallel.h"
 
 namespace sparq {
+
+// Element-wise passes go to the thread pool only from this many elements per
+// thread: below it a fork-join costs more than the pass.
+constexpr std::size_t kMinSplit = std::size_t{1} << 15;
 
 template <class T>
 Mlp<T>::Mlp(const MlpSpec& spec, DenseParams<T>& store, const std::string& prefix, std::size_t first,
@@ -94,8 +99,13 @@ const T* Mlp<T>::backward(const T* dy, bool want_dx) {
     T* db = store_->grad(L.b).data();
     if (L.relu) {  // mask and bias gradient in one pass
       dz_buf.resize(B * L.out);
-      kernels::relu_grad_colsum(y.data(), g, dz_buf.data(), db, B, L.out);
-      dz = dz_buf.data();
+      T* dzp = dz_buf.data();
+      // Column blocks (each column still summed over the rows in order); split
+      // only when each thread gets >= kMinSplit elements.
+      parallel_for(L.out, std::max<std::size_t>(16, kMinSplit / B), [&](std::size_t c0, std::size_t c1) {
+        kernels::relu_grad_colsum(y.data() + c0, g + c0, dzp + c0, db + c0, B, c1 - c0, L.out);
+      });
+      dz = dzp;
     } else {
       kernels::colsum(dz, db, B, L.out);
     }

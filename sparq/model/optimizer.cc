@@ -4,6 +4,7 @@
 
 #include "sparq/core/error.h"
 #include "sparq/model/kernels.h"
+#include "sparq/model/parallel.h"
 
 namespace sparq {
 
@@ -20,7 +21,9 @@ std::string_view embedding_optim_name(EmbeddingOptim o) {
 template <class T>
 void sgd_dense(std::span<T> params, std::span<const T> grads, T lr) {
   SPARQ_CHECK(params.size() == grads.size(), "params {} vs grads {}", params.size(), grads.size());
-  kernels::sub_scaled(params.data(), grads.data(), lr, params.size());
+  parallel_for(params.size(), std::size_t{1} << 16, [&](std::size_t i0, std::size_t i1) {
+    kernels::sub_scaled(params.data() + i0, grads.data() + i0, lr, i1 - i0);
+  });
 }
 
 template <class T>
@@ -60,13 +63,15 @@ void Optimizer<T>::step() {
   sgd_dense<T>(dense.params(), dense.grads(), static_cast<T>(opts_.lr));
   auto& tables = model_->tables();
   const T elr = static_cast<T>(opts_.embedding_lr);
-  for (std::size_t t = 0; t < tables.size(); ++t) {
-    if (opts_.embedding == EmbeddingOptim::Sgd)
-      sgd_rows(tables[t], model_->sparse_grad(t), elr);
-    else
-      rowwise_adagrad_rows(tables[t], std::span<T>(state_[t]), model_->sparse_grad(t), elr,
-                           static_cast<T>(opts_.adagrad_eps));
-  }
+  parallel_for(tables.size(), 4, [&](std::size_t t0, std::size_t t1) {  // tables are independent
+    for (std::size_t t = t0; t < t1; ++t) {
+      if (opts_.embedding == EmbeddingOptim::Sgd)
+        sgd_rows(tables[t], model_->sparse_grad(t), elr);
+      else
+        rowwise_adagrad_rows(tables[t], std::span<T>(state_[t]), model_->sparse_grad(t), elr,
+                             static_cast<T>(opts_.adagrad_eps));
+    }
+  });
 }
 
 template void sgd_dense<float>(std::span<float>, std::span<const float>, float);

@@ -1,0 +1,75 @@
+// The model's thread pool splits work into independent items, so training
+// gives bitwise the same parameters with 1, 2 or 3 compute threads.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "sparq/model/loss.h"
+#include "sparq/model/optimizer.h"
+#include "sparq/model/parallel.h"
+#include "tests/model/tiny.h"
+
+namespace sparq {
+namespace {
+
+TEST(Parallel, CoversEveryItemOnce) {
+  for (int threads : {1, 2, 3, 5}) {
+    set_compute_threads(threads);
+    for (std::size_t n : {0, 1, 2, 7, 1000})
+      for (std::size_t grain : {1, 3, 100}) {
+        std::vector<std::atomic<int>> hits(n);
+        parallel_for(n, grain, [&](std::size_t a, std::size_t b) {
+          for (std::size_t i = a; i < b; ++i) hits[i]++;
+        });
+        for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << threads << " " << n << " " << grain;
+      }
+  }
+  set_compute_threads(1);
+}
+
+std::vector<float> train_params(int threads, std::size_t batch_seed_base) {
+  set_compute_threads(threads);
+  DlrmConfig cfg = test::tiny_config();
+  cfg.bot_mlp = {4, 40, 3};
+  Dlrm<float> m(cfg, 3);
+  Optimizer<float> opt({.lr = 0.1, .embedding = EmbeddingOptim::RowwiseAdagrad}, m);
+  for (std::size_t s = 0; s < 4; ++s) {
+    // A batch big enough that every parallel_for splits (64 samples).
+    Batch b = test::tiny_batch(batch_seed_base + s);
+    Batch big = b;
+    for (int rep = 1; rep < 13; ++rep) {
+      big.dense.insert(big.dense.end(), b.dense.begin(), b.dense.end());
+      big.labels.insert(big.labels.end(), b.labels.begin(), b.labels.end());
+      for (std::size_t t = 0; t < b.sparse.size(); ++t) {
+        auto& o = big.sparse[t];
+        const auto base = o.indices.size();
+        o.indices.insert(o.indices.end(), b.sparse[t].indices.begin(), b.sparse[t].indices.end());
+        for (std::size_t k = 1; k < b.sparse[t].offsets.size(); ++k)
+          o.offsets.push_back(static_cast<std::uint32_t>(base + b.sparse[t].offsets[k]));
+      }
+    }
+    big.size = b.size * 13;
+    auto z = m.forward(big);
+    std::vector<float> dz(big.size);
+    bce_with_logits<float>(z, big.labels, dz);
+    m.backward(dz);
+    opt.step();
+  }
+  std::vector<float> out(m.dense().params().begin(), m.dense().params().end());
+  for (auto& t : m.tables()) out.insert(out.end(), t.weights().begin(), t.weights().end());
+  set_compute_threads(1);
+  return out;
+}
+
+TEST(Parallel, TrainingIsBitwiseIndependentOfThreads) {
+  const auto one = train_params(1, 0);
+  for (int t : {2, 3}) {
+    const auto many = train_params(t, 0);
+    ASSERT_EQ(one.size(), many.size());
+    EXPECT_EQ(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)), 0) << t << " threads";
+  }
+}
+
+}  // namespace
+}  // namespace sparq
