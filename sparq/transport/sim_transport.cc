@@ -8,50 +8,50 @@ namespace sparq {
 
 namespace {
 constexpr std::size_t kHeader = sizeof(double);  // the message's arrival time
-
-// Polls an inner request up to `deadline`, without throwing on timeout.
-bool inner_wait(Request& r, Clock::time_point deadline) { return r.wait_until(deadline); }
 }  // namespace
 
-struct SimSendState final : RequestState {
-  SimTransport* sim;
-  std::vector<std::byte> packed;  // header + payload, alive until sent
+// The inner request plus what its completion does to the virtual clock,
+// applied exactly once, when the caller first sees the request complete.
+struct SimState : RequestState {
+  SimTransport* sim = nullptr;
   Request inner;
-  double done_at;  // when the last byte left this rank's link
-  std::size_t n;
   bool applied = false;
 
-  void apply() {
+  virtual void apply() = 0;
+  void apply_once() {
     if (applied) return;
-    applied = true;
-    sim->clock_ = std::max(sim->clock_, done_at);
+    applied = true;  // even if apply() throws: a bad message is not read twice
+    apply();
   }
   bool test() override {
     if (!inner.test()) return false;
-    apply();
+    apply_once();
     return true;
   }
   bool wait_until(Clock::time_point deadline) override {
-    if (!inner_wait(inner, deadline)) return false;
-    apply();
+    if (!inner.wait_until(deadline)) return false;
+    apply_once();
     return true;
   }
+};
+
+struct SimSendState final : SimState {
+  std::vector<std::byte> packed;  // header + payload, alive until sent
+  double done_at = 0;             // when the last byte left this rank's link
+  std::size_t n = 0;
+
+  void apply() override { sim->clock_ = std::max(sim->clock_, done_at); }
   std::size_t bytes() const override { return n; }
 };
 
-struct SimRecvState final : RequestState {
-  SimTransport* sim;
+struct SimRecvState final : SimState {
   MutBytes user;                   // fixed-size receives land here
-  bool any_size;
+  bool any_size = false;
   std::vector<std::byte> landing;  // header + payload
-  Request inner;
   std::vector<std::byte> message;  // any-size payload
   std::size_t n = 0;
-  bool applied = false;
 
-  void apply() {
-    if (applied) return;
-    applied = true;
+  void apply() override {
     std::vector<std::byte> got = any_size ? inner.take_message() : std::move(landing);
     SPARQ_CHECK_AS(WireError, got.size() >= kHeader, "simulated message of {} bytes has no timing header",
                    got.size());
@@ -66,16 +66,6 @@ struct SimRecvState final : RequestState {
       std::memcpy(user.data(), got.data() + kHeader, n);  // sizes matched by the inner receive
     }
     sim->on_receive(arrival, n);
-  }
-  bool test() override {
-    if (!inner.test()) return false;
-    apply();
-    return true;
-  }
-  bool wait_until(Clock::time_point deadline) override {
-    if (!inner_wait(inner, deadline)) return false;
-    apply();
-    return true;
   }
   std::size_t bytes() const override { return n; }
   std::vector<std::byte> take_message() override {

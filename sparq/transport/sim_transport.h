@@ -42,6 +42,7 @@ class SimTransport final : public Transport {
  private:
   friend struct SimRecvState;
   friend struct SimSendState;
+  friend struct SimState;
   // Applies a received message's timing; returns nothing, moves the clock.
   void on_receive(double arrival, std::size_t bytes);
   Transport& inner_;

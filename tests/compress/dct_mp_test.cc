@@ -1,4 +1,5 @@
 // DCT-MP (Algorithm 2) against a per-row full sort, and its wire format.
+#include "tests/compress/random_data.h"
 #include "sparq/compress/dct_mp.h"
 
 #include <gtest/gtest.h>
@@ -16,13 +17,7 @@
 namespace sparq::compress {
 namespace {
 
-std::vector<float> normal(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using test::normal;
 
 // Reference mask of one row: columns of the keep largest |x|, ties to lower columns.
 std::vector<bool> ref_row(const float* x, std::size_t d, std::size_t keep) {

@@ -1,5 +1,6 @@
 // QSGD against a plain reference of the same definition (one Philox block
 // per 4 values, drawn in order), plus statistical unbiasedness.
+#include "tests/compress/random_data.h"
 #include "sparq/compress/qsgd.h"
 
 #include <gtest/gtest.h>
@@ -16,13 +17,7 @@
 namespace sparq::compress {
 namespace {
 
-std::vector<float> normal(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using test::normal;
 
 // Dequantized values straight from the definition (no packing).
 std::vector<float> reference(const std::vector<float>& x, const QsgdOptions& o, std::uint64_t step,

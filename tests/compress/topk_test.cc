@@ -1,4 +1,5 @@
 // Selection against full sorts (the plain reference the DCT paper describes).
+#include "tests/compress/random_data.h"
 #include "sparq/compress/topk.h"
 
 #include <gtest/gtest.h>
@@ -15,13 +16,7 @@
 namespace sparq::compress {
 namespace {
 
-std::vector<float> normal(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using test::normal;
 
 // Reference top-k: stable sort of indices by |x| descending, take k, sort.
 std::vector<std::uint32_t> ref_topk(const std::vector<float>& x, std::size_t k) {
