@@ -63,7 +63,7 @@ struct TrainArgs {
   std::string cardinalities;
   std::uint64_t seed = 1;
   int threads = 2;
-  int compute_threads = 1;
+  int compute_threads = 0;  // 0 = --threads
   bool skip_bad_lines = false;
   bool no_shuffle = false;
   bool stream = false;
@@ -264,7 +264,7 @@ void run_train(const TrainArgs& a) {
   SPARQ_CHECK_AS(InputError, a.threads >= 1, "--threads must be >= 1");
   SPARQ_CHECK_AS(InputError, a.batch >= 1, "--mini-batch-size must be >= 1");
   set_blas_threads(a.threads);
-  set_compute_threads(a.compute_threads);
+  set_compute_threads(a.compute_threads > 0 ? a.compute_threads : a.threads);
   DlrmConfig cfg;
   cfg.emb_dim = a.emb_dim;
   cfg.bot_mlp = parse_dash_list(a.mlp_bot);
@@ -454,7 +454,8 @@ void add_train(CLI::App& app, Run& run) {
   c->add_option("--seed", a->seed, "Seed of model init, data order and synthetic data")->capture_default_str();
   c->add_option("--threads", a->threads, "BLAS threads")->capture_default_str();
   c->add_option("--compute-threads", a->compute_threads,
-                "Threads for the non-GEMM loops (interaction, embeddings, SGD); results do not depend on it")
+                "Threads for the non-GEMM loops (interaction, embeddings, SGD; 0 = --threads); results do not "
+                "depend on it")
       ->capture_default_str();
   c->add_flag("--skip-bad-lines", a->skip_bad_lines, "Skip and count malformed TSV lines");
   c->add_flag("--no-shuffle", a->no_shuffle, "Keep the training set's order");
