@@ -1,0 +1,127 @@
+#include "sparq/train/grad_exchange.h"
+
+#include <charconv>
+
+#include "sparq/coll/quantized.h"
+#include "sparq/compress/topk.h"
+
+namespace sparq {
+
+namespace {
+
+template <class T>
+T number(std::string_view s, std::string_view spec, const char* what) {
+  T v{};
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  SPARQ_CHECK_AS(InputError, ec == std::errc() && p == s.data() + s.size(), "bad --dp-codec '{}': {} '{}'", spec,
+                 what, s);
+  return v;
+}
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+}  // namespace
+
+DpCodec parse_dp_codec(std::string_view s) {
+  DpCodec c;
+  c.text = std::string(s);
+  if (s == "none") return c;
+  if (s.starts_with("dct:")) {
+    const auto body = s.substr(4);
+    const auto comma = body.find(',');
+    SPARQ_CHECK_AS(InputError, comma != std::string_view::npos, "bad --dp-codec '{}': expected dct:ETA,L", s);
+    c.kind = DpCodec::Kind::Dct;
+    c.eta = number<double>(body.substr(0, comma), s, "sparsity");
+    c.life_span = number<std::uint64_t>(body.substr(comma + 1), s, "life span");
+    SPARQ_CHECK_AS(InputError, c.eta >= 0 && c.eta < 1 && c.life_span >= 1,
+                   "bad --dp-codec '{}': need 0 <= ETA < 1 and L >= 1", s);
+    return c;
+  }
+  if (s.starts_with("topk:")) {
+    const auto body = s.substr(5);
+    const auto slash = body.find('/');
+    SPARQ_CHECK_AS(InputError, slash != std::string_view::npos, "bad --dp-codec '{}': expected topk:K/BUCKET", s);
+    c.kind = DpCodec::Kind::TopK;
+    c.k = number<std::size_t>(body.substr(0, slash), s, "k");
+    c.bucket = number<std::size_t>(body.substr(slash + 1), s, "bucket");
+    SPARQ_CHECK_AS(InputError, c.k >= 1 && c.k <= c.bucket, "bad --dp-codec '{}': need 1 <= K <= BUCKET", s);
+    return c;
+  }
+  c.kind = DpCodec::Kind::Quantized;
+  if (s.starts_with("qsgd:")) {
+    c.codec = parse_codec("qsgd" + std::string(s.substr(5)));
+  } else {
+    SPARQ_CHECK_AS(InputError, s.starts_with("q"),
+                   "unknown --dp-codec '{}' (none, dct:ETA,L, topk:K/B, q8, q4, q2 with optional +ec, qsgd:BITS)", s);
+    c.codec = parse_codec(s);
+  }
+  return c;
+}
+
+ExchangeStats& ExchangeStats::operator+=(const ExchangeStats& o) {
+  bytes_sent += o.bytes_sent;
+  dense_bytes += o.dense_bytes;
+  compress_seconds += o.compress_seconds;
+  comm_seconds += o.comm_seconds;
+  kept += o.kept;
+  return *this;
+}
+
+GradExchange::GradExchange(DpCodec codec, compress::ErrorFeedbackStore& residuals)
+    : codec_(std::move(codec)), residuals_(residuals) {
+  if (codec_.kind == DpCodec::Kind::Dct) dct_.emplace(compress::DctDpOptions{codec_.eta, codec_.life_span, 0.0}, residuals_);
+}
+
+ExchangeStats GradExchange::exchange(Transport& t, std::string_view name, std::span<float> grad, std::uint64_t step) {
+  const int p = t.size();
+  const std::size_t n = grad.size();
+  ExchangeStats st;
+  st.dense_bytes = p > 1 ? 2 * static_cast<std::uint64_t>(p - 1) * n * sizeof(float) / static_cast<std::uint64_t>(p) : 0;
+  st.kept = n;
+  const float inv_p = 1.0f / static_cast<float>(p);
+  CollStats cs;
+  auto t0 = Clock::now();
+  switch (codec_.kind) {
+    case DpCodec::Kind::None: {
+      cs = allreduce(t, grad);
+      st.comm_seconds = seconds_since(t0);
+      break;
+    }
+    case DpCodec::Kind::Quantized: {
+      QuantizedAllreduceOptions o;
+      o.codec = codec_.codec;
+      o.residuals = &residuals_;
+      o.tensor = std::string(name);
+      o.step = step;
+      cs = quantized_allreduce(t, grad, o);
+      st.comm_seconds = seconds_since(t0);
+      break;
+    }
+    case DpCodec::Kind::Dct:
+    case DpCodec::Kind::TopK: {
+      if (codec_.kind == DpCodec::Kind::Dct) {
+        st.kept = dct_->step(name, step, grad, stream_).kept;
+      } else {
+        // TopK SGD with error accumulation: W = g + E; send the top K of
+        // every bucket of W; E = W - sent.
+        std::span<float> e = residuals_.residual(name, n);
+        for (std::size_t i = 0; i < n; ++i) e[i] += grad[i];
+        compress::bucket_topk(e, codec_.bucket, codec_.k, idx_, val_);
+        for (std::uint32_t i : idx_) e[i] = 0;
+        st.kept = idx_.size();
+        stream_.assign_sparse(n, idx_, val_);
+      }
+      st.compress_seconds = seconds_since(t0);
+      t0 = Clock::now();
+      cs = sparse_allreduce(t, stream_, sum_);
+      sum_.to_dense(grad);
+      st.comm_seconds = seconds_since(t0);
+      break;
+    }
+  }
+  for (float& g : grad) g *= inv_p;
+  st.bytes_sent = cs.wire.bytes_sent;
+  return st;
+}
+
+}  // namespace sparq

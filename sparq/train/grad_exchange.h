@@ -1,0 +1,78 @@
+#pragma once
+// Data-parallel exchange of dense gradients (`--dp-codec`): every rank hands
+// in its gradient of a named tensor and gets back the average over ranks of
+// what the ranks sent, which is the exact average for `none` and the
+// compressed one otherwise:
+//
+//   none          dense allreduce
+//   dct:ETA,L     DCT-DP: error feedback, per-tensor threshold recomputed
+//                 every L steps, sparse allreduce of what passes (Gupta et al.)
+//   topk:K/B      SparCML's TopK SGD: keep the K largest of every B values
+//                 of gradient + residual, residual keeps the rest; sparse allreduce
+//   q8|q4|q2[+ec] row-wise quantized ring allreduce (+ec: per-hop error
+//                 compensation with residuals kept per tensor)
+//   qsgd:BITS     QSGD-quantized ring allreduce
+//
+// The residuals of every codec live in one ErrorFeedbackStore under the
+// tensor's name, so they survive re-bucketing or fusion of tensors.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "sparq/coll/allreduce.h"
+#include "sparq/coll/codec.h"
+#include "sparq/coll/sparse_allreduce.h"
+#include "sparq/compress/dct_dp.h"
+#include "sparq/compress/error_feedback.h"
+
+namespace sparq {
+
+struct DpCodec {
+  enum class Kind { None, Dct, TopK, Quantized };
+  Kind kind = Kind::None;
+  double eta = 0.99;            // dct: fraction dropped
+  std::uint64_t life_span = 1000;  // dct: L
+  std::size_t k = 0, bucket = 512;  // topk: keep k of every bucket values
+  Codec codec{};                // quantized: the wire codec (row-wise or QSGD)
+  std::string text;             // as given, for reports
+};
+
+// "none", "dct:0.99,1000", "topk:5/512", "q8", "q4+ec", "q2", "qsgd:4".
+// Throws InputError naming what is wrong.
+DpCodec parse_dp_codec(std::string_view s);
+
+// What one exchange cost this rank.
+struct ExchangeStats {
+  std::uint64_t bytes_sent = 0;      // transport counters
+  std::uint64_t dense_bytes = 0;     // what a dense fp32 ring allreduce would send: 2(P-1)/P * 4n
+  double compress_seconds = 0;       // selection / error feedback before the collective
+  double comm_seconds = 0;           // the collective (including its encoding)
+  std::size_t kept = 0;              // values this rank sent (n for dense codecs)
+  ExchangeStats& operator+=(const ExchangeStats& o);
+};
+
+class GradExchange {
+ public:
+  // `residuals` must outlive the exchange.
+  GradExchange(DpCodec codec, compress::ErrorFeedbackStore& residuals);
+
+  // grad <- average over ranks of what each rank sent for tensor `name` at
+  // training step `step`. Every rank calls it for the same tensors in the
+  // same order.
+  ExchangeStats exchange(Transport& t, std::string_view name, std::span<float> grad, std::uint64_t step);
+
+  const DpCodec& codec() const { return codec_; }
+  const compress::DctDp* dct() const { return dct_ ? &*dct_ : nullptr; }
+
+ private:
+  DpCodec codec_;
+  compress::ErrorFeedbackStore& residuals_;
+  std::optional<compress::DctDp> dct_;
+  compress::SparseStream stream_, sum_;
+  std::vector<std::uint32_t> idx_;
+  std::vector<float> val_;
+};
+
+}  // namespace sparq

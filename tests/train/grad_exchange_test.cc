@@ -1,0 +1,102 @@
+// The dense-gradient exchange against plain references: exact averages for
+// `none`, conservation of gradient mass through error feedback for the
+// sparsifying codecs (what ranks sent + what they kept == what they had),
+// the quantization bound for q8, and measured compression.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "sparq/train/grad_exchange.h"
+#include "tests/coll/reference.h"
+#include "tests/support/ranks.h"
+
+namespace sparq {
+namespace {
+
+TEST(DpCodec, Parses) {
+  EXPECT_EQ(parse_dp_codec("none").kind, DpCodec::Kind::None);
+  const DpCodec d = parse_dp_codec("dct:0.99,1000");
+  EXPECT_EQ(d.kind, DpCodec::Kind::Dct);
+  EXPECT_DOUBLE_EQ(d.eta, 0.99);
+  EXPECT_EQ(d.life_span, 1000u);
+  const DpCodec k = parse_dp_codec("topk:5/512");
+  EXPECT_EQ(k.k, 5u);
+  EXPECT_EQ(k.bucket, 512u);
+  EXPECT_EQ(parse_dp_codec("q4+ec").codec.name(), "q4+ec");
+  EXPECT_EQ(parse_dp_codec("qsgd:4").codec.name(), "qsgd4");
+  for (const char* bad : {"dct", "dct:1.0,10", "dct:0.9,0", "dct:0.9", "topk:0/512", "topk:600/512", "topk:5",
+                          "q3", "qsgd:3", "gzip", "dct:x,1"})
+    EXPECT_THROW(parse_dp_codec(bad), InputError) << bad;
+}
+
+TEST(GradExchange, NoneIsTheExactAverage) {
+  for (int p : {1, 2, 3, 4}) {
+    if (!test::ranks_available(p)) continue;
+    const std::size_t n = 3001;
+    const auto ref = test::reference_reduce<float>(n, p, ReduceOp::Sum);
+    test::run_ranks(p, [&](Transport& t) {
+      compress::ErrorFeedbackStore store;
+      GradExchange x(parse_dp_codec("none"), store);
+      auto g = test::rank_input<float>(n, t.rank());
+      const ExchangeStats s = x.exchange(t, "bot.0.weight", g, 0);
+      for (std::size_t i = 0; i < n; ++i) ASSERT_NEAR(g[i], ref.value[i] / p, ref.tolerance[i] / p + 1e-7);
+      EXPECT_EQ(s.dense_bytes, p > 1 ? 2u * (p - 1) * n * 4 / p : 0u);
+    });
+  }
+}
+
+// Error feedback loses nothing: after T steps, the sum over steps of the
+// averaged exchange plus the residuals left on every rank (divided by P) is
+// the sum over steps of the true average gradient.
+TEST(GradExchange, SparsifiersConserveGradientMass) {
+  const int p = 3, steps = 12;
+  SPARQ_NEED_RANKS(p);
+  const std::size_t n = 2048;
+  for (const char* spec : {"dct:0.9,5", "topk:8/512"}) {
+    SCOPED_TRACE(spec);
+    test::run_ranks(p, [&](Transport& t) {
+      compress::ErrorFeedbackStore store;
+      GradExchange x(parse_dp_codec(spec), store);
+      std::vector<double> applied(n, 0.0), truth(n, 0.0);
+      std::size_t kept = 0;
+      for (int k = 0; k < steps; ++k) {
+        auto g = test::rank_input<float>(n, t.rank(), 100 + k);
+        for (int r = 0; r < p; ++r) {
+          const auto gr = test::rank_input<float>(n, r, 100 + k);
+          for (std::size_t i = 0; i < n; ++i) truth[i] += gr[i] / double(p);
+        }
+        kept += x.exchange(t, "top.1.weight", g, k).kept;
+        for (std::size_t i = 0; i < n; ++i) applied[i] += g[i];
+      }
+      // Everybody's residual, averaged, is what has not been applied yet.
+      std::vector<float> resid(store.find("top.1.weight").begin(), store.find("top.1.weight").end());
+      allreduce(t, std::span<float>(resid));
+      for (std::size_t i = 0; i < n; ++i) ASSERT_NEAR(applied[i] + resid[i] / p, truth[i], 1e-4) << i;
+      EXPECT_LT(kept, steps * n / 5);  // it did sparsify
+    });
+  }
+}
+
+TEST(GradExchange, DctCompressesAndQuantizedStaysClose) {
+  const int p = 4;
+  SPARQ_NEED_RANKS(p);
+  const std::size_t n = 1 << 16;
+  const auto ref = test::reference_reduce<float>(n, p, ReduceOp::Sum);
+  test::run_ranks(p, [&](Transport& t) {
+    compress::ErrorFeedbackStore store;
+    GradExchange dct(parse_dp_codec("dct:0.99,1000"), store);
+    auto g = test::rank_input<float>(n, t.rank());
+    const ExchangeStats s = dct.exchange(t, "w", g, 0);
+    EXPECT_NEAR(static_cast<double>(s.kept), n * 0.01, 2);
+    EXPECT_GE(static_cast<double>(s.dense_bytes) / static_cast<double>(s.bytes_sent), 20.0);
+
+    GradExchange q8(parse_dp_codec("q8"), store);
+    auto h = test::rank_input<float>(n, t.rank());
+    q8.exchange(t, "w8", h, 0);
+    // Ring: P hops of at most s/2, s <= 2 * sum|x| / 255 <= 2P/255; then / P.
+    for (std::size_t i = 0; i < n; ++i) ASSERT_NEAR(h[i], ref.value[i] / p, (p * (2.0 * p / 255) / 2) / p * 1.01);
+  });
+}
+
+}  // namespace
+}  // namespace sparq
