@@ -1,12 +1,15 @@
-// The dense-gradient exchange against plain references: exact averages for
+// The gradient exchanges of data parallelism against plain references: exact averages for
 // `none`, conservation of gradient mass through error feedback for the
 // sparsifying codecs (what ranks sent + what they kept == what they had),
 // the quantization bound for q8, and measured compression.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
+#include "sparq/train/emb_grad_exchange.h"
 #include "sparq/train/grad_exchange.h"
+#include "sparq/train/verify.h"
 #include "tests/coll/reference.h"
 #include "tests/support/ranks.h"
 
@@ -96,6 +99,53 @@ TEST(GradExchange, DctCompressesAndQuantizedStaysClose) {
     // Ring: P hops of at most s/2, s <= 2 * sum|x| / 255 <= 2P/255; then / P.
     for (std::size_t i = 0; i < n; ++i) ASSERT_NEAR(h[i], ref.value[i] / p, (p * (2.0 * p / 255) / 2) / p * 1.01);
   });
+}
+
+
+// Rank r touched rows {r, r+2, 7} of a 10 x 3 table with values r+1: the
+// average has every row any rank touched, with the mean of the gradients.
+TEST(EmbeddingGradExchange, AveragesRowSparseGradients) {
+  for (int p : {1, 2, 3, 4}) {
+    if (!test::ranks_available(p)) continue;
+    test::run_ranks(p, [&](Transport& t) {
+      const std::size_t rows = 10, dim = 3;
+      SparseGrad<float> g;
+      g.dim = dim;
+      std::set<std::uint32_t> mine = {static_cast<std::uint32_t>(t.rank()), static_cast<std::uint32_t>(t.rank() + 2), 7};
+      for (std::uint32_t r : mine) {
+        g.rows.push_back(r);
+        for (std::size_t j = 0; j < dim; ++j) g.values.push_back(static_cast<float>(t.rank() + 1) + 0.5f * j);
+      }
+      exchange_embedding_grad(t, g, rows, {});
+      std::vector<double> expect(rows * dim, 0.0);
+      std::set<std::uint32_t> any;
+      for (int r = 0; r < p; ++r)
+        for (std::uint32_t row : {static_cast<std::uint32_t>(r), static_cast<std::uint32_t>(r + 2), 7u}) {
+          any.insert(row);
+          for (std::size_t j = 0; j < dim; ++j) expect[row * dim + j] += (r + 1 + 0.5 * j) / p;
+        }
+      ASSERT_EQ(std::set<std::uint32_t>(g.rows.begin(), g.rows.end()), any);
+      for (std::size_t i = 0; i < g.rows.size(); ++i)
+        for (std::size_t j = 0; j < dim; ++j) EXPECT_NEAR(g.values[i * dim + j], expect[g.rows[i] * dim + j], 1e-6);
+    });
+  }
+}
+
+TEST(VerifyReplicas, PassesWhenEqualAndNamesTheStepWhenNot) {
+  for (int p : {2, 3}) {
+    if (!test::ranks_available(p)) continue;
+    test::run_ranks(p, [&](Transport& t) {
+      std::vector<float> w(100, 0.5f);
+      verify_replicas(t, w, 1);
+      if (t.rank() == p - 1) w[42] = std::nextafter(0.5f, 1.0f);  // one ulp on one rank
+      try {
+        verify_replicas(t, w, 7);
+        ADD_FAILURE() << "no error";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("diverged at step 7"), std::string::npos) << e.what();
+      }
+    });
+  }
 }
 
 }  // namespace
