@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <new>
+
+#include <sys/mman.h>
 
 #include "sparq/core/error.h"
 #include "sparq/data/random.h"
@@ -9,16 +13,30 @@
 namespace sparq {
 
 template <class T>
-EmbeddingBag<T>::EmbeddingBag(std::size_t rows, std::size_t dim) : rows_(rows), dim_(dim), w_(rows * dim, T(0)) {
+void EmbeddingBag<T>::Free::operator()(T* p) const {
+  std::free(p);
+}
+
+template <class T>
+EmbeddingBag<T>::EmbeddingBag(std::size_t rows, std::size_t dim) : rows_(rows), dim_(dim) {
   SPARQ_CHECK(rows > 0 && rows <= (std::size_t{1} << 32), "embedding rows {} out of range (1 .. 2^32)", rows);
   SPARQ_CHECK(dim > 0, "embedding dim must be positive");
+  constexpr std::size_t kHuge = std::size_t{2} << 20;
+  const std::size_t bytes = (rows * dim * sizeof(T) + kHuge - 1) / kHuge * kHuge;
+  T* p = static_cast<T*>(std::aligned_alloc(kHuge, bytes));
+  if (p == nullptr) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+  ::madvise(p, bytes, MADV_HUGEPAGE);  // advice only: without THP it is a no-op
+#endif
+  w_.reset(p);
+  std::fill(p, p + rows * dim, T(0));
 }
 
 template <class T>
 void EmbeddingBag<T>::init(std::uint64_t seed, std::uint64_t stream) {
   Rng rng(seed, stream);
   const double a = std::sqrt(1.0 / static_cast<double>(rows_));
-  for (auto& v : w_) v = static_cast<T>(rng.uniform(-a, a));
+  for (auto& v : weights()) v = static_cast<T>(rng.uniform(-a, a));
 }
 
 // out[b, :] = sum_{k in bag b} W[k, :]      bags: B bags, out [B x dim] (stride ld)
@@ -32,14 +50,14 @@ void EmbeddingBag<T>::forward(const SparseBags& bags, std::size_t batch, T* out,
     if (hi - lo == 1) {  // one-hot: a copy
       const std::uint32_t k = bags.indices[lo];
       SPARQ_CHECK(k < rows_, "embedding id {} >= rows {}", k, rows_);
-      std::copy(w_.data() + k * d, w_.data() + (k + 1) * d, o);
+      std::copy(w_.get() + k * d, w_.get() + (k + 1) * d, o);
       continue;
     }
     std::fill(o, o + d, T(0));
     for (std::uint32_t i = lo; i < hi; ++i) {
       const std::uint32_t k = bags.indices[i];
       SPARQ_CHECK(k < rows_, "embedding id {} >= rows {}", k, rows_);
-      const T* w = w_.data() + static_cast<std::size_t>(k) * d;
+      const T* w = w_.get() + static_cast<std::size_t>(k) * d;
       for (std::size_t j = 0; j < d; ++j) o[j] += w[j];
     }
   }
