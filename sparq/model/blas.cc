@@ -2,6 +2,8 @@
 
 #include <cblas.h>
 
+#include <atomic>
+
 namespace sparq {
 
 namespace {
@@ -13,14 +15,17 @@ CBLAS_TRANSPOSE tr(bool t) { return t ? CblasTrans : CblasNoTrans; }
 // 50 GFLOP/s on one thread, 16 on two). Calls below kMinParallelMacs
 // multiply-adds use one thread; the caller-set count applies above.
 constexpr std::size_t kMinParallelMacs = std::size_t{1} << 22;  // e.g. 128 x 256 x 128
-int g_threads = 1;   // what set_blas_threads asked for
-int g_current = -1;  // what OpenBLAS is set to now
+// Atomics because several model replicas may run as threads of one process
+// (LocalTransport ranks); those should call set_blas_threads(1), after which
+// no gemm() ever changes OpenBLAS's setting.
+std::atomic<int> g_threads{1};   // what set_blas_threads asked for
+std::atomic<int> g_current{-1};  // what OpenBLAS is set to now
 
 void use_threads(std::size_t macs) {
-  const int want = macs >= kMinParallelMacs ? g_threads : 1;
-  if (want != g_current) {
+  const int want = macs >= kMinParallelMacs ? g_threads.load(std::memory_order_relaxed) : 1;
+  if (want != g_current.load(std::memory_order_relaxed)) {
     openblas_set_num_threads(want);
-    g_current = want;
+    g_current.store(want, std::memory_order_relaxed);
   }
 }
 }  // namespace
@@ -48,9 +53,10 @@ void gemm<double>(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std:
 }
 
 void set_blas_threads(int n) {
-  g_threads = n < 1 ? 1 : n;
-  openblas_set_num_threads(g_threads);
-  g_current = g_threads;
+  n = n < 1 ? 1 : n;
+  g_threads.store(n);
+  openblas_set_num_threads(n);
+  g_current.store(n);
 }
 int blas_threads() { return g_threads; }
 

@@ -13,8 +13,9 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
           const T* a, std::size_t lda, const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc);
 
 // Threads OpenBLAS may use for one large call (small calls use one thread,
-// see blas.cc). Process-wide, as OpenBLAS's own setting: call it from the
-// thread that runs the model, not concurrently with gemm().
+// see blas.cc). Process-wide, as OpenBLAS's own setting: call it before the
+// model runs. Several models running as threads of one process (one per
+// LocalTransport rank) must use 1: gemm() then never changes the setting.
 void set_blas_threads(int n);
 int blas_threads();
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
+#include <mutex>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -37,11 +39,15 @@ class Pool {
     // Every worker acknowledges every job (also one with no part for it), so
     // none can lag a generation behind and read the next job's fields.
     pending_.store(n_ - 1, std::memory_order_relaxed);
+    error_ = nullptr;  // before the release below publishes the job
     gen_.fetch_add(1, std::memory_order_release);
     gen_.notify_all();
-    run_part(0);
+    guarded_part(0);
     for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin)
       if (spin > 2000) sched_yield();
+    // Every part has finished (f and its captures are no longer in use), so
+    // an exception from any of them can now leave run().
+    if (error_) std::rethrow_exception(error_);
   }
 
  private:
@@ -49,6 +55,16 @@ class Pool {
     if (p >= parts_) return;
     const std::size_t begin = items_ * p / parts_, end = items_ * (p + 1) / parts_;
     if (begin < end) (*job_)(begin, end);
+  }
+  // An exception in a part (e.g. an embedding id out of range) is kept and
+  // rethrown by run() in the caller's thread once all parts are done.
+  void guarded_part(std::size_t p) {
+    try {
+      run_part(p);
+    } catch (...) {
+      std::lock_guard lk(error_mu_);
+      if (!error_) error_ = std::current_exception();
+    }
   }
   void work(int t) {
     std::uint64_t seen = 0;
@@ -61,7 +77,7 @@ class Pool {
       }
       seen = g;
       if (stop_.load()) return;
-      run_part(static_cast<std::size_t>(t));
+      guarded_part(static_cast<std::size_t>(t));
       pending_.fetch_sub(1, std::memory_order_acq_rel);
     }
   }
@@ -73,6 +89,8 @@ class Pool {
   std::atomic<bool> stop_{false};
   const std::function<void(std::size_t, std::size_t)>* job_ = nullptr;
   std::size_t items_ = 0, parts_ = 0;
+  std::mutex error_mu_;
+  std::exception_ptr error_;
 };
 
 std::unique_ptr<Pool> g_pool;
@@ -88,11 +106,19 @@ void set_compute_threads(int n) {
 
 int compute_threads() { return g_pool ? g_pool->size() : 1; }
 
+// Several models may run as threads of one process (LocalTransport ranks):
+// whoever finds the pool taken runs its loop inline instead of waiting.
+std::atomic<bool> g_busy{false};
+
 void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& f) {
-  if (!g_pool) {
+  bool expected = false;
+  if (!g_pool || !g_busy.compare_exchange_strong(expected, true, std::memory_order_acquire)) {
     if (n) f(0, n);
     return;
   }
+  struct Release {
+    ~Release() { g_busy.store(false, std::memory_order_release); }
+  } release;
   g_pool->run(n, grain, f);
 }
 

@@ -20,7 +20,9 @@ int compute_threads();
 
 // Calls f(begin, end) on disjoint ranges covering [0, n), at most
 // compute_threads() at once, each of at least `grain` items; returns when all
-// are done. Not reentrant; call from one thread.
+// are done. Safe from several threads at once: a caller that finds the pool
+// busy (another model replica, or a nested call) runs f(0, n) inline.
+// set_compute_threads() must not run concurrently with parallel_for().
 void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& f);
 
 }  // namespace sparq

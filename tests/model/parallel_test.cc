@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <cstring>
+#include <stdexcept>
+#include <thread>
 
 #include "sparq/model/loss.h"
 #include "sparq/model/optimizer.h"
@@ -25,6 +27,40 @@ TEST(Parallel, CoversEveryItemOnce) {
         for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << threads << " " << n << " " << grain;
       }
   }
+  set_compute_threads(1);
+}
+
+TEST(Parallel, ExceptionInAPartReachesTheCaller) {
+  set_compute_threads(3);
+  for (std::size_t bad : {0, 500, 999}) {
+    std::atomic<int> done{0};
+    EXPECT_THROW(parallel_for(1000, 1,
+                              [&](std::size_t a, std::size_t b) {
+                                for (std::size_t i = a; i < b; ++i) {
+                                  if (i == bad) throw std::runtime_error("bad item");
+                                  ++done;
+                                }
+                              }),
+                 std::runtime_error);
+  }
+  // The pool is usable afterwards.
+  std::atomic<int> n{0};
+  parallel_for(100, 1, [&](std::size_t a, std::size_t b) { n += static_cast<int>(b - a); });
+  EXPECT_EQ(n.load(), 100);
+  set_compute_threads(1);
+}
+
+TEST(Parallel, ConcurrentCallersRunInline) {
+  set_compute_threads(2);
+  std::vector<std::thread> ts;
+  std::atomic<long> sum{0};
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&] {
+      for (int rep = 0; rep < 200; ++rep)
+        parallel_for(1000, 1, [&](std::size_t a, std::size_t b) { sum += static_cast<long>(b - a); });
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(sum.load(), 4L * 200 * 1000);
   set_compute_threads(1);
 }
 
