@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 
+#include "sparq/transport/launch.h"
 #include "sparq/core/error.h"
 #include "sparq/data/dataset.h"
 #include "sparq/data/random.h"
@@ -465,7 +466,17 @@ void add_train(CLI::App& app, Run& run) {
   c->add_option("--metrics", a->metrics, "Write JSON lines (one per print/test event) to this file");
   c->add_option("--save", a->save, "Save a checkpoint here at the end");
   c->add_option("--load", a->load, "Resume from this checkpoint");
-  c->callback([a, &run] { run = [a] { run_train(*a); }; });
+  c->callback([a, &run] {
+    run = [a] {
+      // One process per rank would each train its own copy and print as if
+      // alone: refuse instead, until the distributed trainer exists.
+      SPARQ_CHECK_AS(InputError, mpiexec_world_size() == 1,
+                     "sparq train runs on one rank; started by mpiexec with {} processes, but distributed "
+                     "training (data/model parallel) is not built yet",
+                     mpiexec_world_size());
+      run_train(*a);
+    };
+  });
 }
 
 }  // namespace sparq::cli

@@ -1,5 +1,8 @@
 #include "sparq/transport/launch.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "sparq/transport/local_transport.h"
 #include "sparq/transport/mpi_transport.h"
 #include "sparq/transport/sim_transport.h"
@@ -7,6 +10,12 @@
 namespace sparq {
 
 std::string_view launch_mode() { return MpiSession::launched_by_mpiexec() ? "mpi" : "local"; }
+
+int mpiexec_world_size() {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE"})
+    if (const char* v = std::getenv(var)) return std::max(1, std::atoi(v));
+  return 1;
+}
 
 void launch(const LaunchOptions& opts, const std::function<void(Transport&)>& user_fn) {
   // With a network model, each rank sees its transport through a virtual clock.

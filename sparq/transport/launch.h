@@ -23,6 +23,10 @@ struct LaunchOptions {
 // Which transport launch() will use in this process: "mpi" or "local".
 std::string_view launch_mode();
 
+// Processes in the mpiexec job that started this one (from the launcher's
+// environment, without initialising MPI); 1 when not started by mpiexec.
+int mpiexec_world_size();
+
 // Runs fn on every rank and returns when all finished. Errors propagate as
 // exceptions from the failing rank (local), or from this rank (MPI: callers
 // must then abort the job, see MpiSession::abort_job, so no rank hangs).
