@@ -66,6 +66,8 @@ class Dlrm {
   std::vector<EmbeddingBag<T>>& tables() { return tables_; }
   const std::vector<EmbeddingBag<T>>& tables() const { return tables_; }
   const SparseGrad<T>& sparse_grad(std::size_t t) const { return sgrads_[t]; }
+  // Mutable, so data parallelism can replace it by the average over ranks.
+  SparseGrad<T>& sparse_grad(std::size_t t) { return sgrads_[t]; }
   Mlp<T>& bottom() { return *bot_; }
   Mlp<T>& top() { return *top_; }
 
