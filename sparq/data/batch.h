@@ -38,4 +38,23 @@ struct Batch {
   }
 };
 
+// out <- samples [first, first + n) of b (a data-parallel rank's share).
+inline void slice_batch(const Batch& b, std::size_t first, std::size_t n, Batch& out) {
+  out.size = n;
+  out.num_dense = b.num_dense;
+  out.dense.assign(b.dense.begin() + static_cast<std::ptrdiff_t>(first * b.num_dense),
+                   b.dense.begin() + static_cast<std::ptrdiff_t>((first + n) * b.num_dense));
+  out.labels.assign(b.labels.begin() + static_cast<std::ptrdiff_t>(first),
+                    b.labels.begin() + static_cast<std::ptrdiff_t>(first + n));
+  out.sparse.resize(b.sparse.size());
+  for (std::size_t t = 0; t < b.sparse.size(); ++t) {
+    const SparseBags& in = b.sparse[t];
+    SparseBags& o = out.sparse[t];
+    const std::uint32_t lo = in.offsets[first], hi = in.offsets[first + n];
+    o.offsets.resize(n + 1);
+    for (std::size_t i = 0; i <= n; ++i) o.offsets[i] = in.offsets[first + i] - lo;
+    o.indices.assign(in.indices.begin() + lo, in.indices.begin() + hi);
+  }
+}
+
 }  // namespace sparq

@@ -19,6 +19,7 @@ struct DpStepStats {
   double loss = 0;          // this rank's mean loss on its share
   ExchangeStats w_grad;     // dense gradients
   ExchangeStats emb_grad;   // replicated embedding gradients
+  double forward_s = 0, backward_s = 0, optimizer_s = 0;  // exchanges are in w_grad / emb_grad
 };
 
 class DataParallel {
@@ -28,8 +29,11 @@ class DataParallel {
   DataParallel(Transport& t, Dlrm<float>& model, Optimizer<float>& opt, const DpCodec& codec,
                compress::ErrorFeedbackStore& residuals);
 
-  // Step k on this rank's share of the global batch.
-  DpStepStats step(const Batch& local, std::uint64_t k);
+  // Step k on this rank's share `local` of a global batch of `global_size`
+  // samples (shares may differ by one sample: each rank's loss gradient is
+  // weighted so that the average over ranks is the global batch's mean).
+  // On one rank nothing is exchanged.
+  DpStepStats step(const Batch& local, std::size_t global_size, std::uint64_t k);
 
  private:
   Transport& t_;

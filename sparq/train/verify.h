@@ -14,5 +14,7 @@ std::uint64_t hash_bytes(std::span<const std::byte> b, std::uint64_t h = 1469598
 
 // Throws sparq::Error when the ranks' hashes of `params` differ.
 void verify_replicas(Transport& t, std::span<const float> params, std::uint64_t step);
+// Same, for a hash the caller computed (over several buffers).
+void verify_replica_hash(Transport& t, std::uint64_t hash, std::uint64_t step);
 
 }  // namespace sparq

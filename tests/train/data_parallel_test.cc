@@ -6,6 +6,7 @@
 
 #include <random>
 
+#include "sparq/coll/patterns.h"
 #include "sparq/model/blas.h"
 #include "sparq/model/loss.h"
 #include "sparq/train/data_parallel.h"
@@ -62,7 +63,7 @@ TEST(DataParallel, EqualsSingleRankAtTheSameGlobalBatch) {
     sopt.step();
   }
   const auto expect = all_params(single);
-  for (int p : {2, 3, 4}) {
+  for (int p : {2, 3, 4, 5}) {  // 24 samples over 5 ranks: shares of 5 and 4
     if (!test::ranks_available(p)) continue;
     SCOPED_TRACE(p);
     test::run_ranks(p, [&](Transport& t) {
@@ -70,8 +71,9 @@ TEST(DataParallel, EqualsSingleRankAtTheSameGlobalBatch) {
       Optimizer<float> opt(oo, model);
       compress::ErrorFeedbackStore store;
       DataParallel dp(t, model, opt, parse_dp_codec("none"), store);
-      const std::size_t share = global / p;
-      for (std::size_t k = 0; k < steps; ++k) dp.step(make_batch(cfg, k, t.rank() * share, share), k);
+      const pattern::Partition shares{global, p};
+      for (std::size_t k = 0; k < steps; ++k)
+        dp.step(make_batch(cfg, k, shares.offset(t.rank()), shares.len(t.rank())), global, k);
       const auto got = all_params(model);
       ASSERT_EQ(got.size(), expect.size());
       double worst = 0;
@@ -97,7 +99,7 @@ TEST(DataParallel, DctKeepsReplicasIdenticalAndCompresses) {
     compress::ErrorFeedbackStore store;
     DataParallel dp(t, model, opt, parse_dp_codec("dct:0.9,10"), store);
     ExchangeStats w;
-    for (std::size_t k = 0; k < 20; ++k) w += dp.step(make_batch(cfg, k, t.rank() * 8, 8), k).w_grad;
+    for (std::size_t k = 0; k < 20; ++k) w += dp.step(make_batch(cfg, k, t.rank() * 8, 8), 8 * p, k).w_grad;
     verify_replicas(t, all_params(model), 20);
     EXPECT_GT(static_cast<double>(w.dense_bytes) / static_cast<double>(w.bytes_sent), 2.0);
   });
