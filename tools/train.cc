@@ -1,4 +1,5 @@
-// `sparq train` (one rank): the DLRM reference's flags and output lines.
+// `sparq train`: the DLRM reference's flags and output lines, on one rank or
+// data parallel (--ranks N threads, or one rank per mpiexec process).
 //
 //   Finished training it i/n of epoch e, X ms/it, loss L, S samples/s (data .. fwd .. bwd .. opt .. ms/it)
 //   Testing at - i/n of epoch e, loss L, accuracy A %, auc U, best auc B
@@ -20,8 +21,12 @@
 #include <memory>
 #include <optional>
 
-#include "sparq/transport/launch.h"
+#include "sparq/coll/allreduce.h"
+#include "sparq/coll/patterns.h"
 #include "sparq/core/error.h"
+#include "sparq/train/data_parallel.h"
+#include "sparq/train/verify.h"
+#include "sparq/transport/launch.h"
 #include "sparq/data/dataset.h"
 #include "sparq/data/random.h"
 #include "sparq/model/blas.h"
@@ -70,6 +75,12 @@ struct TrainArgs {
   bool stream = false;
   std::size_t shuffle_buffer = 100000;
   std::string metrics, save, load;
+  // Data parallelism: --mini-batch-size is the global batch (the reference's
+  // convention), split evenly over the ranks.
+  int ranks = 0;
+  std::string dp_codec = "none";
+  std::size_t verify_freq = 1000;
+  double timeout_s = 300;
 };
 
 struct Data {
@@ -260,6 +271,8 @@ std::string checkpoint_meta(std::size_t step, const TrainArgs& a, const DlrmConf
   return j.dump();
 }
 
+void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const Data& data, const DpCodec& codec);
+
 void run_train(const TrainArgs& a) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines appear as they happen, also when piped
   SPARQ_CHECK_AS(InputError, a.threads >= 1, "--threads must be >= 1");
@@ -275,8 +288,54 @@ void run_train(const TrainArgs& a) {
                  kCriteoDense);
   cfg.validate();
 
+  const DpCodec codec = parse_dp_codec(a.dp_codec);
+  const int world = a.ranks > 0 ? a.ranks : mpiexec_world_size();
+  if (world > 1) {
+    SPARQ_CHECK_AS(InputError, !a.stream, "--stream with more than one rank is not built yet");
+    SPARQ_CHECK_AS(InputError, a.batch >= static_cast<std::size_t>(world),
+                   "--mini-batch-size {} is the global batch: it needs at least one sample per rank ({} ranks)",
+                   a.batch, world);
+    if (a.ranks > 1) {  // ranks are threads of this process: one core each
+      set_blas_threads(1);
+      set_compute_threads(1);
+    }
+  }
+  // Every process loads the data once; in-process ranks share it (read only).
+  const Data data = load_data(a, cfg);
+  LaunchOptions lo;
+  lo.ranks = a.ranks;
+  lo.timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
+  launch(lo, [&](Transport& t) { train_rank(t, a, cfg, data, codec); });
+}
+
+// The traffic table printed at the end of a data-parallel run: what this
+// rank (rank 0) put on the wire per entity, from the transport counters,
+// against a dense fp32 ring allreduce of the same tensors.
+template <class Say, class Emit>
+void report_accounting(const ExchangeStats& w, const ExchangeStats& emb, std::size_t steps, const DpCodec& codec,
+                       Say& say, Emit& emit) {
+  say(fmt::format("accounting (rank 0, {} steps, --dp-codec {}):\n", steps, codec.text));
+  say(fmt::format("{:>9} {:>16} {:>18} {:>8} {:>11} {:>9}\n", "entity", "bytes_sent", "fp32_dense_bytes", "ratio",
+                  "compress_s", "comm_s"));
+  for (const auto& [name, x] : {std::pair{"W_grad", &w}, std::pair{"emb_grad", &emb}}) {
+    const double ratio = x->bytes_sent ? static_cast<double>(x->dense_bytes) / static_cast<double>(x->bytes_sent) : 0;
+    say(fmt::format("{:>9} {:>16} {:>18} {:>7.2f}x {:>11.3f} {:>9.3f}\n", name, x->bytes_sent, x->dense_bytes, ratio,
+                    x->compress_seconds, x->comm_seconds));
+    emit({{"event", "accounting"}, {"entity", name}, {"steps", steps}, {"bytes_sent", x->bytes_sent},
+          {"dense_bytes", x->dense_bytes}, {"ratio", ratio}, {"compress_s", x->compress_seconds},
+          {"comm_s", x->comm_seconds}});
+  }
+}
+
+// The training loop of one rank (all of it when there is one rank).
+void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const Data& data, const DpCodec& codec) {
+  const int nranks = t.size();
+  const bool lead = t.rank() == 0;  // prints, tests, writes metrics and checkpoints
+  auto say = [&](const std::string& line) {
+    if (lead) std::fputs(line.c_str(), stdout);
+  };
   std::unique_ptr<std::ofstream> metrics;
-  if (!a.metrics.empty()) {
+  if (lead && !a.metrics.empty()) {
     metrics = std::make_unique<std::ofstream>(a.metrics);
     SPARQ_CHECK_AS(InputError, metrics->good(), "cannot create '{}'", a.metrics);
   }
@@ -284,15 +343,14 @@ void run_train(const TrainArgs& a) {
     if (metrics) *metrics << j.dump() << "\n" << std::flush;
   };
 
-  const Data data = load_data(a, cfg);
   if (!data.stream_file.empty())
-    fmt::print("data: streaming {} ({} lines, shuffle buffer {})\n", data.stream_file, data.stream_lines,
-               a.no_shuffle ? 0 : a.shuffle_buffer);
-  fmt::print("data: {} train, {} test samples ({:.2f} s to load/generate){}\n", data.train.size(), data.test.size(),
-             data.load_secs, a.skip_bad_lines ? fmt::format(", skipped {} bad lines", data.bad_lines) : "");
+    say(fmt::format("data: streaming {} ({} lines, shuffle buffer {})\n", data.stream_file, data.stream_lines,
+               a.no_shuffle ? 0 : a.shuffle_buffer));
+  say(fmt::format("data: {} train, {} test samples ({:.2f} s to load/generate){}\n", data.train.size(), data.test.size(),
+             data.load_secs, a.skip_bad_lines ? fmt::format(", skipped {} bad lines", data.bad_lines) : ""));
   if (data.teacher)
-    fmt::print("teacher (ceiling): test loss {:.6f}, accuracy {:.3f} %, auc {:.4f}\n", data.teacher->loss,
-               100 * data.teacher->accuracy, data.teacher->auc);
+    say(fmt::format("teacher (ceiling): test loss {:.6f}, accuracy {:.3f} %, auc {:.4f}\n", data.teacher->loss,
+               100 * data.teacher->accuracy, data.teacher->auc));
   SPARQ_CHECK_AS(InputError, data.train.size() > 0 || data.stream_lines > 0, "no training samples");
 
   Dlrm<float> model(cfg, a.seed);
@@ -302,8 +360,8 @@ void run_train(const TrainArgs& a) {
   Optimizer<float> opt(oo, model);
   std::size_t rows = 0;
   for (auto r : cfg.table_rows) rows += r;
-  fmt::print("model: {} ({} dense parameters, {} embedding rows), lr {}, embedding optimizer {}, threads {}\n",
-             cfg.describe(), model.dense().size(), rows, a.lr, a.emb_optim, a.threads);
+  say(fmt::format("model: {} ({} dense parameters, {} embedding rows), lr {}, embedding optimizer {}, threads {}\n",
+             cfg.describe(), model.dense().size(), rows, a.lr, a.emb_optim, a.threads));
 
   const bool streaming = !data.stream_file.empty();
   BatchPlan plan(streaming ? data.stream_lines : data.train.size(),
@@ -316,25 +374,34 @@ void run_train(const TrainArgs& a) {
     const auto meta = nlohmann::json::parse(load_checkpoint(a.load, model, opt), nullptr, false);
     SPARQ_CHECK_AS(InputError, !meta.is_discarded() && meta.contains("step"), "'{}': checkpoint without a step", a.load);
     step = meta["step"];
-    fmt::print("loaded {} at step {} (epoch {}, it {})\n", a.load, step, step / nbatches, step % nbatches);
+    say(fmt::format("loaded {} at step {} (epoch {}, it {})\n", a.load, step, step / nbatches, step % nbatches));
   }
 
-  Batch batch;
-  std::vector<float> dlogits;
+  Batch batch, global;
+  compress::ErrorFeedbackStore residuals;
+  DataParallel dp(t, model, opt, codec, residuals);
+  ExchangeStats acct_w, acct_emb;  // this rank's traffic, cumulative
+  double t_comm = 0, tot_comm = 0;
   double t_data = 0, t_fwd = 0, t_bwd = 0, t_opt = 0, t_iter = 0, loss_sum = 0;  // since the last print
   double tot_data = 0, tot_fwd = 0, tot_bwd = 0, tot_opt = 0;
-  std::size_t its = 0, samples = 0, tot_samples = 0;
+  std::size_t its = 0, samples = 0, tot_samples = 0, local_samples = 0;
+  // Replicas must stay bit-identical: hash every parameter, compare across ranks.
+  auto verify_model = [&](std::size_t at) {
+    std::uint64_t h = hash_bytes(std::as_bytes(model.dense().params()));
+    for (const auto& tb : model.tables()) h = hash_bytes(std::as_bytes(tb.weights()), h);
+    verify_replica_hash(t, h, at);
+  };
   double best_auc = 0;
   EvalResult last_eval;
   bool evaluated = false;
   const auto train_start = Clock::now();
   auto test_now = [&](std::size_t it, std::size_t epoch) {
-    if (data.test.size() == 0) return;
+    if (data.test.size() == 0 || !lead) return;  // replicas are identical: one rank tests
     last_eval = evaluate(model, data.test, cfg, a.test_batch);
     evaluated = true;
     best_auc = std::max(best_auc, last_eval.auc);
-    fmt::print("Testing at - {}/{} of epoch {}, loss {:.6f}, accuracy {:.3f} %, auc {:.4f}, best auc {:.4f}\n", it,
-               nbatches, epoch, last_eval.loss, 100 * last_eval.accuracy, last_eval.auc, best_auc);
+    say(fmt::format("Testing at - {}/{} of epoch {}, loss {:.6f}, accuracy {:.3f} %, auc {:.4f}, best auc {:.4f}\n", it,
+               nbatches, epoch, last_eval.loss, 100 * last_eval.accuracy, last_eval.auc, best_auc));
     emit({{"event", "test"}, {"epoch", epoch}, {"it", it}, {"nbatches", nbatches}, {"step", epoch * nbatches + it},
           {"loss", last_eval.loss}, {"accuracy", last_eval.accuracy}, {"auc", last_eval.auc}});
   };
@@ -352,46 +419,53 @@ void run_train(const TrainArgs& a) {
       auto t0 = Clock::now();
       if (streaming) {
         if (!streamer->next(a.batch, cfg.table_rows, batch)) break;  // fewer records than lines (bad lines)
-      } else {
+      } else if (nranks == 1) {
         plan.fill(it, data.train.records(), cfg.table_rows, batch);
+      } else {
+        // Every rank assembles the global batch and keeps its share.
+        plan.fill(it, data.train.records(), cfg.table_rows, global);
+        const pattern::Partition shares{global.size, nranks};
+        slice_batch(global, shares.offset(t.rank()), shares.len(t.rank()), batch);
       }
-      auto t1 = Clock::now();
-      const auto logits = model.forward(batch);
-      auto t2 = Clock::now();
-      dlogits.resize(batch.size);
-      loss_sum += bce_with_logits<float>(logits, batch.labels, dlogits);
-      model.backward(dlogits);
-      auto t3 = Clock::now();
-      opt.step();
-      auto t4 = Clock::now();
-      using D = std::chrono::duration<double>;
-      t_data += D(t1 - t0).count();
-      t_fwd += D(t2 - t1).count();
-      t_bwd += D(t3 - t2).count();
-      t_opt += D(t4 - t3).count();
-      t_iter += D(Clock::now() - t0).count();
+      const std::size_t global_size = nranks == 1 ? batch.size : global.size;
+      t_data += since(t0);
+      const DpStepStats s = dp.step(batch, global_size, step);
+      loss_sum += s.loss * static_cast<double>(batch.size);
+      t_fwd += s.forward_s;
+      t_bwd += s.backward_s;
+      t_opt += s.optimizer_s;
+      t_comm += s.w_grad.compress_seconds + s.w_grad.comm_seconds + s.emb_grad.comm_seconds;
+      acct_w += s.w_grad;
+      acct_emb += s.emb_grad;
+      t_iter += since(t0);
       ++its;
-      samples += batch.size;
+      samples += global_size;
+      local_samples += batch.size;
       ++step;
+      if (nranks > 1 && a.verify_freq > 0 && step % a.verify_freq == 0) verify_model(step);
       if ((it + 1) % a.print_freq == 0 || it + 1 == nbatches) {
         // Wall time of the iterations themselves: printing and testing stay out of ms/it.
         const double wall = t_iter;
         const double ms = 1e3 * wall / static_cast<double>(its);
-        const double loss = loss_sum / static_cast<double>(its);
+        // The global batch's mean loss: every rank's sum over its samples.
+        double sums[2] = {loss_sum, static_cast<double>(local_samples)};
+        if (nranks > 1) allreduce(t, std::span<double>(sums));
+        const double loss = sums[0] / sums[1];
         const double n = static_cast<double>(its);
-        fmt::print(
+        say(fmt::format(
             "Finished training it {}/{} of epoch {}, {:.2f} ms/it, loss {:.6f}, {:.0f} samples/s (data {:.2f} fwd "
-            "{:.2f} bwd {:.2f} opt {:.2f} ms/it)\n",
+            "{:.2f} bwd {:.2f} opt {:.2f}{} ms/it)\n",
             it + 1, nbatches, epoch, ms, loss, static_cast<double>(samples) / wall, 1e3 * t_data / n, 1e3 * t_fwd / n,
-            1e3 * t_bwd / n, 1e3 * t_opt / n);
+            1e3 * t_bwd / n, 1e3 * t_opt / n, nranks > 1 ? fmt::format(" comm {:.2f}", 1e3 * t_comm / n) : ""));
         emit({{"event", "train"}, {"epoch", epoch}, {"it", it + 1}, {"nbatches", nbatches}, {"step", step},
               {"loss", loss}, {"ms_per_it", ms}, {"samples_per_s", static_cast<double>(samples) / wall},
               {"phase_ms", {{"data", 1e3 * t_data / n}, {"forward", 1e3 * t_fwd / n},
-                            {"backward", 1e3 * t_bwd / n}, {"optimizer", 1e3 * t_opt / n}}}});
-        tot_data += t_data, tot_fwd += t_fwd, tot_bwd += t_bwd, tot_opt += t_opt;
+                            {"backward", 1e3 * t_bwd / n}, {"optimizer", 1e3 * t_opt / n},
+                            {"comm", 1e3 * t_comm / n}}}});
+        tot_data += t_data, tot_fwd += t_fwd, tot_bwd += t_bwd, tot_opt += t_opt, tot_comm += t_comm;
         tot_samples += samples;
-        t_data = t_fwd = t_bwd = t_opt = t_iter = loss_sum = 0;
-        its = samples = 0;
+        t_data = t_fwd = t_bwd = t_opt = t_comm = t_iter = loss_sum = 0;
+        its = samples = local_samples = 0;
       }
       if (a.test_freq > 0 && (it + 1) % static_cast<std::size_t>(a.test_freq) == 0 && it + 1 != nbatches) {
         test_now(it + 1, epoch);
@@ -401,27 +475,31 @@ void run_train(const TrainArgs& a) {
   }
   const double train_wall = since(train_start);
   if (tot_samples > 0) {
-    const double compute = tot_fwd + tot_bwd + tot_opt;
+    const double compute = tot_fwd + tot_bwd + tot_opt + tot_comm;
     const double flops = 6.0 * static_cast<double>(model.mlp_macs_per_sample()) * static_cast<double>(tot_samples);
-    fmt::print(
+    say(fmt::format(
         "summary: {} samples, compute (fwd+loss+bwd+update) {:.0f} samples/s, with data assembly {:.0f} samples/s "
         "(data path {:.1f} % of step time), MLP {:.1f} GFLOP/s over fwd+bwd\n",
         tot_samples, static_cast<double>(tot_samples) / compute,
         static_cast<double>(tot_samples) / (compute + tot_data), 100 * tot_data / (compute + tot_data),
-        flops / (tot_fwd + tot_bwd) / 1e9);
+        flops / (tot_fwd + tot_bwd) / 1e9));
     emit({{"event", "summary"}, {"samples", tot_samples}, {"train_wall_s", train_wall},
           {"compute_samples_per_s", static_cast<double>(tot_samples) / compute},
           {"samples_per_s_with_data", static_cast<double>(tot_samples) / (compute + tot_data)},
           {"load_s", data.load_secs}, {"bad_lines", data.bad_lines}});
   }
   if (data.teacher && evaluated)
-    fmt::print("teacher gap: teacher auc {:.4f}, model auc {:.4f}, gap {:.4f}\n", data.teacher->auc, last_eval.auc,
-               data.teacher->auc - last_eval.auc);
+    say(fmt::format("teacher gap: teacher auc {:.4f}, model auc {:.4f}, gap {:.4f}\n", data.teacher->auc, last_eval.auc,
+               data.teacher->auc - last_eval.auc));
   if (streamer) stream_bad += streamer->bad_lines();
-  if (a.skip_bad_lines) fmt::print("skipped {} bad lines\n", data.bad_lines + stream_bad);
-  if (!a.save.empty()) {
+  if (a.skip_bad_lines) say(fmt::format("skipped {} bad lines\n", data.bad_lines + stream_bad));
+  if (nranks > 1) {
+    verify_model(step);
+    report_accounting(acct_w, acct_emb, step, codec, say, emit);
+  }
+  if (lead && !a.save.empty()) {
     save_checkpoint(a.save, model, opt, checkpoint_meta(step, a, cfg));
-    fmt::print("saved {} at step {}\n", a.save, step);
+    say(fmt::format("saved {} at step {}\n", a.save, step));
   }
 }
 
@@ -429,7 +507,7 @@ void run_train(const TrainArgs& a) {
 
 void add_train(CLI::App& app, Run& run) {
   auto a = std::make_shared<TrainArgs>();
-  auto* c = app.add_subcommand("train", "Train DLRM (single rank) with the reference's flags");
+  auto* c = app.add_subcommand("train", "Train DLRM with the reference's flags (one rank, or data parallel)");
   c->add_option("--arch-sparse-feature-size", a->emb_dim, "Embedding dimension")->capture_default_str();
   c->add_option("--arch-mlp-bot", a->mlp_bot, "Bottom MLP widths, input first")->capture_default_str();
   c->add_option("--arch-mlp-top", a->mlp_top, "Top MLP widths after the interaction, ending in 1")->capture_default_str();
@@ -466,17 +544,19 @@ void add_train(CLI::App& app, Run& run) {
   c->add_option("--metrics", a->metrics, "Write JSON lines (one per print/test event) to this file");
   c->add_option("--save", a->save, "Save a checkpoint here at the end");
   c->add_option("--load", a->load, "Resume from this checkpoint");
-  c->callback([a, &run] {
-    run = [a] {
-      // One process per rank would each train its own copy and print as if
-      // alone: refuse instead, until the distributed trainer exists.
-      SPARQ_CHECK_AS(InputError, mpiexec_world_size() == 1,
-                     "sparq train runs on one rank; started by mpiexec with {} processes, but distributed "
-                     "training (data/model parallel) is not built yet",
-                     mpiexec_world_size());
-      run_train(*a);
-    };
-  });
+  c->add_option("--ranks", a->ranks,
+                "Data parallel over N in-process ranks (threads); under mpiexec every process is a rank. "
+                "--mini-batch-size is the global batch")
+      ->check(CLI::PositiveNumber);
+  c->add_option("--dp-codec", a->dp_codec,
+                "Dense gradient exchange: none, dct:ETA,L (DCT-DP), topk:K/B, q8|q4|q2[+ec], qsgd:BITS")
+      ->capture_default_str();
+  c->add_option("--verify-freq", a->verify_freq, "Check every N steps that all ranks hold identical parameters")
+      ->capture_default_str();
+  c->add_option("--timeout", a->timeout_s, "Seconds a rank waits for a peer before failing")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  c->callback([a, &run] { run = [a] { run_train(*a); }; });
 }
 
 }  // namespace sparq::cli
