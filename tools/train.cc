@@ -292,9 +292,6 @@ void run_train(const TrainArgs& a) {
   const int world = a.ranks > 0 ? a.ranks : mpiexec_world_size();
   if (world > 1) {
     SPARQ_CHECK_AS(InputError, !a.stream, "--stream with more than one rank is not built yet");
-    SPARQ_CHECK_AS(InputError, a.batch >= static_cast<std::size_t>(world),
-                   "--mini-batch-size {} is the global batch: it needs at least one sample per rank ({} ranks)",
-                   a.batch, world);
     if (a.ranks > 1) {  // ranks are threads of this process: one core each
       set_blas_threads(1);
       set_compute_threads(1);

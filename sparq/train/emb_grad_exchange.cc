@@ -2,9 +2,11 @@
 
 namespace sparq {
 
-ExchangeStats exchange_embedding_grad(Transport& t, SparseGrad<float>& g, std::size_t rows,
+ExchangeStats exchange_embedding_grad(Transport& t, SparseGrad<float>& g, std::size_t rows, std::size_t dim,
                                       const SparseAllreduceOptions& opts) {
-  const std::size_t dim = g.dim, n = rows * dim;
+  const std::size_t n = rows * dim;
+  SPARQ_CHECK(g.rows.empty() || g.dim == dim, "embedding gradient of width {} for a table of width {}", g.dim, dim);
+  g.dim = dim;
   SPARQ_CHECK_AS(InputError, dim > 0 && n < (std::size_t{1} << 32),
                  "embedding gradient of {} rows x {} does not fit a sparse stream", rows, dim);
   SPARQ_CHECK(g.values.size() == g.rows.size() * dim, "embedding gradient: {} values for {} rows of {}",

@@ -9,9 +9,9 @@
 
 namespace sparq {
 
-// g <- the average over ranks of every rank's g for a table of `rows` rows
-// (rows any rank touched, ascending). Needs rows * dim < 2^32.
-ExchangeStats exchange_embedding_grad(Transport& t, SparseGrad<float>& g, std::size_t rows,
+// g <- the average over ranks of every rank's g for a table of rows x dim
+// (rows any rank touched, ascending; g may be empty). Needs rows * dim < 2^32.
+ExchangeStats exchange_embedding_grad(Transport& t, SparseGrad<float>& g, std::size_t rows, std::size_t dim,
                                       const SparseAllreduceOptions& opts = {});
 
 }  // namespace sparq

@@ -116,7 +116,7 @@ TEST(EmbeddingGradExchange, AveragesRowSparseGradients) {
         g.rows.push_back(r);
         for (std::size_t j = 0; j < dim; ++j) g.values.push_back(static_cast<float>(t.rank() + 1) + 0.5f * j);
       }
-      exchange_embedding_grad(t, g, rows, {});
+      exchange_embedding_grad(t, g, rows, dim);
       std::vector<double> expect(rows * dim, 0.0);
       std::set<std::uint32_t> any;
       for (int r = 0; r < p; ++r)
