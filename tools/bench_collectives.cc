@@ -69,10 +69,7 @@ std::vector<Row> bench_allreduce(Transport& t, const DenseFlags& f, const std::v
             for (std::size_t i = 0; i < n; ++i) w += out[i] != expect[i];
             return w;
           });
-      r.size = n * sizeof(T);
-      r.count = n;
-      r.algbw = static_cast<double>(r.size) / (r.median_us * 1e3);
-      r.busbw = r.algbw * 2.0 * (p - 1) / p;
+      set_size_and_rates(r, n * sizeof(T), n, allreduce_bus_factor(p));
       rows.push_back(r);
     }
   }
@@ -104,10 +101,7 @@ std::vector<Row> bench_alltoall(Transport& t, const DenseFlags& f, const std::ve
               for (std::size_t j = 0; j < block; ++j) w += out[s * block + j] != value(s, me, j);
             return w;
           });
-      r.size = n * sizeof(T);
-      r.count = n;
-      r.algbw = static_cast<double>(r.size) / (r.median_us * 1e3);
-      r.busbw = r.algbw * (p - 1) / p;
+      set_size_and_rates(r, n * sizeof(T), n, alltoall_bus_factor(p));
       rows.push_back(r);
     }
   }

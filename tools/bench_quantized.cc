@@ -70,10 +70,7 @@ std::vector<Row> run_allreduce(Transport& t, const QuantFlags& f, const std::vec
             });
         r.checked = o.codec.kind != Codec::Kind::Qsgd;
         r.codec = o.codec.name();
-        r.size = size;
-        r.count = n;
-        r.algbw = static_cast<double>(size) / (r.median_us * 1e3);
-        r.busbw = r.algbw * 2.0 * (p - 1) / p;
+        set_size_and_rates(r, size, n, allreduce_bus_factor(p));
         rows.push_back(r);
       }
   }
@@ -109,10 +106,7 @@ std::vector<Row> run_alltoall(Transport& t, const QuantFlags& f, const std::vect
           });
       r.checked = o.codec.kind != Codec::Kind::Qsgd;
       r.codec = o.codec.name();
-      r.size = n * sizeof(float);
-      r.count = n;
-      r.algbw = static_cast<double>(r.size) / (r.median_us * 1e3);
-      r.busbw = r.algbw * (p - 1) / p;
+      set_size_and_rates(r, n * sizeof(float), n, alltoall_bus_factor(p));
       rows.push_back(r);
     }
   }

@@ -10,6 +10,7 @@
 // checked here (tests/coll bound their error).
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <random>
 
 #include "sparq/coll/sparse_allreduce.h"
@@ -110,12 +111,10 @@ std::vector<Row> run_bench(Transport& t, const SparseFlags& f, std::size_t n, co
           });
       const bool lossy = f.qsgd_bits && r.algo.find("dsar") != std::string::npos;
       r.checked = !lossy;
-      r.size = n * sizeof(float);
-      r.count = n;
+      set_size_and_rates(r, n * sizeof(float), n, std::nan(""));  // no bus bandwidth for sparse data
       r.density = d;
       r.codec = lossy ? fmt::format("qsgd{}", f.qsgd_bits) : "fp32";
       r.result_nnz = static_cast<double>(out.nnz());
-      r.algbw = static_cast<double>(r.size) / (r.median_us * 1e3);
       rows.push_back(r);
     }
   }

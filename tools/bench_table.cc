@@ -81,6 +81,16 @@ Row time_rows(Transport& t, const BenchFlags& f, const std::string& algo, const 
   return r;
 }
 
+void set_size_and_rates(Row& r, std::uint64_t size, std::uint64_t count, double bus_factor) {
+  r.size = size;
+  r.count = count;
+  r.algbw = static_cast<double>(size) / (r.median_us * 1e3);
+  r.busbw = r.algbw * bus_factor;
+}
+
+double allreduce_bus_factor(int p) { return 2.0 * (p - 1) / p; }
+double alltoall_bus_factor(int p) { return static_cast<double>(p - 1) / p; }
+
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
   std::size_t start = 0;

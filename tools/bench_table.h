@@ -48,6 +48,13 @@ double reduce_scalar(Transport& t, double v, bool max);
 Row time_rows(Transport& t, const BenchFlags& f, const std::string& algo, const std::function<void()>& prep,
               const std::function<CollStats()>& body, const std::function<std::uint64_t()>& check);
 
+// Sets a row's size and count, and its bandwidths from its median time:
+// algbw = size / time, busbw = algbw * bus_factor (2(P-1)/P for allreduce,
+// (P-1)/P for alltoall, NaN where a bus bandwidth means nothing).
+void set_size_and_rates(Row& r, std::uint64_t size, std::uint64_t count, double bus_factor);
+double allreduce_bus_factor(int nranks);
+double alltoall_bus_factor(int nranks);
+
 std::vector<std::string> split_list(const std::string& s);
 
 // Prints the table (rank 0 calls it) and writes --json if asked.
