@@ -33,7 +33,6 @@ class Call {
   // timeout 0 = the transport's.
   Call(Transport& t, std::string name, int tag, Millis timeout);
 
-  Transport& transport() { return t_; }
   int rank() const { return rank_; }
   int size() const { return size_; }
 

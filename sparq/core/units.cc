@@ -48,14 +48,4 @@ std::vector<std::uint64_t> parse_byte_range(std::string_view s) {
   return out;
 }
 
-std::string format_bytes(std::uint64_t b) {
-  static constexpr const char* names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (u < 4 && b >= 1024 && b % 1024 == 0) {
-    b /= 1024;
-    ++u;
-  }
-  return fmt::format("{}{}", b, names[u]);
-}
-
 }  // namespace sparq

@@ -14,7 +14,4 @@ std::uint64_t parse_bytes(std::string_view s);
 // "1KiB,3KiB,1MiB" -> that list. Throws InputError.
 std::vector<std::uint64_t> parse_byte_range(std::string_view s);
 
-// 4096 -> "4KiB", 1000 -> "1000B" (exact binary units only).
-std::string format_bytes(std::uint64_t b);
-
 }  // namespace sparq

@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <atomic>
+#include <type_traits>
 
 namespace sparq {
 
@@ -30,27 +31,22 @@ void use_threads(std::size_t macs) {
 }
 }  // namespace
 
-template <>
-void gemm<float>(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
-                 const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
-                 std::size_t ldc) {
+template <class T>
+void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
+          std::size_t lda, const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc) {
   if (m == 0 || n == 0) return;
   use_threads(m * n * k);
-  cblas_sgemm(CblasRowMajor, tr(trans_a), tr(trans_b), static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
-              static_cast<int>(ldc));
+  const auto gemm_fn = [] {
+    if constexpr (std::is_same_v<T, float>) return cblas_sgemm;
+    else return cblas_dgemm;
+  }();
+  gemm_fn(CblasRowMajor, tr(trans_a), tr(trans_b), static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+          alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
 }
-
-template <>
-void gemm<double>(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, double alpha,
-                  const double* a, std::size_t lda, const double* b, std::size_t ldb, double beta, double* c,
-                  std::size_t ldc) {
-  if (m == 0 || n == 0) return;
-  use_threads(m * n * k);
-  cblas_dgemm(CblasRowMajor, tr(trans_a), tr(trans_b), static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
-              static_cast<int>(ldc));
-}
+template void gemm<float>(bool, bool, std::size_t, std::size_t, std::size_t, float, const float*, std::size_t,
+                          const float*, std::size_t, float, float*, std::size_t);
+template void gemm<double>(bool, bool, std::size_t, std::size_t, std::size_t, double, const double*, std::size_t,
+                           const double*, std::size_t, double, double*, std::size_t);
 
 void set_blas_threads(int n) {
   n = n < 1 ? 1 : n;

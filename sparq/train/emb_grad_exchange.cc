@@ -47,7 +47,7 @@ ExchangeStats exchange_embedding_grad(Transport& t, SparseGrad<float>& g, std::s
   }
   ExchangeStats st;
   st.bytes_sent = cs.wire.bytes_sent;
-  st.dense_bytes = t.size() > 1 ? 2 * static_cast<std::uint64_t>(t.size() - 1) * n * 4 / static_cast<std::uint64_t>(t.size()) : 0;
+  st.dense_bytes = dense_ring_bytes(t.size(), n);
   st.comm_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   st.kept = in.nnz();
   return st;

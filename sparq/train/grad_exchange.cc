@@ -58,6 +58,10 @@ DpCodec parse_dp_codec(std::string_view s) {
   return c;
 }
 
+std::uint64_t dense_ring_bytes(int p, std::size_t n) {
+  return p > 1 ? 2 * static_cast<std::uint64_t>(p - 1) * n * sizeof(float) / static_cast<std::uint64_t>(p) : 0;
+}
+
 ExchangeStats& ExchangeStats::operator+=(const ExchangeStats& o) {
   bytes_sent += o.bytes_sent;
   dense_bytes += o.dense_bytes;
@@ -76,7 +80,7 @@ ExchangeStats GradExchange::exchange(Transport& t, std::string_view name, std::s
   const int p = t.size();
   const std::size_t n = grad.size();
   ExchangeStats st;
-  st.dense_bytes = p > 1 ? 2 * static_cast<std::uint64_t>(p - 1) * n * sizeof(float) / static_cast<std::uint64_t>(p) : 0;
+  st.dense_bytes = dense_ring_bytes(p, n);
   st.kept = n;
   const float inv_p = 1.0f / static_cast<float>(p);
   CollStats cs;

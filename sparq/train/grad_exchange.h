@@ -43,6 +43,10 @@ struct DpCodec {
 // Throws InputError naming what is wrong.
 DpCodec parse_dp_codec(std::string_view s);
 
+// Bytes a rank sends in a dense fp32 ring allreduce of n values over p ranks,
+// 2(p-1)/p * 4n: the baseline every compression ratio is measured against.
+std::uint64_t dense_ring_bytes(int p, std::size_t n);
+
 // What one exchange cost this rank.
 struct ExchangeStats {
   std::uint64_t bytes_sent = 0;      // transport counters
@@ -62,9 +66,6 @@ class GradExchange {
   // training step `step`. Every rank calls it for the same tensors in the
   // same order.
   ExchangeStats exchange(Transport& t, std::string_view name, std::span<float> grad, std::uint64_t step);
-
-  const DpCodec& codec() const { return codec_; }
-  const compress::DctDp* dct() const { return dct_ ? &*dct_ : nullptr; }
 
  private:
   DpCodec codec_;

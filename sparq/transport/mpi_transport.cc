@@ -20,9 +20,10 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   SPARQ_CHECK(!initialized, "MPI initialized twice");
-  mpi_check(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided_), "MPI_Init_thread");
-  SPARQ_CHECK(provided_ >= MPI_THREAD_SERIALIZED, "MPI provides thread level {}, sparq needs MPI_THREAD_SERIALIZED",
-              provided_);
+  int provided = 0;
+  mpi_check(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+  SPARQ_CHECK(provided >= MPI_THREAD_SERIALIZED, "MPI provides thread level {}, sparq needs MPI_THREAD_SERIALIZED",
+              provided);
 }
 
 MpiSession::~MpiSession() { MPI_Finalize(); }

@@ -19,7 +19,6 @@ class MpiSession {
   ~MpiSession();
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
-  int provided_thread_level() const { return provided_; }
 
   // Kills every rank of the job (MPI_Abort) with `code`: used by the CLI when
   // this rank fails, so that the others do not wait for it.
@@ -27,9 +26,6 @@ class MpiSession {
 
   // True when this process was started by mpiexec/mpirun (Open MPI or PMIx).
   static bool launched_by_mpiexec();
-
- private:
-  int provided_ = 0;
 };
 
 class MpiTransport final : public Transport {

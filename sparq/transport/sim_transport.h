@@ -32,7 +32,6 @@ class SimTransport final : public Transport {
   double now() const { return clock_; }
   // Adds modelled computation time to this rank's clock.
   void advance(double seconds);
-  const NetModel& net() const { return net_; }
 
  protected:
   std::unique_ptr<RequestState> do_isend(int peer, int tag, Bytes data) override;

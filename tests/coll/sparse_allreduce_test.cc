@@ -83,8 +83,12 @@ TEST_P(SparseSweep, MatchesDenseReference) {
         std::vector<float> got(n);
         out.to_dense(got);
         EXPECT_EQ(got, ref);
-        if (!out.is_dense()) EXPECT_LE(out.nnz(), compress::sparse_capacity(n));
-        if (algo != SparseAlgo::Auto) EXPECT_EQ(st.algo, sparse_algo_name(algo));
+        if (!out.is_dense()) {
+          EXPECT_LE(out.nnz(), compress::sparse_capacity(n));
+        }
+        if (algo != SparseAlgo::Auto) {
+          EXPECT_EQ(st.algo, sparse_algo_name(algo));
+        }
         // Identical on every rank, representation included.
         auto mine = encoded(out);
         std::uint64_t size = mine.size();

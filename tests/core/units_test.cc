@@ -25,12 +25,6 @@ TEST(Units, ParsesRanges) {
   EXPECT_THROW(parse_byte_range("1KiB,,2KiB"), InputError);
 }
 
-TEST(Units, FormatsExactBinaryUnits) {
-  EXPECT_EQ(format_bytes(4096), "4KiB");
-  EXPECT_EQ(format_bytes(1000), "1000B");
-  EXPECT_EQ(format_bytes(64u << 20), "64MiB");
-}
-
 TEST(Errors, CarryLocationAndType) {
   try {
     SPARQ_THROW(InputError, "bad value {}", 42);
