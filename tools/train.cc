@@ -24,6 +24,7 @@
 #include "sparq/coll/allreduce.h"
 #include "sparq/coll/patterns.h"
 #include "sparq/core/error.h"
+#include "sparq/core/units.h"
 #include "sparq/train/data_parallel.h"
 #include "sparq/train/verify.h"
 #include "sparq/transport/launch.h"
@@ -79,6 +80,11 @@ struct TrainArgs {
   // convention), split evenly over the ranks.
   int ranks = 0;
   std::string dp_codec = "none";
+  std::string dp_allreduce = "auto";
+  std::string fuse_bytes = "0";
+  bool no_overlap = false;
+  std::string emb_placement = "replicated";
+  std::string emb_codec_fwd = "fp32", emb_codec_bwd = "fp32";
   std::size_t verify_freq = 1000;
   double timeout_s = 300;
 };
@@ -271,7 +277,15 @@ std::string checkpoint_meta(std::size_t step, const TrainArgs& a, const DlrmConf
   return j.dump();
 }
 
-void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const Data& data, const DpCodec& codec);
+void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const Data& data,
+                const DataParallelOptions& dpo);
+
+// The alltoall codecs of table-wise embeddings: fp32 or row-wise q8/q4/q2.
+Codec emb_codec(const std::string& s, const char* flag) {
+  SPARQ_CHECK_AS(InputError, s == "fp32" || s == "q8" || s == "q4" || s == "q2", "{} must be fp32, q8, q4 or q2, got '{}'",
+                 flag, s);
+  return parse_codec(s);
+}
 
 void run_train(const TrainArgs& a) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines appear as they happen, also when piped
@@ -288,7 +302,15 @@ void run_train(const TrainArgs& a) {
                  kCriteoDense);
   cfg.validate();
 
-  const DpCodec codec = parse_dp_codec(a.dp_codec);
+  DataParallelOptions dpo;
+  dpo.codec = parse_dp_codec(a.dp_codec, a.dp_allreduce);
+  dpo.placement = parse_emb_placement(a.emb_placement);
+  dpo.emb_fwd = emb_codec(a.emb_codec_fwd, "--emb-codec-fwd");
+  dpo.emb_bwd = emb_codec(a.emb_codec_bwd, "--emb-codec-bwd");
+  SPARQ_CHECK_AS(InputError, dpo.placement == EmbPlacement::TableWise || (a.emb_codec_fwd == "fp32" && a.emb_codec_bwd == "fp32"),
+                 "--emb-codec-fwd/--emb-codec-bwd quantize the table-wise alltoall: they need --emb-placement table-wise");
+  dpo.overlap = !a.no_overlap;
+  dpo.fuse_bytes = parse_bytes(a.fuse_bytes);
   const int world = a.ranks > 0 ? a.ranks : mpiexec_world_size();
   if (world > 1) {
     SPARQ_CHECK_AS(InputError, !a.stream, "--stream with more than one rank is not built yet");
@@ -302,30 +324,56 @@ void run_train(const TrainArgs& a) {
   LaunchOptions lo;
   lo.ranks = a.ranks;
   lo.timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
-  launch(lo, [&](Transport& t) { train_rank(t, a, cfg, data, codec); });
+  launch(lo, [&](Transport& t) { train_rank(t, a, cfg, data, dpo); });
 }
 
-// The traffic table printed at the end of a data-parallel run: what this
-// rank (rank 0) put on the wire per entity, from the transport counters,
-// against a dense fp32 ring allreduce of the same tensors.
+// What this rank put on the wire per entity, cumulative: the table printed
+// at the end of a distributed run, and its lines in --metrics. Bytes come
+// from the transport counters, against the fp32 exchange of the same data.
+struct Accounting {
+  ExchangeStats w_grad, emb_fwd, emb_bwd, emb_grad;
+  template <class S>  // DpStepStats or Accounting
+  void add(const S& s) {
+    w_grad += s.w_grad, emb_fwd += s.emb_fwd, emb_bwd += s.emb_bwd, emb_grad += s.emb_grad;
+  }
+  std::vector<std::pair<const char*, const ExchangeStats*>> entities(EmbPlacement p) const {
+    if (p == EmbPlacement::TableWise) return {{"W_grad", &w_grad}, {"emb_fwd", &emb_fwd}, {"emb_bwd", &emb_bwd}};
+    return {{"W_grad", &w_grad}, {"emb_grad", &emb_grad}};
+  }
+  double wait_seconds() const {
+    return w_grad.wait_seconds + emb_fwd.wait_seconds + emb_bwd.wait_seconds + emb_grad.wait_seconds;
+  }
+};
+
+double ratio(const ExchangeStats& x) {
+  return x.bytes_sent ? static_cast<double>(x.dense_bytes) / static_cast<double>(x.bytes_sent) : 0;
+}
+
 template <class Say, class Emit>
-void report_accounting(const ExchangeStats& w, const ExchangeStats& emb, std::size_t steps, const DpCodec& codec,
+void report_accounting(const Accounting& acct, std::size_t steps, const TrainArgs& a, const DataParallelOptions& dpo,
                        Say& say, Emit& emit) {
-  say(fmt::format("accounting (rank 0, {} steps, --dp-codec {}):\n", steps, codec.text));
-  say(fmt::format("{:>9} {:>16} {:>18} {:>8} {:>11} {:>9}\n", "entity", "bytes_sent", "fp32_dense_bytes", "ratio",
-                  "compress_s", "comm_s"));
-  for (const auto& [name, x] : {std::pair{"W_grad", &w}, std::pair{"emb_grad", &emb}}) {
-    const double ratio = x->bytes_sent ? static_cast<double>(x->dense_bytes) / static_cast<double>(x->bytes_sent) : 0;
-    say(fmt::format("{:>9} {:>16} {:>18} {:>7.2f}x {:>11.3f} {:>9.3f}\n", name, x->bytes_sent, x->dense_bytes, ratio,
-                    x->compress_seconds, x->comm_seconds));
+  say(fmt::format("accounting (rank 0, {} steps; --dp-codec {}, --emb-placement {}{}):\n", steps, dpo.codec.text,
+                  emb_placement_name(dpo.placement),
+                  dpo.placement == EmbPlacement::TableWise
+                      ? fmt::format(", --emb-codec-fwd {} --emb-codec-bwd {}", a.emb_codec_fwd, a.emb_codec_bwd)
+                      : ""));
+  say(fmt::format("{:>9} {:>14} {:>14} {:>16} {:>8} {:>11} {:>9} {:>9}\n", "entity", "bytes/step", "bytes_sent",
+                  "fp32_bytes", "ratio", "compress_s", "comm_s", "wait_s"));
+  for (const auto& [name, x] : acct.entities(dpo.placement)) {
+    const double per_step = steps ? static_cast<double>(x->bytes_sent) / static_cast<double>(steps) : 0;
+    say(fmt::format("{:>9} {:>14.0f} {:>14} {:>16} {:>7.2f}x {:>11.3f} {:>9.3f} {:>9.3f}{}\n", name, per_step,
+                    x->bytes_sent, x->dense_bytes, ratio(*x), x->compress_seconds, x->comm_seconds, x->wait_seconds,
+                    x->counted ? "" : "  (native MPI: bytes not counted)"));
     emit({{"event", "accounting"}, {"entity", name}, {"steps", steps}, {"bytes_sent", x->bytes_sent},
-          {"dense_bytes", x->dense_bytes}, {"ratio", ratio}, {"compress_s", x->compress_seconds},
-          {"comm_s", x->comm_seconds}});
+          {"bytes_per_step", per_step}, {"dense_bytes", x->dense_bytes}, {"ratio", ratio(*x)},
+          {"compress_s", x->compress_seconds}, {"comm_s", x->comm_seconds}, {"wait_s", x->wait_seconds},
+          {"counted", x->counted}});
   }
 }
 
 // The training loop of one rank (all of it when there is one rank).
-void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const Data& data, const DpCodec& codec) {
+void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const Data& data,
+                const DataParallelOptions& dpo) {
   const int nranks = t.size();
   const bool lead = t.rank() == 0;  // prints, tests, writes metrics and checkpoints
   auto say = [&](const std::string& line) {
@@ -374,26 +422,27 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     say(fmt::format("loaded {} at step {} (epoch {}, it {})\n", a.load, step, step / nbatches, step % nbatches));
   }
 
-  Batch batch, global;
+  if (nranks > 1)
+    say(fmt::format("data parallel: {} ranks, --dp-codec {}, --emb-placement {}, overlap {}, fuse {} bytes\n", nranks,
+                    dpo.codec.text, emb_placement_name(dpo.placement), dpo.overlap ? "on" : "off", dpo.fuse_bytes));
+  Batch batch;
   compress::ErrorFeedbackStore residuals;
-  DataParallel dp(t, model, opt, codec, residuals);
-  ExchangeStats acct_w, acct_emb;  // this rank's traffic, cumulative
+  DataParallel dp(t, model, opt, dpo, residuals);
+  Accounting acct, acct_print;  // this rank's traffic: cumulative, since the last print
   double t_comm = 0, tot_comm = 0;
   double t_data = 0, t_fwd = 0, t_bwd = 0, t_opt = 0, t_iter = 0, loss_sum = 0;  // since the last print
   double tot_data = 0, tot_fwd = 0, tot_bwd = 0, tot_opt = 0;
   std::size_t its = 0, samples = 0, tot_samples = 0, local_samples = 0;
   // Replicas must stay bit-identical: hash every parameter, compare across ranks.
-  auto verify_model = [&](std::size_t at) {
-    std::uint64_t h = hash_bytes(std::as_bytes(model.dense().params()));
-    for (const auto& tb : model.tables()) h = hash_bytes(std::as_bytes(tb.weights()), h);
-    verify_replica_hash(t, h, at);
-  };
+  auto verify_model = [&](std::size_t at) { verify_replica_hash(t, dp.replica_hash(), at); };
   double best_auc = 0;
   EvalResult last_eval;
   bool evaluated = false;
   const auto train_start = Clock::now();
   auto test_now = [&](std::size_t it, std::size_t epoch) {
-    if (data.test.size() == 0 || !lead) return;  // replicas are identical: one rank tests
+    if (data.test.size() == 0) return;
+    dp.gather_model(0);  // table-wise: the tables of the other ranks
+    if (!lead) return;   // the dense replicas are identical: one rank tests
     last_eval = evaluate(model, data.test, cfg, a.test_batch);
     evaluated = true;
     best_auc = std::max(best_auc, last_eval.auc);
@@ -416,31 +465,26 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
       auto t0 = Clock::now();
       if (streaming) {
         if (!streamer->next(a.batch, cfg.table_rows, batch)) break;  // fewer records than lines (bad lines)
-      } else if (nranks == 1) {
-        plan.fill(it, data.train.records(), cfg.table_rows, batch);
       } else {
-        // Every rank assembles the global batch and keeps its share.
-        plan.fill(it, data.train.records(), cfg.table_rows, global);
-        const pattern::Partition shares{global.size, nranks};
-        slice_batch(global, shares.offset(t.rank()), shares.len(t.rank()), batch);
+        // Every rank assembles the global batch; DataParallel trains on its share.
+        plan.fill(it, data.train.records(), cfg.table_rows, batch);
       }
-      const std::size_t global_size = nranks == 1 ? batch.size : global.size;
+      const std::size_t global_size = batch.size, local_size = pattern::Partition{global_size, nranks}.len(t.rank());
       t_data += since(t0);
-      const DpStepStats s = dp.step(batch, global_size, step);
-      loss_sum += s.loss * static_cast<double>(batch.size);
+      const DpStepStats s = dp.step(batch, step);
+      loss_sum += s.loss * static_cast<double>(local_size);
       t_fwd += s.forward_s;
       t_bwd += s.backward_s;
       t_opt += s.optimizer_s;
-      t_comm += s.w_grad.compress_seconds + s.w_grad.comm_seconds + s.emb_grad.comm_seconds;
-      acct_w += s.w_grad;
-      acct_emb += s.emb_grad;
+      acct_print.add(s);
       t_iter += since(t0);
       ++its;
       samples += global_size;
-      local_samples += batch.size;
+      local_samples += local_size;
       ++step;
       if (nranks > 1 && a.verify_freq > 0 && step % a.verify_freq == 0) verify_model(step);
       if ((it + 1) % a.print_freq == 0 || it + 1 == nbatches) {
+        t_comm = acct_print.wait_seconds();
         // Wall time of the iterations themselves: printing and testing stay out of ms/it.
         const double wall = t_iter;
         const double ms = 1e3 * wall / static_cast<double>(its);
@@ -453,12 +497,19 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
             "Finished training it {}/{} of epoch {}, {:.2f} ms/it, loss {:.6f}, {:.0f} samples/s (data {:.2f} fwd "
             "{:.2f} bwd {:.2f} opt {:.2f}{} ms/it)\n",
             it + 1, nbatches, epoch, ms, loss, static_cast<double>(samples) / wall, 1e3 * t_data / n, 1e3 * t_fwd / n,
-            1e3 * t_bwd / n, 1e3 * t_opt / n, nranks > 1 ? fmt::format(" comm {:.2f}", 1e3 * t_comm / n) : ""));
+            1e3 * t_bwd / n, 1e3 * t_opt / n, nranks > 1 ? fmt::format(" comm wait {:.2f}", 1e3 * t_comm / n) : ""));
+        nlohmann::json traffic;  // bytes per step since the last print, per entity
+        for (const auto& [name, x] : acct_print.entities(dpo.placement))
+          traffic[name] = {{"bytes_per_step", static_cast<double>(x->bytes_sent) / n},
+                           {"dense_bytes_per_step", static_cast<double>(x->dense_bytes) / n}, {"ratio", ratio(*x)}};
         emit({{"event", "train"}, {"epoch", epoch}, {"it", it + 1}, {"nbatches", nbatches}, {"step", step},
               {"loss", loss}, {"ms_per_it", ms}, {"samples_per_s", static_cast<double>(samples) / wall},
               {"phase_ms", {{"data", 1e3 * t_data / n}, {"forward", 1e3 * t_fwd / n},
                             {"backward", 1e3 * t_bwd / n}, {"optimizer", 1e3 * t_opt / n},
-                            {"comm", 1e3 * t_comm / n}}}});
+                            {"comm_wait", 1e3 * t_comm / n}}},
+              {"traffic", traffic}});
+        acct.add(acct_print);
+        acct_print = {};
         tot_data += t_data, tot_fwd += t_fwd, tot_bwd += t_bwd, tot_opt += t_opt, tot_comm += t_comm;
         tot_samples += samples;
         t_data = t_fwd = t_bwd = t_opt = t_comm = t_iter = loss_sum = 0;
@@ -492,8 +543,9 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
   if (a.skip_bad_lines) say(fmt::format("skipped {} bad lines\n", data.bad_lines + stream_bad));
   if (nranks > 1) {
     verify_model(step);
-    report_accounting(acct_w, acct_emb, step, codec, say, emit);
+    report_accounting(acct, step, a, dpo, say, emit);
   }
+  if (!a.save.empty()) dp.gather_model(0);
   if (lead && !a.save.empty()) {
     save_checkpoint(a.save, model, opt, checkpoint_meta(step, a, cfg));
     say(fmt::format("saved {} at step {}\n", a.save, step));
@@ -547,6 +599,25 @@ void add_train(CLI::App& app, Run& run) {
       ->check(CLI::PositiveNumber);
   c->add_option("--dp-codec", a->dp_codec,
                 "Dense gradient exchange: none, dct:ETA,L (DCT-DP), topk:K/B, q8|q4|q2[+ec], qsgd:BITS")
+      ->capture_default_str();
+  c->add_option("--dp-allreduce", a->dp_allreduce,
+                "Collective of the --dp-codec: auto, or for none ring|recursive-doubling|rabenseifner|native, for q* "
+                "ring|recursive-doubling, for dct/topk ssar_recursive_double|ssar_split_allgather|"
+                "dsar_split_allgather|dense")
+      ->capture_default_str();
+  c->add_option("--fuse-bytes", a->fuse_bytes,
+                "Exchange adjacent layers' gradients together until a group holds this many bytes (e.g. 1MiB; 0: "
+                "every tensor alone)")
+      ->capture_default_str();
+  c->add_flag("--no-overlap", a->no_overlap,
+              "Exchange the dense gradients after the backward pass instead of layer by layer during it");
+  c->add_option("--emb-placement", a->emb_placement,
+                "replicated (sparse allreduce of embedding gradients) or table-wise (tables spread over ranks, "
+                "alltoall of lookups and their gradients)")
+      ->capture_default_str();
+  c->add_option("--emb-codec-fwd", a->emb_codec_fwd, "Table-wise: codec of the lookups alltoall: fp32, q8, q4, q2")
+      ->capture_default_str();
+  c->add_option("--emb-codec-bwd", a->emb_codec_bwd, "Table-wise: codec of the gradients alltoall: fp32, q8, q4, q2")
       ->capture_default_str();
   c->add_option("--verify-freq", a->verify_freq, "Check every N steps that all ranks hold identical parameters")
       ->capture_default_str();

@@ -216,45 +216,44 @@ CollStats quantized_allreduce(Transport& t, std::span<float> data, const Quantiz
   return c.finish(name);
 }
 
-CollStats quantized_alltoallv(Transport& t, std::span<const float> in, std::span<const std::size_t> send_rows,
-                              std::span<float> out, std::span<const std::size_t> recv_rows,
+CollStats quantized_alltoallv(Transport& t, std::span<const float> in, std::span<const std::size_t> send_counts,
+                              std::span<float> out, std::span<const std::size_t> recv_counts,
                               const QuantizedAlltoallOptions& opts) {
   const int p = t.size(), r = t.rank();
   const Codec& codec = opts.codec;
-  const std::size_t row = codec.row_len;
-  SPARQ_CHECK_AS(InputError, send_rows.size() == static_cast<std::size_t>(p) && recv_rows.size() == send_rows.size(),
-                 "quantized alltoallv: {} send and {} receive counts for {} ranks", send_rows.size(),
-                 recv_rows.size(), p);
-  std::vector<std::size_t> sd(p + 1, 0), rd(p + 1, 0);  // row offsets
-  for (int j = 0; j < p; ++j) sd[j + 1] = sd[j] + send_rows[j], rd[j + 1] = rd[j] + recv_rows[j];
-  SPARQ_CHECK_AS(InputError, sd[p] * row == in.size() && rd[p] * row == out.size(),
-                 "quantized alltoallv: counts give {} / {} rows of {}, buffers hold {} / {} values", sd[p], rd[p], row,
-                 in.size(), out.size());
-  SPARQ_CHECK_AS(InputError, send_rows[r] == recv_rows[r], "quantized alltoallv: rank {} sends itself {} rows, expects {}",
-                 r, send_rows[r], recv_rows[r]);
+  SPARQ_CHECK_AS(InputError,
+                 send_counts.size() == static_cast<std::size_t>(p) && recv_counts.size() == send_counts.size(),
+                 "quantized alltoallv: {} send and {} receive counts for {} ranks", send_counts.size(),
+                 recv_counts.size(), p);
+  std::vector<std::size_t> sd(p + 1, 0), rd(p + 1, 0);  // value offsets
+  for (int j = 0; j < p; ++j) sd[j + 1] = sd[j] + send_counts[j], rd[j + 1] = rd[j] + recv_counts[j];
+  SPARQ_CHECK_AS(InputError, sd[p] == in.size() && rd[p] == out.size(),
+                 "quantized alltoallv: counts sum to {} / {} values, buffers hold {} / {}", sd[p], rd[p], in.size(),
+                 out.size());
+  SPARQ_CHECK_AS(InputError, send_counts[r] == recv_counts[r],
+                 "quantized alltoallv: rank {} sends itself {} values, expects {}", r, send_counts[r], recv_counts[r]);
   Call c(t, "quantized_alltoall/" + codec.name(), opts.tag, opts.timeout);
-  std::copy_n(in.begin() + static_cast<std::ptrdiff_t>(sd[r] * row), send_rows[r] * row,
-              out.begin() + static_cast<std::ptrdiff_t>(rd[r] * row));
+  std::copy_n(in.begin() + static_cast<std::ptrdiff_t>(sd[r]), send_counts[r],
+              out.begin() + static_cast<std::ptrdiff_t>(rd[r]));
   std::vector<std::byte> send, recv;
   for (int s = 1; s < p; ++s) {
     const int to = pattern::mod(r + s, p), from = pattern::mod(r - s, p);
-    send.resize(codec.bytes(send_rows[to] * row));
-    recv.resize(codec.bytes(recv_rows[from] * row));
-    codec.encode(in.subspan(sd[to] * row, send_rows[to] * row), send, 0, static_cast<std::uint64_t>(r));
+    send.resize(codec.bytes(send_counts[to]));
+    recv.resize(codec.bytes(recv_counts[from]));
+    codec.encode(in.subspan(sd[to], send_counts[to]), send, 0, static_cast<std::uint64_t>(r));
     c.sendrecv(to, std::span<const std::byte>(send), from, std::span<std::byte>(recv));
-    codec.decode(recv, out.subspan(rd[from] * row, recv_rows[from] * row));
+    codec.decode(recv, out.subspan(rd[from], recv_counts[from]));
   }
   return c.finish("pairwise");
 }
 
 CollStats quantized_alltoall(Transport& t, std::span<const float> in, std::span<float> out,
                              const QuantizedAlltoallOptions& opts) {
-  const std::size_t p = static_cast<std::size_t>(t.size()), row = opts.codec.row_len;
-  SPARQ_CHECK_AS(InputError, in.size() == out.size() && in.size() % (p * row) == 0,
-                 "quantized alltoall: {} in, {} out values are not {} ranks x whole rows of {}", in.size(),
-                 out.size(), p, row);
-  const std::vector<std::size_t> rows(p, in.size() / p / row);
-  return quantized_alltoallv(t, in, rows, out, rows, opts);
+  const std::size_t p = static_cast<std::size_t>(t.size());
+  SPARQ_CHECK_AS(InputError, in.size() == out.size() && in.size() % p == 0,
+                 "quantized alltoall: {} in, {} out values are not {} equal blocks", in.size(), out.size(), p);
+  const std::vector<std::size_t> counts(p, in.size() / p);
+  return quantized_alltoallv(t, in, counts, out, counts, opts);
 }
 
 }  // namespace sparq

@@ -54,16 +54,17 @@ struct QuantizedAlltoallOptions {
   Millis timeout{0};
 };
 
-// Alltoallv of rows of codec.row_len floats (e.g. embedding vectors):
-// send_rows[j] rows go to rank j, recv_rows[i] rows come from rank i, blocks
-// contiguous in rank order. Blocks for other ranks are encoded; a rank's own
-// block is copied as is (it never crosses the wire). No error compensation
-// (lookups differ every step).
-CollStats quantized_alltoallv(Transport& t, std::span<const float> in, std::span<const std::size_t> send_rows,
-                              std::span<float> out, std::span<const std::size_t> recv_rows,
+// Alltoallv of floats: send_counts[j] values go to rank j, recv_counts[i]
+// come from rank i, blocks contiguous in rank order. Blocks for other ranks
+// are encoded, each block a run of codec.row_len-value rows (the last one
+// shorter where the block does not divide); a rank's own block is copied as
+// is (it never crosses the wire). No error compensation (lookups differ every
+// step).
+CollStats quantized_alltoallv(Transport& t, std::span<const float> in, std::span<const std::size_t> send_counts,
+                              std::span<float> out, std::span<const std::size_t> recv_counts,
                               const QuantizedAlltoallOptions& opts);
 
-// Equal blocks: in.size() / P values each, whole rows.
+// Equal blocks of in.size() / P values.
 CollStats quantized_alltoall(Transport& t, std::span<const float> in, std::span<float> out,
                              const QuantizedAlltoallOptions& opts);
 

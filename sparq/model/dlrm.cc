@@ -70,9 +70,18 @@ Dlrm<T>::Dlrm(const DlrmConfig& cfg, std::uint64_t seed)
 
 template <class T>
 std::span<const T> Dlrm<T>::forward(const Batch& batch) {
+  return forward(batch, {});
+}
+
+template <class T>
+std::span<const T> Dlrm<T>::forward(const Batch& batch, std::span<const T> pooled) {
   const std::size_t B = batch.size, nd = cfg_.num_dense(), d = cfg_.emb_dim, m = cfg_.num_tables();
+  external_pooled_ = !pooled.empty();
   SPARQ_CHECK(batch.num_dense == nd, "batch has {} dense features, model expects {}", batch.num_dense, nd);
-  SPARQ_CHECK(batch.sparse.size() == m, "batch has {} sparse features, model has {} tables", batch.sparse.size(), m);
+  if (external_pooled_)
+    SPARQ_CHECK(pooled.size() == B * m * d, "{} pooled values for {} samples x {} tables x {}", pooled.size(), B, m, d);
+  else
+    SPARQ_CHECK(batch.sparse.size() == m, "batch has {} sparse features, model has {} tables", batch.sparse.size(), m);
   SPARQ_CHECK(batch.dense.size() >= B * nd && batch.labels.size() >= B, "batch arrays shorter than its size");
   batch_ = &batch;
   B_ = B;
@@ -87,9 +96,14 @@ std::span<const T> Dlrm<T>::forward(const Batch& batch) {
   const std::size_t ld = (m + 1) * d;
   v_.resize(B * ld);
   for (std::size_t b = 0; b < B; ++b) std::copy(bot_out + b * d, bot_out + (b + 1) * d, v_.data() + b * ld);
-  parallel_for(m, 4, [&](std::size_t t0, std::size_t t1) {  // tables are independent
-    for (std::size_t t = t0; t < t1; ++t) tables_[t].forward(batch.sparse[t], B, v_.data() + (t + 1) * d, ld);
-  });
+  if (external_pooled_) {
+    for (std::size_t b = 0; b < B; ++b)
+      std::copy_n(pooled.data() + b * m * d, m * d, v_.data() + b * ld + d);
+  } else {
+    parallel_for(m, 4, [&](std::size_t t0, std::size_t t1) {  // tables are independent
+      for (std::size_t t = t0; t < t1; ++t) tables_[t].forward(batch.sparse[t], B, v_.data() + (t + 1) * d, ld);
+    });
+  }
   r_.resize(B * inter_.out_width());
   inter_.forward(v_.data(), B, r_.data());
   const T* logits = top_->forward(r_.data(), B);  // [B x 1]
@@ -105,14 +119,26 @@ void Dlrm<T>::backward(std::span<const T> dlogits) {
   const T* dr = top_->backward(dlogits.data(), true);  // [B x interaction width]
   dv_.resize(B * ld);
   inter_.backward(v_.data(), dr, B, dv_.data());
-  parallel_for(m, 4, [&](std::size_t t0, std::size_t t1) {  // tables are independent
-    for (std::size_t t = t0; t < t1; ++t)
-      tables_[t].backward(batch_->sparse[t], B, dv_.data() + (t + 1) * d, ld, sgrads_[t]);
-  });
+  if (external_pooled_) {
+    for (auto& g : sgrads_) g.rows.clear(), g.values.clear();  // the tables' owners compute these
+  } else {
+    parallel_for(m, 4, [&](std::size_t t0, std::size_t t1) {  // tables are independent
+      for (std::size_t t = t0; t < t1; ++t)
+        tables_[t].backward(batch_->sparse[t], B, dv_.data() + (t + 1) * d, ld, sgrads_[t]);
+    });
+  }
   dx_.resize(B * d);
   for (std::size_t b = 0; b < B; ++b) std::copy(dv_.data() + b * ld, dv_.data() + b * ld + d, dx_.data() + b * d);
   const T* din = bot_->backward(dx_.data(), want_input_grad_);
   if (want_input_grad_) input_grad_.assign(din, din + B * cfg_.num_dense());
+}
+
+template <class T>
+void Dlrm<T>::pooled_grad(std::span<T> out) const {
+  const std::size_t B = B_, d = cfg_.emb_dim, m = cfg_.num_tables(), ld = (m + 1) * d;
+  SPARQ_CHECK(out.size() == B * m * d && dv_.size() == B * ld, "pooled_grad(): {} values for {} samples x {} x {}",
+              out.size(), B, m, d);
+  for (std::size_t b = 0; b < B; ++b) std::copy_n(dv_.data() + b * ld + d, m * d, out.data() + b * m * d);
 }
 
 template class Dlrm<float>;

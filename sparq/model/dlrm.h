@@ -56,6 +56,14 @@ class Dlrm {
   // batch -> logits [B]; valid until the next forward().
   std::span<const T> forward(const Batch& batch);
 
+  // Table-wise placement: the pooled embeddings pooled [B x m x d] come from
+  // the tables' owners instead of this model's tables (batch.sparse is not
+  // read). The next backward() computes no table gradients; pooled_grad()
+  // then gives dLoss/d(pooled).
+  std::span<const T> forward(const Batch& batch, std::span<const T> pooled);
+  // out [B x m x d] <- dLoss/d(pooled) of the last backward().
+  void pooled_grad(std::span<T> out) const;
+
   // dlogits [B] (dLoss/dlogit) -> overwrites all dense gradients and each
   // table's sparse gradient for the batch of the last forward().
   void backward(std::span<const T> dlogits);
@@ -70,6 +78,14 @@ class Dlrm {
   SparseGrad<T>& sparse_grad(std::size_t t) { return sgrads_[t]; }
   Mlp<T>& bottom() { return *bot_; }
   Mlp<T>& top() { return *top_; }
+
+  // Both MLPs report each layer's finished gradients (Mlp::set_grad_hook):
+  // the top MLP's last layer first, the bottom MLP's first layer last, which
+  // is the reverse of the store's view order.
+  void set_grad_hook(const typename Mlp<T>::GradHook& h) {
+    top_->set_grad_hook(h);
+    bot_->set_grad_hook(h);
+  }
 
   // When enabled, backward() also computes dLoss/d(dense input) [B x nd]
   // (for gradient checks; costs one extra GEMM).
@@ -96,6 +112,7 @@ class Dlrm {
   std::span<const T> logits_;
   std::vector<SparseGrad<T>> sgrads_;
   bool want_input_grad_ = false;
+  bool external_pooled_ = false;  // the last forward() was given the pooled embeddings
 };
 
 }  // namespace sparq

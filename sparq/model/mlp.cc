@@ -110,6 +110,7 @@ const T* Mlp<T>::backward(const T* dy, bool want_dx) {
       kernels::colsum(dz, db, B, L.out);
     }
     gemm<T>(true, false, L.out, L.in, B, T(1), dz, L.out, x, L.in, T(0), store_->grad(L.w).data(), L.in);
+    if (hook_) hook_(L.w, L.b);
     if (i == 0 && !want_dx) return nullptr;
     // dx goes to whichever ping-pong buffer dz does not occupy.
     std::vector<T>& dx_buf = dx_[i];

@@ -11,6 +11,7 @@
 // across a cut computes bit-for-bit what the uncut MLP computes.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -49,6 +50,12 @@ class Mlp {
   // first layer of a model has no use for it and skips one GEMM).
   const T* backward(const T* dy, bool want_dx);
 
+  // Called by backward() as soon as a layer's gradients are final, with the
+  // store's view indices of its weight and bias (last layer first): data
+  // parallelism starts exchanging them while the earlier layers compute.
+  using GradHook = std::function<void(std::size_t w_view, std::size_t b_view)>;
+  void set_grad_hook(GradHook h) { hook_ = std::move(h); }
+
   std::size_t in_dim() const { return in_dim_; }
   std::size_t out_dim() const { return out_dim_; }
   std::size_t num_layers() const { return layers_.size(); }
@@ -69,6 +76,7 @@ class Mlp {
   const T* x_ = nullptr;
   std::vector<std::vector<T>> acts_;  // acts_[l] = output of layer l, [B x out_l]
   std::vector<std::vector<T>> dz_, dx_;  // per layer: ReLU-masked gradient, input gradient
+  GradHook hook_;
 };
 
 }  // namespace sparq

@@ -2,35 +2,99 @@
 
 #include <algorithm>
 
+#include "sparq/coll/patterns.h"
 #include "sparq/model/loss.h"
 #include "sparq/train/emb_grad_exchange.h"
+#include "sparq/train/verify.h"
 
 namespace sparq {
 
-DataParallel::DataParallel(Transport& t, Dlrm<float>& model, Optimizer<float>& opt, const DpCodec& codec,
+EmbPlacement parse_emb_placement(std::string_view s) {
+  if (s == "replicated") return EmbPlacement::Replicated;
+  if (s == "table-wise") return EmbPlacement::TableWise;
+  SPARQ_THROW(InputError, "--emb-placement must be replicated or table-wise, got '{}'", s);
+}
+
+std::string_view emb_placement_name(EmbPlacement p) {
+  return p == EmbPlacement::Replicated ? "replicated" : "table-wise";
+}
+
+DataParallel::DataParallel(Transport& t, Dlrm<float>& model, Optimizer<float>& opt, DataParallelOptions opts,
                            compress::ErrorFeedbackStore& residuals)
-    : t_(t), model_(model), opt_(opt), exchange_(codec, residuals) {}
+    : t_(t), model_(model), opt_(opt), opts_(std::move(opts)), exchange_(opts_.codec, residuals) {
+  if (t.size() == 1) return;  // nothing to exchange
+  if (opts_.placement == EmbPlacement::TableWise) table_wise_.emplace(t, model, opts_.emb_fwd, opts_.emb_bwd);
+  engine_ = std::make_unique<CommEngine>(t);
+  if (opts_.overlap)
+    model_.set_grad_hook([this](std::size_t w, std::size_t b) {
+      SPARQ_CHECK(b == w + 1, "layer views {} and {} are not adjacent", w, b);
+      view_ready(b);
+      view_ready(w);
+    });
+}
+
+DataParallel::~DataParallel() {
+  model_.set_grad_hook(nullptr);
+  engine_.reset();  // runs (or fails) what is queued before the slots it writes go away
+}
 
 namespace {
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 }  // namespace
 
-DpStepStats DataParallel::step(const Batch& local, std::size_t global_size, std::uint64_t k) {
-  SPARQ_CHECK(global_size >= local.size && global_size > 0, "data-parallel share of {} samples of {}", local.size,
-              global_size);
+void DataParallel::view_ready(std::size_t v) {
+  const auto& view = model_.dense().views()[v];
+  if (open_.hi == open_.lo) {
+    open_ = {view.offset, view.offset + view.size, view.name};
+  } else {
+    // Views arrive last first: a group grows downwards in the buffer.
+    SPARQ_CHECK(view.offset + view.size == open_.lo, "gradient view {} does not precede the group {}", view.name,
+                open_.name);
+    open_.lo = view.offset;
+    open_.name = view.name + "+" + open_.name;
+  }
+  if ((open_.hi - open_.lo) * sizeof(float) >= opts_.fuse_bytes) submit_bucket();
+}
+
+void DataParallel::submit_bucket() {
+  if (open_.hi == open_.lo) return;
+  const std::span<float> g = model_.dense().grads().subspan(open_.lo, open_.hi - open_.lo);
+  submit(Entity::WGrad, [this, g, name = open_.name, k = k_](Transport& t) { return exchange_.exchange(t, name, g, k); });
+  open_ = {};
+}
+
+void DataParallel::submit(Entity e, std::function<ExchangeStats(Transport&)> f) {
+  Slot& s = slots_.emplace_back();
+  s.entity = e;
+  works_.push_back(engine_->submit([&s, f = std::move(f)](Transport& t) {
+    s.stats = f(t);
+    return CollStats{};
+  }));
+}
+
+DpStepStats DataParallel::step(const Batch& global, std::uint64_t k) {
+  SPARQ_CHECK(global.size > 0, "data-parallel step on an empty batch");
   DpStepStats st;
   const int p = t_.size();
+  const pattern::Partition shares{global.size, p};
+  if (p > 1) slice_batch(global, shares.offset(t_.rank()), shares.len(t_.rank()), local_);
+  const Batch& local = p > 1 ? local_ : global;
+  const std::size_t m = model_.config().num_tables(), d = model_.config().emb_dim;
+  k_ = k;
+  slots_.clear();
+  works_.clear();
+  open_ = {};
+
   auto t0 = Clock::now();
-  if (local.size == 0) {
-    // A global batch smaller than the rank count (an epoch's last): this
-    // rank contributes zero gradients but still takes part in the exchange.
-    std::fill(model_.dense().grads().begin(), model_.dense().grads().end(), 0.0f);
-    for (std::size_t tb = 0; tb < model_.tables().size(); ++tb) {
-      model_.sparse_grad(tb).rows.clear();
-      model_.sparse_grad(tb).values.clear();
-    }
-  } else {
-    const auto logits = model_.forward(local);
+  if (table_wise_) {  // nothing is in flight: this thread may use the transport
+    pooled_.resize(local.size * m * d);
+    st.emb_fwd = table_wise_->forward(global, pooled_);
+    st.emb_fwd.wait_seconds = st.emb_fwd.comm_seconds;
+    t0 = Clock::now();
+  }
+  const bool computes = local.size > 0;
+  if (computes) {
+    const auto logits = table_wise_ ? model_.forward(local, pooled_) : model_.forward(local);
     st.forward_s = since(t0);
     t0 = Clock::now();
     dlogits_.resize(local.size);
@@ -38,25 +102,59 @@ DpStepStats DataParallel::step(const Batch& local, std::size_t global_size, std:
     // dlogits = (sigmoid - y) / local: rescale to (sigmoid - y) / global * P,
     // so that the exchange's average over P ranks sums to the global mean.
     if (p > 1) {
-      const float w = static_cast<float>(static_cast<double>(local.size) * p / static_cast<double>(global_size));
+      const float w = static_cast<float>(static_cast<double>(local.size) * p / static_cast<double>(global.size));
       if (w != 1.0f)
-        for (float& d : dlogits_) d *= w;
+        for (float& x : dlogits_) x *= w;
     }
-    model_.backward(dlogits_);
+    model_.backward(dlogits_);  // with overlap, the hook starts the dense exchanges
     st.backward_s = since(t0);
   }
   if (p > 1) {
-    DenseParams<float>& dense = model_.dense();
-    for (std::size_t i = dense.views().size(); i-- > 0;)
-      st.w_grad += exchange_.exchange(t_, dense.views()[i].name, dense.grad(i), k);
-    for (std::size_t tb = 0; tb < model_.tables().size(); ++tb)
-      st.emb_grad += exchange_embedding_grad(t_, model_.sparse_grad(tb), model_.tables()[tb].rows(),
-                                            model_.tables()[tb].dim());
+    if (!computes) {
+      // A global batch smaller than the rank count (an epoch's last): this
+      // rank contributes zero gradients but still takes part in every exchange.
+      std::fill(model_.dense().grads().begin(), model_.dense().grads().end(), 0.0f);
+      for (std::size_t tb = 0; tb < m; ++tb) model_.sparse_grad(tb).rows.clear(), model_.sparse_grad(tb).values.clear();
+    }
+    if (!opts_.overlap || !computes)
+      for (std::size_t v = model_.dense().views().size(); v-- > 0;) view_ready(v);
+    submit_bucket();
+    if (table_wise_) {
+      dpooled_.resize(local.size * m * d);
+      if (computes) model_.pooled_grad(dpooled_);
+      submit(Entity::EmbBwd, [this](Transport&) { return table_wise_->backward(dpooled_); });
+    } else {
+      for (std::size_t tb = 0; tb < m; ++tb)
+        submit(Entity::EmbGrad, [this, tb](Transport& t) {
+          return exchange_embedding_grad(t, model_.sparse_grad(tb), model_.tables()[tb].rows(),
+                                         model_.tables()[tb].dim());
+        });
+    }
+    // Wait in submission order; what a wait blocks is that exchange's cost
+    // to the training thread (the rest ran behind backward).
+    for (std::size_t i = 0; i < works_.size(); ++i) {
+      t0 = Clock::now();
+      works_[i].wait();
+      Slot& s = slots_[i];
+      s.stats.wait_seconds = since(t0);
+      (s.entity == Entity::WGrad ? st.w_grad : s.entity == Entity::EmbGrad ? st.emb_grad : st.emb_bwd) += s.stats;
+    }
   }
   t0 = Clock::now();
   opt_.step();
   st.optimizer_s = since(t0);
   return st;
+}
+
+void DataParallel::gather_model(int root) {
+  if (table_wise_) table_wise_->gather(root, opt_);
+}
+
+std::uint64_t DataParallel::replica_hash() const {
+  std::uint64_t h = hash_bytes(std::as_bytes(std::as_const(model_).dense().params()));
+  if (!table_wise_)
+    for (const auto& tb : std::as_const(model_).tables()) h = hash_bytes(std::as_bytes(tb.weights()), h);
+  return h;
 }
 
 }  // namespace sparq

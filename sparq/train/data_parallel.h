@@ -1,46 +1,107 @@
 #pragma once
-// One data-parallel training step with replicated embedding tables: every
-// rank runs forward and backward on its share of the global batch, the dense
-// gradients are exchanged tensor by tensor with the --dp-codec (last layer
-// first, the order backward produces them), each table's row-sparse gradient
-// with the sparse allreduce, and every rank applies the same update.
+// One data-parallel training step. Every rank runs forward and backward on
+// its share of the global batch (pattern::Partition: shares differ by at most
+// one sample). The dense gradients are exchanged with the --dp-codec layer by
+// layer as backward produces them (last layer first), on a communication
+// thread (CommEngine), so a layer's exchange overlaps the backward pass of
+// the layers below it; --fuse-bytes groups adjacent layers into one exchange.
+// Embeddings are either
+//   replicated: every rank holds every table; each table's row-sparse
+//     gradient is summed with the sparse allreduce (`emb_grad`), or
+//   table-wise: every table lives on one rank (TableWise): the pooled
+//     lookups travel by alltoall forward (`emb_fwd`) and their gradients
+//     back (`emb_bwd`), each optionally quantized.
 //
-// With equal shares and codec `none`, P ranks compute the gradient of the
+// With equal shares and every codec off, P ranks compute the gradient of the
 // global batch's mean loss, so training equals single-rank training at the
 // global batch size up to float summation order (tests/train).
+#include <deque>
+#include <memory>
+#include <optional>
+
+#include "sparq/coll/comm_engine.h"
 #include "sparq/data/batch.h"
 #include "sparq/model/dlrm.h"
 #include "sparq/model/optimizer.h"
 #include "sparq/train/grad_exchange.h"
+#include "sparq/train/table_wise.h"
 
 namespace sparq {
+
+enum class EmbPlacement { Replicated, TableWise };
+EmbPlacement parse_emb_placement(std::string_view s);  // "replicated", "table-wise"; throws InputError
+std::string_view emb_placement_name(EmbPlacement p);
+
+struct DataParallelOptions {
+  DpCodec codec{};                 // dense gradients
+  EmbPlacement placement = EmbPlacement::Replicated;
+  Codec emb_fwd{}, emb_bwd{};      // table-wise: alltoall codecs of lookups and their gradients
+  bool overlap = true;             // exchange layers during backward (false: all after it)
+  std::size_t fuse_bytes = 0;      // exchange adjacent layers together until a group holds this many bytes
+};
 
 struct DpStepStats {
   double loss = 0;          // this rank's mean loss on its share
   ExchangeStats w_grad;     // dense gradients
-  ExchangeStats emb_grad;   // replicated embedding gradients
-  double forward_s = 0, backward_s = 0, optimizer_s = 0;  // exchanges are in w_grad / emb_grad
+  ExchangeStats emb_grad;   // replicated embeddings: gradient sparse allreduce
+  ExchangeStats emb_fwd;    // table-wise: lookups alltoall
+  ExchangeStats emb_bwd;    // table-wise: lookup gradients alltoall
+  double forward_s = 0, backward_s = 0, optimizer_s = 0;  // waiting on exchanges is in their wait_seconds
 };
 
 class DataParallel {
  public:
   // All references must outlive this object; `residuals` holds the codec's
-  // error-feedback state.
-  DataParallel(Transport& t, Dlrm<float>& model, Optimizer<float>& opt, const DpCodec& codec,
+  // error-feedback state. Between step() calls the transport is free for
+  // other use (no collective is in flight then).
+  DataParallel(Transport& t, Dlrm<float>& model, Optimizer<float>& opt, DataParallelOptions opts,
                compress::ErrorFeedbackStore& residuals);
+  ~DataParallel();
 
-  // Step k on this rank's share `local` of a global batch of `global_size`
-  // samples (shares may differ by one sample: each rank's loss gradient is
-  // weighted so that the average over ranks is the global batch's mean).
-  // On one rank nothing is exchanged.
-  DpStepStats step(const Batch& local, std::size_t global_size, std::uint64_t k);
+  // Step k on `global` (the same batch on every rank; this rank trains on its
+  // share). On one rank nothing is exchanged.
+  DpStepStats step(const Batch& global, std::uint64_t k);
+
+  // Table-wise: brings every table (and its optimizer state) to `root`, so
+  // that it can test or save the whole model. Every rank calls it.
+  void gather_model(int root);
+
+  // Hash of what every rank must hold bit for bit: the dense parameters, and
+  // the tables when they are replicated.
+  std::uint64_t replica_hash() const;
+
+  const DataParallelOptions& options() const { return opts_; }
 
  private:
+  struct Bucket {
+    std::size_t lo = 0, hi = 0;  // range of the dense gradient buffer
+    std::string name;            // its views' names joined by '+' (keys the codec's residuals)
+  };
+  enum class Entity { WGrad, EmbGrad, EmbBwd };
+  struct Slot {
+    Entity entity;
+    ExchangeStats stats;
+  };
+  // Dense gradient view v is final: add it to the open group, exchange the
+  // group once it holds --fuse-bytes.
+  void view_ready(std::size_t v);
+  void submit_bucket();
+  // Runs `f` on the communication thread; its stats land in a new slot.
+  void submit(Entity e, std::function<ExchangeStats(Transport&)> f);
+
   Transport& t_;
   Dlrm<float>& model_;
   Optimizer<float>& opt_;
+  DataParallelOptions opts_;
   GradExchange exchange_;
-  std::vector<float> dlogits_;
+  std::optional<TableWise> table_wise_;
+  std::unique_ptr<CommEngine> engine_;
+  Batch local_;
+  std::vector<float> dlogits_, pooled_, dpooled_;
+  std::uint64_t k_ = 0;
+  Bucket open_;                      // layers waiting to be exchanged together
+  std::deque<Slot> slots_;           // this step's exchanges, in submission order (stable addresses)
+  std::vector<Work> works_;
 };
 
 }  // namespace sparq

@@ -49,6 +49,7 @@ ExchangeStats exchange_embedding_grad(Transport& t, SparseGrad<float>& g, std::s
   st.bytes_sent = cs.wire.bytes_sent;
   st.dense_bytes = dense_ring_bytes(t.size(), n);
   st.comm_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  st.wait_seconds = st.comm_seconds;
   st.kept = in.nnz();
   return st;
 }

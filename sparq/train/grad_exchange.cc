@@ -22,7 +22,9 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 
 }  // namespace
 
-DpCodec parse_dp_codec(std::string_view s) {
+namespace {
+
+DpCodec parse_codec_only(std::string_view s) {
   DpCodec c;
   c.text = std::string(s);
   if (s == "none") return c;
@@ -58,6 +60,25 @@ DpCodec parse_dp_codec(std::string_view s) {
   return c;
 }
 
+}  // namespace
+
+DpCodec parse_dp_codec(std::string_view s, std::string_view allreduce) {
+  DpCodec c = parse_codec_only(s);
+  if (allreduce == "auto") return c;
+  try {
+    switch (c.kind) {
+      case DpCodec::Kind::None: c.dense_algo = parse_allreduce_algo(allreduce); break;
+      case DpCodec::Kind::Quantized: c.quant_algo = parse_quant_algo(allreduce); break;
+      case DpCodec::Kind::Dct:
+      case DpCodec::Kind::TopK: c.sparse_algo = parse_sparse_algo(allreduce); break;
+    }
+  } catch (const InputError& e) {
+    SPARQ_THROW(InputError, "--dp-allreduce '{}' does not fit --dp-codec '{}': {}", allreduce, s, e.what());
+  }
+  c.text += fmt::format(" ({})", allreduce);
+  return c;
+}
+
 std::uint64_t dense_ring_bytes(int p, std::size_t n) {
   return p > 1 ? 2 * static_cast<std::uint64_t>(p - 1) * n * sizeof(float) / static_cast<std::uint64_t>(p) : 0;
 }
@@ -67,7 +88,9 @@ ExchangeStats& ExchangeStats::operator+=(const ExchangeStats& o) {
   dense_bytes += o.dense_bytes;
   compress_seconds += o.compress_seconds;
   comm_seconds += o.comm_seconds;
+  wait_seconds += o.wait_seconds;
   kept += o.kept;
+  counted = counted && o.counted;
   return *this;
 }
 
@@ -87,7 +110,7 @@ ExchangeStats GradExchange::exchange(Transport& t, std::string_view name, std::s
   auto t0 = Clock::now();
   switch (codec_.kind) {
     case DpCodec::Kind::None: {
-      cs = allreduce(t, grad);
+      cs = allreduce(t, grad, {.algo = codec_.dense_algo});
       st.comm_seconds = seconds_since(t0);
       break;
     }
@@ -97,6 +120,7 @@ ExchangeStats GradExchange::exchange(Transport& t, std::string_view name, std::s
       o.residuals = &residuals_;
       o.tensor = std::string(name);
       o.step = step;
+      o.algo = codec_.quant_algo;
       cs = quantized_allreduce(t, grad, o);
       st.comm_seconds = seconds_since(t0);
       break;
@@ -117,7 +141,7 @@ ExchangeStats GradExchange::exchange(Transport& t, std::string_view name, std::s
       }
       st.compress_seconds = seconds_since(t0);
       t0 = Clock::now();
-      cs = sparse_allreduce(t, stream_, sum_);
+      cs = sparse_allreduce(t, stream_, sum_, {.algo = codec_.sparse_algo});
       sum_.to_dense(grad);
       st.comm_seconds = seconds_since(t0);
       break;
@@ -125,6 +149,8 @@ ExchangeStats GradExchange::exchange(Transport& t, std::string_view name, std::s
   }
   for (float& g : grad) g *= inv_p;
   st.bytes_sent = cs.wire.bytes_sent;
+  st.counted = cs.counted;
+  st.wait_seconds = st.compress_seconds + st.comm_seconds;
   return st;
 }
 

@@ -13,6 +13,12 @@
 //                 compensation with residuals kept per tensor)
 //   qsgd:BITS     QSGD-quantized ring allreduce
 //
+// `--dp-allreduce` picks the collective of the chosen codec: a dense
+// algorithm (auto, ring, recursive-doubling, rabenseifner, native) for
+// `none`, ring or recursive-doubling for the quantized codecs, a sparse one
+// (auto, ssar_recursive_double, ssar_split_allgather, dsar_split_allgather,
+// dense) for dct and topk.
+//
 // The residuals of every codec live in one ErrorFeedbackStore under the
 // tensor's name, so they survive re-bucketing or fusion of tensors.
 #include <cstdint>
@@ -23,6 +29,7 @@
 
 #include "sparq/coll/allreduce.h"
 #include "sparq/coll/codec.h"
+#include "sparq/coll/quantized.h"
 #include "sparq/coll/sparse_allreduce.h"
 #include "sparq/compress/dct_dp.h"
 #include "sparq/compress/error_feedback.h"
@@ -36,12 +43,16 @@ struct DpCodec {
   std::uint64_t life_span = 1000;  // dct: L
   std::size_t k = 0, bucket = 512;  // topk: keep k of every bucket values
   Codec codec{};                // quantized: the wire codec (row-wise or QSGD)
+  AllreduceAlgo dense_algo = AllreduceAlgo::Auto;  // none
+  QuantAlgo quant_algo = QuantAlgo::Ring;          // quantized
+  SparseAlgo sparse_algo = SparseAlgo::Auto;       // dct, topk
   std::string text;             // as given, for reports
 };
 
-// "none", "dct:0.99,1000", "topk:5/512", "q8", "q4+ec", "q2", "qsgd:4".
+// "none", "dct:0.99,1000", "topk:5/512", "q8", "q4+ec", "q2", "qsgd:4", and
+// the collective `allreduce` for it (see above; "auto" fits every codec).
 // Throws InputError naming what is wrong.
-DpCodec parse_dp_codec(std::string_view s);
+DpCodec parse_dp_codec(std::string_view s, std::string_view allreduce = "auto");
 
 // Bytes a rank sends in a dense fp32 ring allreduce of n values over p ranks,
 // 2(p-1)/p * 4n: the baseline every compression ratio is measured against.
@@ -53,7 +64,9 @@ struct ExchangeStats {
   std::uint64_t dense_bytes = 0;     // what a dense fp32 ring allreduce would send: 2(P-1)/P * 4n
   double compress_seconds = 0;       // selection / error feedback before the collective
   double comm_seconds = 0;           // the collective (including its encoding)
+  double wait_seconds = 0;           // the training thread blocked on it (== comm when not overlapped)
   std::size_t kept = 0;              // values this rank sent (n for dense codecs)
+  bool counted = true;               // false when bytes bypassed the counters (native MPI)
   ExchangeStats& operator+=(const ExchangeStats& o);
 };
 

@@ -227,7 +227,9 @@ TEST(QuantizedAlltoallv, VariableRowCounts) {
       std::vector<float> out(total * row);
       QuantizedAlltoallOptions o;
       o.codec = rowwise(8, false, row);
-      quantized_alltoallv(t, in, sr, out, rr, o);
+      std::vector<std::size_t> sc(p), rc(p);  // in values
+      for (int j = 0; j < p; ++j) sc[j] = sr[j] * row, rc[j] = rr[j] * row;
+      quantized_alltoallv(t, in, sc, out, rc, o);
       std::size_t at = 0;
       for (int s = 0; s < p; ++s)
         for (std::size_t i = 0; i < rr[s] * row; ++i, ++at) {

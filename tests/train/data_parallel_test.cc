@@ -4,6 +4,8 @@
 // rank holds bit-identical parameters.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <random>
 
 #include "sparq/coll/patterns.h"
@@ -45,6 +47,12 @@ std::vector<float> all_params(Dlrm<float>& m) {
   return v;
 }
 
+struct Variant {
+  EmbPlacement placement;
+  bool overlap;
+  std::size_t fuse_bytes;
+};
+
 TEST(DataParallel, EqualsSingleRankAtTheSameGlobalBatch) {
   set_blas_threads(1);  // ranks are threads here
   const DlrmConfig cfg = small_config();
@@ -66,26 +74,90 @@ TEST(DataParallel, EqualsSingleRankAtTheSameGlobalBatch) {
   const auto expect = all_params(single);
   // 24 samples over 5 ranks: shares of 5 and 4; the last batch has 2 samples for
   // up to 5 ranks, so some ranks get an empty share.
-  for (int p : {2, 3, 4, 5}) {
-    if (!test::ranks_available(p)) continue;
-    SCOPED_TRACE(p);
-    test::run_ranks(p, [&](Transport& t) {
-      Dlrm<float> model(cfg, 7);
-      Optimizer<float> opt(oo, model);
+  for (const Variant v : {Variant{EmbPlacement::Replicated, true, 0}, Variant{EmbPlacement::Replicated, false, 0},
+                          Variant{EmbPlacement::Replicated, true, 1000}, Variant{EmbPlacement::TableWise, true, 0},
+                          Variant{EmbPlacement::TableWise, false, 1 << 20}})
+    for (int p : {2, 3, 4, 5}) {
+      if (!test::ranks_available(p)) continue;
+      SCOPED_TRACE(fmt::format("{} ranks, {}, overlap {}, fuse {}", p, emb_placement_name(v.placement), v.overlap,
+                               v.fuse_bytes));
+      test::run_ranks(p, [&](Transport& t) {
+        Dlrm<float> model(cfg, 7);
+        Optimizer<float> opt(oo, model);
+        compress::ErrorFeedbackStore store;
+        DataParallel dp(t, model, opt,
+                        {.codec = parse_dp_codec("none"), .placement = v.placement, .overlap = v.overlap,
+                         .fuse_bytes = v.fuse_bytes},
+                        store);
+        for (std::size_t k = 0; k < steps; ++k) dp.step(make_batch(cfg, k, 0, size_of(k)), k);
+        verify_replica_hash(t, dp.replica_hash(), steps);
+        dp.gather_model(0);  // table-wise: rank 0 now holds every table
+        if (t.rank() != 0 && v.placement == EmbPlacement::TableWise) return;
+        const auto got = all_params(model);
+        ASSERT_EQ(got.size(), expect.size());
+        double worst = 0;
+        for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, double(std::abs(got[i] - expect[i])));
+        EXPECT_LT(worst, 1e-6) << "largest parameter difference after " << steps << " steps";
+      });
+    }
+}
+
+TEST(TableWise, AssignsLargestTablesFirstToTheLeastLoadedRank) {
+  SPARQ_LOCAL_ONLY();
+  const std::vector<std::size_t> rows{10, 50, 20, 50, 5};
+  // 50 (t1) -> 0, 50 (t3) -> 1, 20 (t2) -> 2, 10 (t0) -> 2 (load 20 < 50), 5 (t4) -> 2 (30 < 50).
+  EXPECT_EQ(assign_tables(rows, 3), (std::vector<int>{2, 0, 2, 1, 2}));
+  EXPECT_EQ(assign_tables(rows, 1), (std::vector<int>{0, 0, 0, 0, 0}));
+  EXPECT_EQ(assign_tables(rows, 8), (std::vector<int>{3, 0, 2, 1, 4}));  // more ranks than tables: some own none
+  EXPECT_THROW(parse_emb_placement("row-wise"), InputError);
+}
+
+// Quantized lookups (fwd 4-bit) and gradients (bwd 2-bit): the counters show
+// the bytes the codecs promise, the replicas stay identical, and training
+// still tracks the fp32 alltoall closely.
+TEST(TableWise, QuantizedAlltoallSendsFewerBytes) {
+  set_blas_threads(1);
+  const int p = 2;
+  SPARQ_NEED_RANKS(p);
+  DlrmConfig cfg = small_config();
+  cfg.bot_mlp = {5, 16, 16};
+  cfg.emb_dim = 16;
+  cfg.table_rows = {50, 70, 200, 30, 90, 10};
+  test::run_ranks(p, [&](Transport& t) {
+    std::vector<float> params[2];
+    DpStepStats total[2];
+    for (int quantized : {0, 1}) {
+      Dlrm<float> model(cfg, 5);
+      Optimizer<float> opt({}, model);
       compress::ErrorFeedbackStore store;
-      DataParallel dp(t, model, opt, parse_dp_codec("none"), store);
-      for (std::size_t k = 0; k < steps; ++k) {
-        const pattern::Partition shares{size_of(k), p};
-        dp.step(make_batch(cfg, k, shares.offset(t.rank()), shares.len(t.rank())), size_of(k), k);
+      DataParallelOptions o{.codec = parse_dp_codec("none"), .placement = EmbPlacement::TableWise};
+      if (quantized) o.emb_fwd = parse_codec("q4"), o.emb_bwd = parse_codec("q2");
+      DataParallel dp(t, model, opt, o, store);
+      for (std::size_t k = 0; k < 10; ++k) {
+        const auto s = dp.step(make_batch(cfg, k, 0, 64), k);
+        total[quantized].emb_fwd += s.emb_fwd;
+        total[quantized].emb_bwd += s.emb_bwd;
       }
-      const auto got = all_params(model);
-      ASSERT_EQ(got.size(), expect.size());
+      verify_replica_hash(t, dp.replica_hash(), 10);
+      dp.gather_model(0);
+      params[quantized] = all_params(model);
+    }
+    // fp32: the counters equal 4 bytes a value; q4 / q2 rows of 128 values
+    // carry 64 / 32 bytes plus an 8-byte scale and bias.
+    EXPECT_EQ(total[0].emb_fwd.bytes_sent, total[0].emb_fwd.dense_bytes);
+    EXPECT_EQ(total[0].emb_bwd.bytes_sent, total[0].emb_bwd.dense_bytes);
+    EXPECT_EQ(total[1].emb_fwd.dense_bytes, total[0].emb_fwd.dense_bytes);
+    const auto ratio = [](const ExchangeStats& x) { return double(x.dense_bytes) / double(x.bytes_sent); };
+    EXPECT_GT(ratio(total[1].emb_fwd), 6.0);
+    EXPECT_GT(ratio(total[1].emb_bwd), 10.0);
+    if (t.rank() == 0) {
       double worst = 0;
-      for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, double(std::abs(got[i] - expect[i])));
-      EXPECT_LT(worst, 1e-6) << "largest parameter difference after " << steps << " steps";
-      verify_replicas(t, got, steps);
-    });
-  }
+      for (std::size_t i = 0; i < params[0].size(); ++i)
+        worst = std::max(worst, double(std::abs(params[0][i] - params[1][i])));
+      EXPECT_GT(worst, 0.0);   // the codecs did change the numbers
+      EXPECT_LT(worst, 0.05);  // ... but not the course of training
+    }
+  });
 }
 
 // With DCT-DP the ranks still stay identical (they apply the same averaged
@@ -101,9 +173,9 @@ TEST(DataParallel, DctKeepsReplicasIdenticalAndCompresses) {
     oo.lr = 0.05;
     Optimizer<float> opt(oo, model);
     compress::ErrorFeedbackStore store;
-    DataParallel dp(t, model, opt, parse_dp_codec("dct:0.9,10"), store);
+    DataParallel dp(t, model, opt, {.codec = parse_dp_codec("dct:0.9,10")}, store);
     ExchangeStats w;
-    for (std::size_t k = 0; k < 20; ++k) w += dp.step(make_batch(cfg, k, t.rank() * 8, 8), 8 * p, k).w_grad;
+    for (std::size_t k = 0; k < 20; ++k) w += dp.step(make_batch(cfg, k, 0, 8 * p), k).w_grad;
     verify_replicas(t, all_params(model), 20);
     EXPECT_GT(static_cast<double>(w.dense_bytes) / static_cast<double>(w.bytes_sent), 2.0);
   });

@@ -1,0 +1,65 @@
+#pragma once
+// Table-wise embedding placement (DLRM's model parallelism for the tables):
+// every table lives on one owner rank. Forward: each owner pools its tables
+// for the whole global batch and an alltoall hands every rank the pooled
+// vectors of its share (`emb_fwd`). Backward: every rank sends the gradients
+// of those vectors back to the owners (`emb_bwd`), and each owner computes
+// its tables' row-sparse gradient over the global batch. Both alltoalls may
+// be quantized (--emb-codec-fwd / --emb-codec-bwd, Yang et al.).
+//
+// Block layout on the wire, from owner s to rank q: [tables of s][samples of
+// q][dim], so a codec row (Codec::row_len values) covers consecutive samples
+// of one table, whose values share a range.
+//
+// Only the owner's copy of a table is trained; the other ranks' copies are
+// stale until gather() brings them to one rank (tests, checkpoints).
+#include <span>
+#include <vector>
+
+#include "sparq/coll/codec.h"
+#include "sparq/coll/patterns.h"
+#include "sparq/model/dlrm.h"
+#include "sparq/model/optimizer.h"
+#include "sparq/train/grad_exchange.h"
+
+namespace sparq {
+
+// Owner of each table: largest table first to the least-loaded rank (rows),
+// ties to the lower table index and rank. Deterministic on every rank.
+std::vector<int> assign_tables(std::span<const std::size_t> table_rows, int ranks);
+
+class TableWise {
+ public:
+  // `model` must outlive this object. Codec rows are `row_len` values (the
+  // codec's own row_len is overridden: 8 vectors of the table's width).
+  TableWise(Transport& t, Dlrm<float>& model, Codec fwd, Codec bwd);
+
+  const std::vector<int>& owners() const { return owner_; }
+
+  // Pools this rank's tables over `global` (all ranks pass the same batch),
+  // exchanges, and writes pooled [len x m x dim]: the lookups of all tables
+  // for this rank's share (pattern::Partition{global.size, P}).
+  ExchangeStats forward(const Batch& global, std::span<float> pooled);
+
+  // dpooled [len x m x dim] of this rank's share (from Dlrm::pooled_grad)
+  // -> the owners; sets model.sparse_grad(t) of every owned table to its
+  // gradient over the global batch, averaged over ranks like the dense
+  // gradients; the other tables' gradients are left empty.
+  ExchangeStats backward(std::span<const float> dpooled);
+
+  // Sends every owned table (weights and row-wise Adagrad state) to `root`,
+  // which then holds the whole model.
+  void gather(int root, Optimizer<float>& opt);
+
+ private:
+  Transport& t_;
+  Dlrm<float>& model_;
+  Codec fwd_, bwd_;
+  std::vector<int> owner_;
+  std::vector<std::vector<std::size_t>> tables_of_;  // per rank, ascending
+  const Batch* global_ = nullptr;                   // the batch of the last forward()
+  std::vector<float> send_, recv_;
+  std::vector<std::size_t> send_counts_, recv_counts_;
+};
+
+}  // namespace sparq
