@@ -357,16 +357,17 @@ void report_accounting(const Accounting& acct, std::size_t steps, const TrainArg
                   dpo.placement == EmbPlacement::TableWise
                       ? fmt::format(", --emb-codec-fwd {} --emb-codec-bwd {}", a.emb_codec_fwd, a.emb_codec_bwd)
                       : ""));
-  say(fmt::format("{:>9} {:>14} {:>14} {:>16} {:>8} {:>11} {:>9} {:>9}\n", "entity", "bytes/step", "bytes_sent",
-                  "fp32_bytes", "ratio", "compress_s", "comm_s", "wait_s"));
+  say(fmt::format("{:>9} {:>14} {:>14} {:>16} {:>8} {:>8} {:>11} {:>9} {:>9}\n", "entity", "bytes/step",
+                  "bytes_sent", "fp32_bytes", "ratio", "kept_%", "compress_s", "comm_s", "wait_s"));
   for (const auto& [name, x] : acct.entities(dpo.placement)) {
     const double per_step = steps ? static_cast<double>(x->bytes_sent) / static_cast<double>(steps) : 0;
-    say(fmt::format("{:>9} {:>14.0f} {:>14} {:>16} {:>7.2f}x {:>11.3f} {:>9.3f} {:>9.3f}{}\n", name, per_step,
-                    x->bytes_sent, x->dense_bytes, ratio(*x), x->compress_seconds, x->comm_seconds, x->wait_seconds,
-                    x->counted ? "" : "  (native MPI: bytes not counted)"));
+    const double kept = x->values ? 100.0 * static_cast<double>(x->kept) / static_cast<double>(x->values) : 0;
+    say(fmt::format("{:>9} {:>14.0f} {:>14} {:>16} {:>7.2f}x {:>8.3f} {:>11.3f} {:>9.3f} {:>9.3f}{}\n", name,
+                    per_step, x->bytes_sent, x->dense_bytes, ratio(*x), kept, x->compress_seconds, x->comm_seconds,
+                    x->wait_seconds, x->counted ? "" : "  (native MPI: bytes not counted)"));
     emit({{"event", "accounting"}, {"entity", name}, {"steps", steps}, {"bytes_sent", x->bytes_sent},
           {"bytes_per_step", per_step}, {"dense_bytes", x->dense_bytes}, {"ratio", ratio(*x)},
-          {"compress_s", x->compress_seconds}, {"comm_s", x->comm_seconds}, {"wait_s", x->wait_seconds},
+          {"kept_percent", kept}, {"compress_s", x->compress_seconds}, {"comm_s", x->comm_seconds}, {"wait_s", x->wait_seconds},
           {"counted", x->counted}});
   }
 }

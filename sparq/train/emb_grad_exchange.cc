@@ -51,6 +51,7 @@ ExchangeStats exchange_embedding_grad(Transport& t, SparseGrad<float>& g, std::s
   st.comm_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   st.wait_seconds = st.comm_seconds;
   st.kept = in.nnz();
+  st.values = n;
   return st;
 }
 

@@ -90,6 +90,7 @@ ExchangeStats& ExchangeStats::operator+=(const ExchangeStats& o) {
   comm_seconds += o.comm_seconds;
   wait_seconds += o.wait_seconds;
   kept += o.kept;
+  values += o.values;
   counted = counted && o.counted;
   return *this;
 }
@@ -104,7 +105,7 @@ ExchangeStats GradExchange::exchange(Transport& t, std::string_view name, std::s
   const std::size_t n = grad.size();
   ExchangeStats st;
   st.dense_bytes = dense_ring_bytes(p, n);
-  st.kept = n;
+  st.kept = st.values = n;
   const float inv_p = 1.0f / static_cast<float>(p);
   CollStats cs;
   auto t0 = Clock::now();

@@ -66,6 +66,7 @@ struct ExchangeStats {
   double comm_seconds = 0;           // the collective (including its encoding)
   double wait_seconds = 0;           // the training thread blocked on it (== comm when not overlapped)
   std::size_t kept = 0;              // values this rank sent (n for dense codecs)
+  std::size_t values = 0;            // values of the tensors exchanged (kept / values: density)
   bool counted = true;               // false when bytes bypassed the counters (native MPI)
   ExchangeStats& operator+=(const ExchangeStats& o);
 };

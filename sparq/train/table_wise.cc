@@ -39,7 +39,7 @@ ExchangeStats alltoall_stats(const CollStats& cs, std::span<const std::size_t> s
   ExchangeStats st;
   st.bytes_sent = cs.wire.bytes_sent;
   for (std::size_t q = 0; q < send_counts.size(); ++q)
-    if (static_cast<int>(q) != self) st.dense_bytes += send_counts[q] * sizeof(float), st.kept += send_counts[q];
+    if (static_cast<int>(q) != self) st.dense_bytes += send_counts[q] * sizeof(float), st.kept += send_counts[q], st.values += send_counts[q];
   st.comm_seconds = secs;
   return st;
 }

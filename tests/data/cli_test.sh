@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end checks of `sparq gen-data`, `convert` and `train` (small sizes):
 # determinism by seed, TSV == binary, file:line errors and --skip-bad-lines,
-# missing files, and bitwise checkpoint resume.
+# missing files, bitwise checkpoint resume, and data-parallel runs.
 #   tests/data/cli_test.sh path/to/sparq
 set -uo pipefail
 SPARQ=$1
@@ -48,4 +48,21 @@ run train "${st[@]}" --num-batches 30 --save "$D/s_full.ck" || fail "stream: $(c
 run train "${st[@]}" --num-batches 12 --save "$D/s_half.ck" || fail "stream half"
 run train "${st[@]}" --num-batches 30 --load "$D/s_half.ck" --save "$D/s_res.ck" || fail "stream resume"
 cmp -s "$D/s_full.ck" "$D/s_res.ck" || fail "streamed resume must equal the uninterrupted run bitwise"
+
+# Data parallel on 2 in-process ranks: table-wise embeddings with quantized
+# alltoalls end with the accounting table and resume bitwise (the table
+# owners' rows are gathered into the checkpoint); bad flags are one-line errors.
+dp=("${common[@]}" --ranks 2 --emb-placement table-wise --emb-codec-fwd q4 --emb-codec-bwd q2)
+run train "${dp[@]}" --nepochs 2 --save "$D/dp_full.ck" || fail "table-wise: $(cat "$D/err")"
+grep -q "^  emb_fwd " "$D/out" && grep -q "^  emb_bwd " "$D/out" && grep -q "^   W_grad " "$D/out" ||
+  fail "accounting table: $(cat "$D/out")"
+run train "${dp[@]}" --nepochs 1 --save "$D/dp_half.ck" || fail "table-wise half"
+run train "${dp[@]}" --nepochs 2 --load "$D/dp_half.ck" --save "$D/dp_res.ck" || fail "table-wise resume"
+cmp -s "$D/dp_full.ck" "$D/dp_res.ck" || fail "table-wise resume must equal the uninterrupted run bitwise"
+for bad in "--emb-placement row-wise" "--emb-codec-fwd q4" "--ranks 2 --emb-placement table-wise --emb-codec-bwd q3" \
+           "--dp-codec dct:0.9,10 --dp-allreduce ring" "--fuse-bytes 12parsecs"; do
+  # shellcheck disable=SC2086
+  run train "${common[@]}" $bad && fail "'$bad' must fail"
+  [ "$(wc -l < "$D/err")" -eq 1 ] && grep -q "error" "$D/err" || fail "'$bad': one-line error: $(cat "$D/err")"
+done
 echo "cli_test: all passed"
