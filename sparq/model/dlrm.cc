@@ -52,93 +52,240 @@ std::vector<std::size_t> parse_dash_list(const std::string& s) {
   return out;
 }
 
+std::vector<DlrmStage> plan_stages(const DlrmConfig& cfg, std::string_view splits) {
+  const std::size_t nb = cfg.bot_spec().num_layers(), nt = cfg.top_spec().num_layers();
+  std::vector<std::size_t> bot_cuts, top_cuts;
+  for (std::size_t pos = 0; !splits.empty() && pos <= splits.size();) {
+    const std::size_t end = std::min(splits.find(',', pos), splits.size());
+    const std::string_view item = splits.substr(pos, end - pos);
+    const std::size_t colon = item.find(':');
+    const std::string_view mlp = item.substr(0, colon);
+    std::size_t at = 0;
+    const char* num = colon == std::string_view::npos ? item.data() + item.size() : item.data() + colon + 1;
+    const auto r = std::from_chars(num, item.data() + item.size(), at);
+    SPARQ_CHECK_AS(InputError,
+                   colon != std::string_view::npos && (mlp == "bot" || mlp == "top") && r.ec == std::errc() &&
+                       r.ptr == item.data() + item.size() && num != item.data() + item.size(),
+                   "bad --mp-splits item '{}' (expected bot:I or top:J, e.g. bot:2,top:2)", item);
+    if (mlp == "bot") {
+      SPARQ_CHECK_AS(InputError, at >= 1 && at <= nb, "--mp-splits bot:{}: the bottom MLP has layers 1..{}", at, nb);
+      bot_cuts.push_back(at);
+    } else {
+      SPARQ_CHECK_AS(InputError, at < nt, "--mp-splits top:{}: the top MLP cuts after layer 0..{}", at, nt - 1);
+      top_cuts.push_back(at);
+    }
+    pos = end + 1;
+  }
+  std::sort(bot_cuts.begin(), bot_cuts.end());
+  std::sort(top_cuts.begin(), top_cuts.end());
+  SPARQ_CHECK_AS(InputError, std::adjacent_find(bot_cuts.begin(), bot_cuts.end()) == bot_cuts.end() &&
+                                 std::adjacent_find(top_cuts.begin(), top_cuts.end()) == top_cuts.end(),
+                 "--mp-splits '{}' names a cut twice", splits);
+  // Bottom pieces, then the middle (with what is left of the bottom and the
+  // top up to its first cut), then the top pieces.
+  std::vector<DlrmStage> stages;
+  std::size_t b = 0;
+  for (std::size_t c : bot_cuts)
+    if (c < nb) stages.push_back({b, c, false, 0, 0}), b = c;
+  if (!bot_cuts.empty() && bot_cuts.back() == nb) stages.push_back({b, nb, false, 0, 0}), b = nb;
+  std::size_t t = top_cuts.empty() ? nt : top_cuts.front();
+  stages.push_back({b, nb, true, 0, t});
+  for (std::size_t i = 0; i < top_cuts.size(); ++i)
+    stages.push_back({nb, nb, false, top_cuts[i], i + 1 < top_cuts.size() ? top_cuts[i + 1] : nt});
+  return stages;
+}
+
 template <class T>
-Dlrm<T>::Dlrm(const DlrmConfig& cfg, std::uint64_t seed)
-    : cfg_(cfg), dense_(std::make_unique<DenseParams<T>>()), inter_(cfg.num_tables() + 1, cfg.emb_dim) {
+Dlrm<T>::Dlrm(const DlrmConfig& cfg, std::uint64_t seed, DlrmStage stage)
+    : cfg_(cfg), stage_(stage), dense_(std::make_unique<DenseParams<T>>()), inter_(cfg.num_tables() + 1, cfg.emb_dim) {
   cfg_.validate();
-  bot_ = std::make_unique<Mlp<T>>(cfg_.bot_spec(), *dense_, "bot");
-  top_ = std::make_unique<Mlp<T>>(cfg_.top_spec(), *dense_, "top");
+  const std::size_t nb = cfg_.bot_spec().num_layers(), nt = cfg_.top_spec().num_layers();
+  if (stage_.bot_last == DlrmStage::kEnd) stage_.bot_last = nb;
+  if (stage_.top_last == DlrmStage::kEnd) stage_.top_last = nt;
+  const DlrmStage& s = stage_;
+  SPARQ_CHECK_AS(InputError, s.bot_first <= s.bot_last && s.bot_last <= nb && s.top_first <= s.top_last && s.top_last <= nt,
+                 "stage bot [{}, {}) top [{}, {}) out of range", s.bot_first, s.bot_last, s.top_first, s.top_last);
+  SPARQ_CHECK_AS(InputError,
+                 s.middle ? s.bot_last == nb && s.top_first == 0
+                          : (s.bot_first < s.bot_last) != (s.top_first < s.top_last),
+                 "a stage holds the embeddings and interaction with the bottom MLP's end and the top MLP's start, or "
+                 "else only bottom or only top layers");
+  bot_ = std::make_unique<Mlp<T>>(cfg_.bot_spec(), *dense_, "bot", s.bot_first, s.bot_last);
+  top_ = std::make_unique<Mlp<T>>(cfg_.top_spec(), *dense_, "top", s.top_first, s.top_last);
   bot_->init(seed, 0);
   top_->init(seed, 1000);
-  tables_.reserve(cfg_.num_tables());
-  for (std::size_t t = 0; t < cfg_.num_tables(); ++t) {
-    tables_.emplace_back(cfg_.table_rows[t], cfg_.emb_dim);
-    tables_.back().init(seed, 1000000 + t);
+  if (s.middle) {
+    tables_.reserve(cfg_.num_tables());
+    for (std::size_t t = 0; t < cfg_.num_tables(); ++t) {
+      tables_.emplace_back(cfg_.table_rows[t], cfg_.emb_dim);
+      tables_.back().init(seed, 1000000 + t);
+    }
   }
-  sgrads_.resize(cfg_.num_tables());
+  sgrads_.resize(tables_.size());
+}
+
+template <class T>
+bool Dlrm<T>::whole() const {
+  return stage_.bot_first == 0 && stage_.middle && stage_.top_last == cfg_.top_spec().num_layers();
+}
+
+template <class T>
+std::size_t Dlrm<T>::stage_in_width() const {
+  if (stage_.bot_first < stage_.bot_last) return stage_.bot_first == 0 ? 0 : cfg_.bot_mlp[stage_.bot_first];
+  return stage_.middle ? cfg_.emb_dim : cfg_.top_spec().dims[stage_.top_first];
+}
+
+template <class T>
+std::size_t Dlrm<T>::stage_out_width() const {
+  if (stage_.top_first < stage_.top_last) return cfg_.top_spec().dims[stage_.top_last];
+  return stage_.middle ? cfg_.interaction_width() : cfg_.bot_mlp[stage_.bot_last];
+}
+
+template <class T>
+std::size_t Dlrm<T>::micro_size(std::size_t mb) const {
+  return B_ / M_ + (mb < B_ % M_ ? 1 : 0);
+}
+
+namespace {
+// First sample of micro-batch mb of B samples in M (sizes differ by at most one).
+std::size_t micro_offset(std::size_t B, std::size_t M, std::size_t mb) { return mb * (B / M) + std::min(mb, B % M); }
+}  // namespace
+
+template <class T>
+void Dlrm<T>::stage_begin(const Batch& batch, std::size_t micro_batches) {
+  const std::size_t B = batch.size, nd = cfg_.num_dense(), d = cfg_.emb_dim, m = cfg_.num_tables();
+  SPARQ_CHECK(micro_batches >= 1, "a step needs at least one micro-batch");
+  SPARQ_CHECK(batch.labels.size() >= B, "batch arrays shorter than its size");
+  if (first_stage()) {
+    SPARQ_CHECK(batch.num_dense == nd, "batch has {} dense features, model expects {}", batch.num_dense, nd);
+    SPARQ_CHECK(batch.dense.size() >= B * nd, "batch arrays shorter than its size");
+    if constexpr (!std::is_same_v<T, float>) xin_.assign(batch.dense.begin(), batch.dense.begin() + B * nd);
+  }
+  batch_ = &batch;
+  B_ = B;
+  M_ = micro_batches;
+  mb_done_ = 0;
+  micro_.resize(M_);
+  if (!stage_.middle || external_pooled_) return;
+  SPARQ_CHECK(batch.sparse.size() == m, "batch has {} sparse features, model has {} tables", batch.sparse.size(), m);
+  if (M_ == 1) return;  // stage_forward looks up straight into the interaction's input
+  pooled_.resize(B * m * d);
+  parallel_for(m, 4, [&](std::size_t t0, std::size_t t1) {  // tables are independent
+    for (std::size_t t = t0; t < t1; ++t) tables_[t].forward(batch.sparse[t], B, pooled_.data() + t * d, m * d);
+  });
+}
+
+template <class T>
+std::span<const T> Dlrm<T>::stage_forward(std::size_t mb, const T* x) {
+  SPARQ_CHECK(batch_ != nullptr && mb < M_, "stage_forward({}) outside a step of {} micro-batches", mb, M_);
+  const std::size_t o = micro_offset(B_, M_, mb), b = micro_size(mb), d = cfg_.emb_dim, m = cfg_.num_tables();
+  Micro& u = micro_[mb];
+  const T* h = x;
+  if (first_stage()) {
+    if constexpr (std::is_same_v<T, float>)
+      h = batch_->dense.data() + o * cfg_.num_dense();
+    else
+      h = xin_.data() + o * cfg_.num_dense();
+  }
+  SPARQ_CHECK(h != nullptr || b == 0, "stage_forward: this stage needs the previous stage's activation");
+  h = bot_->forward(h, b, u.bot);  // [b x d] on the middle stage
+  if (stage_.middle) {
+    const std::size_t ld = (m + 1) * d;
+    u.v.resize(b * ld);
+    for (std::size_t i = 0; i < b; ++i) std::copy_n(h + i * d, d, u.v.data() + i * ld);
+    if (external_pooled_ || M_ > 1) {
+      const T* src = external_pooled_ ? ext_pooled_.data() : pooled_.data();
+      for (std::size_t i = 0; i < b; ++i) std::copy_n(src + (o + i) * m * d, m * d, u.v.data() + i * ld + d);
+    } else {
+      parallel_for(m, 4, [&](std::size_t t0, std::size_t t1) {  // tables are independent
+        for (std::size_t t = t0; t < t1; ++t) tables_[t].forward(batch_->sparse[t], b, u.v.data() + (t + 1) * d, ld);
+      });
+    }
+    u.r.resize(b * inter_.out_width());
+    inter_.forward(u.v.data(), b, u.r.data());
+    h = u.r.data();
+  }
+  h = top_->forward(h, b, u.top);
+  return {h, b * stage_out_width()};
+}
+
+template <class T>
+const T* Dlrm<T>::stage_backward(std::size_t mb, const T* dy) {
+  SPARQ_CHECK(batch_ != nullptr && mb < M_ && mb_done_ < M_, "stage_backward({}) outside a step of {} micro-batches",
+              mb, M_);
+  const std::size_t o = micro_offset(B_, M_, mb), b = micro_size(mb), d = cfg_.emb_dim, m = cfg_.num_tables();
+  const bool accumulate = mb_done_ > 0, notify = mb_done_ + 1 == M_;
+  ++mb_done_;
+  Micro& u = micro_[mb];
+  const T* g = top_->backward(dy, true, u.top, accumulate, notify);
+  if (stage_.middle) {
+    const std::size_t ld = (m + 1) * d;
+    u.dv.resize(b * ld);
+    inter_.backward(u.v.data(), g, b, u.dv.data());
+    if (external_pooled_ || M_ > 1) {
+      dpooled_.resize(B_ * m * d);
+      for (std::size_t i = 0; i < b; ++i) std::copy_n(u.dv.data() + i * ld + d, m * d, dpooled_.data() + (o + i) * m * d);
+    }
+    u.dx.resize(b * d);
+    for (std::size_t i = 0; i < b; ++i) std::copy_n(u.dv.data() + i * ld, d, u.dx.data() + i * d);
+    g = u.dx.data();
+  }
+  const bool want_dx = !first_stage() || want_input_grad_;
+  g = bot_->backward(g, want_dx, u.bot, accumulate, notify);
+  if (!first_stage()) return g;
+  if (want_input_grad_) input_grad_.assign(g, g + b * cfg_.num_dense());
+  return nullptr;
+}
+
+template <class T>
+void Dlrm<T>::stage_end() {
+  SPARQ_CHECK(mb_done_ == M_, "stage_end() after {} of {} micro-batch backwards", mb_done_, M_);
+  const std::size_t d = cfg_.emb_dim, m = cfg_.num_tables();
+  if (!stage_.middle) return;
+  if (external_pooled_) {
+    for (auto& g : sgrads_) g.rows.clear(), g.values.clear();  // the tables' owners compute these
+    return;
+  }
+  const bool direct = M_ == 1;  // gradients still in the interaction's layout
+  const T* src = direct ? micro_[0].dv.data() + d : dpooled_.data();
+  const std::size_t ld = direct ? (m + 1) * d : m * d;
+  parallel_for(m, 4, [&](std::size_t t0, std::size_t t1) {  // tables are independent
+    for (std::size_t t = t0; t < t1; ++t) tables_[t].backward(batch_->sparse[t], B_, src + t * d, ld, sgrads_[t]);
+  });
 }
 
 template <class T>
 std::span<const T> Dlrm<T>::forward(const Batch& batch) {
-  return forward(batch, {});
+  SPARQ_CHECK(whole(), "forward(batch) on a model-parallel stage: use stage_forward");
+  external_pooled_ = false;
+  stage_begin(batch, 1);
+  return stage_forward(0, nullptr);
 }
 
 template <class T>
 std::span<const T> Dlrm<T>::forward(const Batch& batch, std::span<const T> pooled) {
-  const std::size_t B = batch.size, nd = cfg_.num_dense(), d = cfg_.emb_dim, m = cfg_.num_tables();
-  external_pooled_ = !pooled.empty();
-  SPARQ_CHECK(batch.num_dense == nd, "batch has {} dense features, model expects {}", batch.num_dense, nd);
-  if (external_pooled_)
-    SPARQ_CHECK(pooled.size() == B * m * d, "{} pooled values for {} samples x {} tables x {}", pooled.size(), B, m, d);
-  else
-    SPARQ_CHECK(batch.sparse.size() == m, "batch has {} sparse features, model has {} tables", batch.sparse.size(), m);
-  SPARQ_CHECK(batch.dense.size() >= B * nd && batch.labels.size() >= B, "batch arrays shorter than its size");
-  batch_ = &batch;
-  B_ = B;
-  const T* x;
-  if constexpr (std::is_same_v<T, float>) {
-    x = batch.dense.data();
-  } else {
-    xin_.assign(batch.dense.begin(), batch.dense.begin() + B * nd);
-    x = xin_.data();
-  }
-  const T* bot_out = bot_->forward(x, B);  // [B x d]
-  const std::size_t ld = (m + 1) * d;
-  v_.resize(B * ld);
-  for (std::size_t b = 0; b < B; ++b) std::copy(bot_out + b * d, bot_out + (b + 1) * d, v_.data() + b * ld);
-  if (external_pooled_) {
-    for (std::size_t b = 0; b < B; ++b)
-      std::copy_n(pooled.data() + b * m * d, m * d, v_.data() + b * ld + d);
-  } else {
-    parallel_for(m, 4, [&](std::size_t t0, std::size_t t1) {  // tables are independent
-      for (std::size_t t = t0; t < t1; ++t) tables_[t].forward(batch.sparse[t], B, v_.data() + (t + 1) * d, ld);
-    });
-  }
-  r_.resize(B * inter_.out_width());
-  inter_.forward(v_.data(), B, r_.data());
-  const T* logits = top_->forward(r_.data(), B);  // [B x 1]
-  logits_ = std::span<const T>(logits, B);
-  return logits_;
+  SPARQ_CHECK(whole(), "forward(batch, pooled) on a model-parallel stage");
+  const std::size_t B = batch.size, d = cfg_.emb_dim, m = cfg_.num_tables();
+  SPARQ_CHECK(pooled.size() == B * m * d, "{} pooled values for {} samples x {} tables x {}", pooled.size(), B, m, d);
+  external_pooled_ = true;
+  ext_pooled_ = pooled;
+  stage_begin(batch, 1);
+  return stage_forward(0, nullptr);
 }
 
 template <class T>
 void Dlrm<T>::backward(std::span<const T> dlogits) {
-  SPARQ_CHECK(batch_ != nullptr && dlogits.size() == B_, "backward() of {} logits after a forward() of {}",
-              dlogits.size(), B_);
-  const std::size_t B = B_, d = cfg_.emb_dim, m = cfg_.num_tables(), ld = (m + 1) * d;
-  const T* dr = top_->backward(dlogits.data(), true);  // [B x interaction width]
-  dv_.resize(B * ld);
-  inter_.backward(v_.data(), dr, B, dv_.data());
-  if (external_pooled_) {
-    for (auto& g : sgrads_) g.rows.clear(), g.values.clear();  // the tables' owners compute these
-  } else {
-    parallel_for(m, 4, [&](std::size_t t0, std::size_t t1) {  // tables are independent
-      for (std::size_t t = t0; t < t1; ++t)
-        tables_[t].backward(batch_->sparse[t], B, dv_.data() + (t + 1) * d, ld, sgrads_[t]);
-    });
-  }
-  dx_.resize(B * d);
-  for (std::size_t b = 0; b < B; ++b) std::copy(dv_.data() + b * ld, dv_.data() + b * ld + d, dx_.data() + b * d);
-  const T* din = bot_->backward(dx_.data(), want_input_grad_);
-  if (want_input_grad_) input_grad_.assign(din, din + B * cfg_.num_dense());
+  SPARQ_CHECK(batch_ != nullptr && dlogits.size() == B_ && M_ == 1,
+              "backward() of {} logits after a forward() of {}", dlogits.size(), B_);
+  stage_backward(0, dlogits.data());
+  stage_end();
 }
 
 template <class T>
 void Dlrm<T>::pooled_grad(std::span<T> out) const {
-  const std::size_t B = B_, d = cfg_.emb_dim, m = cfg_.num_tables(), ld = (m + 1) * d;
-  SPARQ_CHECK(out.size() == B * m * d && dv_.size() == B * ld, "pooled_grad(): {} values for {} samples x {} x {}",
-              out.size(), B, m, d);
-  for (std::size_t b = 0; b < B; ++b) std::copy_n(dv_.data() + b * ld + d, m * d, out.data() + b * m * d);
+  SPARQ_CHECK(external_pooled_ && out.size() == dpooled_.size(), "pooled_grad(): {} values, the last backward has {}",
+              out.size(), dpooled_.size());
+  std::copy(dpooled_.begin(), dpooled_.end(), out.begin());
 }
 
 template class Dlrm<float>;

@@ -12,9 +12,11 @@
 // Embedding tables are separate (large, updated sparsely).
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sparq/data/batch.h"
@@ -44,16 +46,37 @@ struct DlrmConfig {
 // "13-512-256-64-16" -> {13, 512, 256, 64, 16}; throws InputError.
 std::vector<std::size_t> parse_dash_list(const std::string& s);
 
+// A contiguous piece of the model, for model parallelism: bottom layers
+// [bot_first, bot_last), then, if `middle`, the embedding tables and the
+// interaction, then top layers [top_first, top_last). The middle needs the
+// bottom MLP's end before it and the top MLP's start after it, so a stage
+// either holds the middle or only bottom layers or only top layers.
+struct DlrmStage {
+  static constexpr std::size_t kEnd = std::numeric_limits<std::size_t>::max();
+  std::size_t bot_first = 0, bot_last = kEnd;
+  bool middle = true;
+  std::size_t top_first = 0, top_last = kEnd;
+  bool operator==(const DlrmStage&) const = default;
+};
+
+// "bot:2,top:2" -> the stages of a model cut after the 2nd bottom layer and
+// after the 2nd top layer (3 stages, the DCT paper's Figure 6). "bot:i" cuts
+// after bottom layer i (1 <= i <= bottom layers), "top:j" after top layer j
+// (0 <= j < top layers; 0 cuts between the interaction and the top MLP).
+// "" = one stage, the whole model. Throws InputError.
+std::vector<DlrmStage> plan_stages(const DlrmConfig& cfg, std::string_view splits);
+
 template <class T>
 class Dlrm {
  public:
   // Builds and initialises (reference init) from `seed`: bottom layer l uses
-  // stream l, top layer l stream 1000 + l, table t stream 1000000 + t.
-  Dlrm(const DlrmConfig& cfg, std::uint64_t seed);
+  // stream l, top layer l stream 1000 + l, table t stream 1000000 + t; a
+  // stage holds exactly the parameters of its part of the whole model.
+  Dlrm(const DlrmConfig& cfg, std::uint64_t seed, DlrmStage stage = {});
   Dlrm(const Dlrm&) = delete;
   Dlrm& operator=(const Dlrm&) = delete;
 
-  // batch -> logits [B]; valid until the next forward().
+  // Whole model only. batch -> logits [B]; valid until the next forward().
   std::span<const T> forward(const Batch& batch);
 
   // Table-wise placement: the pooled embeddings pooled [B x m x d] come from
@@ -68,6 +91,25 @@ class Dlrm {
   // table's sparse gradient for the batch of the last forward().
   void backward(std::span<const T> dlogits);
 
+  // Model parallelism, one step of a stage over `micro_batches` micro-batches
+  // (samples split by pattern::Partition):
+  //   stage_begin(batch, M); stage_forward(mb, x) for every mb;
+  //   stage_backward(mb, dy) for every mb (any order); stage_end().
+  // x is the activation from the previous stage [b_mb x in_width] (nullptr
+  // on the first stage, which reads the batch's dense features); the result
+  // is [b_mb x out_width] (the logits on the last stage). stage_backward
+  // takes dLoss/d(output) and returns dLoss/d(x) (nullptr on the first
+  // stage); gradients accumulate over the micro-batches. stage_end()
+  // computes the tables' gradients over the whole batch.
+  const DlrmStage& stage() const { return stage_; }
+  std::size_t stage_in_width() const;   // 0 on the first stage
+  std::size_t stage_out_width() const;  // 1 on the last stage
+  void stage_begin(const Batch& batch, std::size_t micro_batches);
+  std::span<const T> stage_forward(std::size_t mb, const T* x);
+  const T* stage_backward(std::size_t mb, const T* dy);
+  void stage_end();
+  std::size_t micro_size(std::size_t mb) const;
+
   const DlrmConfig& config() const { return cfg_; }
   DenseParams<T>& dense() { return *dense_; }
   const DenseParams<T>& dense() const { return *dense_; }
@@ -76,8 +118,6 @@ class Dlrm {
   const SparseGrad<T>& sparse_grad(std::size_t t) const { return sgrads_[t]; }
   // Mutable, so data parallelism can replace it by the average over ranks.
   SparseGrad<T>& sparse_grad(std::size_t t) { return sgrads_[t]; }
-  Mlp<T>& bottom() { return *bot_; }
-  Mlp<T>& top() { return *top_; }
 
   // Both MLPs report each layer's finished gradients (Mlp::set_grad_hook):
   // the top MLP's last layer first, the bottom MLP's first layer last, which
@@ -92,27 +132,38 @@ class Dlrm {
   void set_input_grad(bool on) { want_input_grad_ = on; }
   std::span<const T> input_grad() const { return input_grad_; }
 
-  // Multiply-adds of one sample's forward pass through both MLPs.
+  // Multiply-adds of one sample's forward pass through this model's MLP layers.
   std::size_t mlp_macs_per_sample() const { return bot_->macs_per_sample() + top_->macs_per_sample(); }
 
  private:
+  // One micro-batch in flight.
+  struct Micro {
+    typename Mlp<T>::Tape bot, top;
+    std::vector<T> v;    // [b x (m+1) x d]: bottom output, then the pooled lookups
+    std::vector<T> r;    // [b x interaction width]
+    std::vector<T> dv;   // [b x (m+1) x d]
+    std::vector<T> dx;   // [b x d], bottom output gradient (contiguous)
+  };
+  bool whole() const;
+  bool first_stage() const { return stage_.bot_first == 0 && stage_.bot_last > 0; }
+
   DlrmConfig cfg_;
+  DlrmStage stage_;
   std::unique_ptr<DenseParams<T>> dense_;  // stable address: the MLPs point to it
   std::unique_ptr<Mlp<T>> bot_, top_;
-  std::vector<EmbeddingBag<T>> tables_;
+  std::vector<EmbeddingBag<T>> tables_;    // the middle stage's only
   DotInteraction<T> inter_;
   const Batch* batch_ = nullptr;
-  std::size_t B_ = 0;
-  std::vector<T> xin_;   // dense input converted to T (only when T != float)
-  std::vector<T> v_;     // [B x (m+1) x d]
-  std::vector<T> r_;     // [B x interaction width]
-  std::vector<T> dv_;    // [B x (m+1) x d]
-  std::vector<T> dx_;    // [B x d], bottom output gradient (contiguous)
+  std::size_t B_ = 0, M_ = 1, mb_done_ = 0;
+  std::vector<Micro> micro_;
+  std::vector<T> xin_;      // dense input converted to T (only when T != float)
+  std::vector<T> pooled_;   // [B x m x d] lookups: given (table-wise) or of the whole batch (M > 1)
+  std::vector<T> dpooled_;  // [B x m x d] their gradients (M > 1)
+  bool external_pooled_ = false;
+  std::span<const T> ext_pooled_;  // table-wise: the lookups given to forward()
   std::vector<T> input_grad_;
-  std::span<const T> logits_;
   std::vector<SparseGrad<T>> sgrads_;
   bool want_input_grad_ = false;
-  bool external_pooled_ = false;  // the last forward() was given the pooled embeddings
 };
 
 }  // namespace sparq

@@ -35,9 +35,6 @@ Mlp<T>::Mlp(const MlpSpec& spec, DenseParams<T>& store, const std::string& prefi
     L.b = store.add(prefix + "." + std::to_string(l) + ".bias", L.out);
     layers_.push_back(L);
   }
-  acts_.resize(layers_.size());
-  dz_.resize(layers_.size());
-  dx_.resize(layers_.size());
 }
 
 template <class T>
@@ -62,13 +59,14 @@ std::size_t Mlp<T>::macs_per_sample() const {
 //   y = x W^T            [B x out]   (GEMM, beta = 0)
 //   y = max(y + b, 0)    one fused pass (without the max when !relu)
 template <class T>
-const T* Mlp<T>::forward(const T* x, std::size_t batch) {
-  batch_ = batch;
-  x_ = x;
+const T* Mlp<T>::forward(const T* x, std::size_t batch, Tape& tape) const {
+  tape.batch = batch;
+  tape.x = x;
+  tape.acts.resize(layers_.size());
   const T* in = x;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const Layer& L = layers_[i];
-    auto& y = acts_[i];
+    auto& y = tape.acts[i];
     y.resize(batch * L.out);
     gemm<T>(false, true, batch, L.out, L.in, T(1), in, L.in, store_->param(L.w).data(), L.in, T(0), y.data(),
             L.out);
@@ -80,40 +78,48 @@ const T* Mlp<T>::forward(const T* x, std::size_t batch) {
 
 // Layer l, backward:  dy [B x out] (w.r.t. the layer's output, after ReLU)
 //   dz = dy * [y > 0]    [B x out]   if relu (y is the stored output)
-//   dW = dz^T x          [out x in]
-//   db = sum_rows dz     [out]
+//   dW = dz^T x          [out x in]  (+= when accumulating)
+//   db = sum_rows dz     [out]       (+= when accumulating)
 //   dx = dz W            [B x in]    (skipped for the first layer unless asked)
 template <class T>
-const T* Mlp<T>::backward(const T* dy, bool want_dx) {
-  const std::size_t B = batch_;
+const T* Mlp<T>::backward(const T* dy, bool want_dx, Tape& tape, bool accumulate, bool notify) {
+  const std::size_t B = tape.batch;
   const T* g = dy;
   if (layers_.empty()) return want_dx ? dy : nullptr;
+  SPARQ_CHECK(tape.acts.size() == layers_.size(), "MLP backward without a forward on this tape");
+  tape.dz.resize(layers_.size());
+  tape.dx.resize(layers_.size());
   for (std::size_t i = layers_.size(); i-- > 0;) {
     const Layer& L = layers_[i];
-    const T* x = i == 0 ? x_ : acts_[i - 1].data();
-    const auto& y = acts_[i];
+    const T* x = i == 0 ? tape.x : tape.acts[i - 1].data();
+    const auto& y = tape.acts[i];
     // One buffer per layer (not a ping-pong pair): each keeps its size from
     // step to step, so no re-growth and zero-fill per call.
-    std::vector<T>& dz_buf = dz_[i];
+    std::vector<T>& dz_buf = tape.dz[i];
     const T* dz = g;
-    T* db = store_->grad(L.b).data();
+    const std::span<T> bias_grad = store_->grad(L.b);
+    if (accumulate) tape.db.resize(L.out);
+    T* db = accumulate ? tape.db.data() : bias_grad.data();
     if (L.relu) {  // mask and bias gradient in one pass
       dz_buf.resize(B * L.out);
       T* dzp = dz_buf.data();
       // Column blocks (each column still summed over the rows in order); split
       // only when each thread gets >= kMinSplit elements.
-      parallel_for(L.out, std::max<std::size_t>(16, kMinSplit / B), [&](std::size_t c0, std::size_t c1) {
-        kernels::relu_grad_colsum(y.data() + c0, g + c0, dzp + c0, db + c0, B, c1 - c0, L.out);
-      });
+      parallel_for(L.out, std::max<std::size_t>(16, kMinSplit / std::max<std::size_t>(B, 1)),
+                   [&](std::size_t c0, std::size_t c1) {
+                     kernels::relu_grad_colsum(y.data() + c0, g + c0, dzp + c0, db + c0, B, c1 - c0, L.out);
+                   });
       dz = dzp;
     } else {
       kernels::colsum(dz, db, B, L.out);
     }
-    gemm<T>(true, false, L.out, L.in, B, T(1), dz, L.out, x, L.in, T(0), store_->grad(L.w).data(), L.in);
-    if (hook_) hook_(L.w, L.b);
+    if (accumulate)
+      for (std::size_t j = 0; j < L.out; ++j) bias_grad[j] += db[j];
+    gemm<T>(true, false, L.out, L.in, B, T(1), dz, L.out, x, L.in, accumulate ? T(1) : T(0),
+            store_->grad(L.w).data(), L.in);
+    if (hook_ && notify) hook_(L.w, L.b);
     if (i == 0 && !want_dx) return nullptr;
-    // dx goes to whichever ping-pong buffer dz does not occupy.
-    std::vector<T>& dx_buf = dx_[i];
+    std::vector<T>& dx_buf = tape.dx[i];
     dx_buf.resize(B * L.in);
     gemm<T>(false, false, B, L.in, L.out, T(1), dz, L.out, store_->param(L.w).data(), L.in, T(0), dx_buf.data(),
             L.in);

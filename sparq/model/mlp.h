@@ -40,15 +40,31 @@ class Mlp {
   // b ~ N(0, sqrt(1/fan_out)); layer l draws from Rng(seed, stream_base + l).
   void init(std::uint64_t seed, std::uint64_t stream_base);
 
+  // What one forward pass keeps for its backward: the input and every
+  // layer's output, plus scratch. A pipeline stage keeps one tape per
+  // micro-batch in flight; plain training uses the Mlp's own.
+  struct Tape {
+    std::size_t batch = 0;
+    const T* x = nullptr;
+    std::vector<std::vector<T>> acts;    // acts[l] = output of layer l, [B x out_l]
+    std::vector<std::vector<T>> dz, dx;  // per layer: ReLU-masked gradient, input gradient
+    std::vector<T> db;                   // bias gradient scratch when accumulating
+  };
+
   // x [B x in] -> y [B x out]. x must stay valid and unchanged until
   // backward() (it is the input of the first layer's weight gradient).
-  // The returned pointer is valid until the next forward().
-  const T* forward(const T* x, std::size_t batch);
+  // The returned pointer is valid until the next forward() on the tape.
+  const T* forward(const T* x, std::size_t batch) { return forward(x, batch, tape_); }
+  const T* forward(const T* x, std::size_t batch, Tape& tape) const;
 
   // dy [B x out] -> writes (overwrites) every weight and bias gradient of this
   // stage in the store; returns dx [B x in] if want_dx, else nullptr (the
   // first layer of a model has no use for it and skips one GEMM).
-  const T* backward(const T* dy, bool want_dx);
+  const T* backward(const T* dy, bool want_dx) { return backward(dy, want_dx, tape_, false, true); }
+  // The same for the forward pass recorded on `tape`; with `accumulate` the
+  // gradients are added to the store's (micro-batches of one step), and
+  // `notify` calls the grad hook (on a step's last backward).
+  const T* backward(const T* dy, bool want_dx, Tape& tape, bool accumulate, bool notify);
 
   // Called by backward() as soon as a layer's gradients are final, with the
   // store's view indices of its weight and bias (last layer first): data
@@ -72,10 +88,7 @@ class Mlp {
   DenseParams<T>* store_;
   std::size_t in_dim_ = 0, out_dim_ = 0;  // dims[first], dims[last] (an empty stage passes through)
   std::vector<Layer> layers_;
-  std::size_t batch_ = 0;
-  const T* x_ = nullptr;
-  std::vector<std::vector<T>> acts_;  // acts_[l] = output of layer l, [B x out_l]
-  std::vector<std::vector<T>> dz_, dx_;  // per layer: ReLU-masked gradient, input gradient
+  Tape tape_;
   GradHook hook_;
 };
 
