@@ -1,0 +1,197 @@
+#include "sparq/train/pipeline.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "sparq/coll/call.h"
+#include "sparq/compress/topk.h"
+#include "sparq/model/loss.h"
+
+namespace sparq {
+
+MpCodec parse_mp_codec(std::string_view s) {
+  MpCodec c;
+  c.text = std::string(s);
+  if (s == "none") return c;
+  if (s.starts_with("dct:")) {
+    const auto body = s.substr(4);
+    const auto r = std::from_chars(body.data(), body.data() + body.size(), c.eta);
+    SPARQ_CHECK_AS(InputError, r.ec == std::errc() && r.ptr == body.data() + body.size() && c.eta >= 0 && c.eta < 1,
+                   "bad --mp-codec '{}': expected dct:ETA with 0 <= ETA < 1", s);
+    c.kind = MpCodec::Kind::Dct;
+    return c;
+  }
+  SPARQ_CHECK_AS(InputError, !s.starts_with("topk-grad:") && !s.starts_with("sketch:"),
+                 "--mp-codec '{}': the paper's negative baselines (topk-grad, sketch) are not built yet", s);
+  SPARQ_THROW(InputError, "unknown --mp-codec '{}' (none, dct:ETA)", s);
+}
+
+Pipeline::Pipeline(Transport& t, Dlrm<float>& stage, Optimizer<float>& opt, std::size_t micro_batches, MpCodec codec)
+    : t_(t), model_(stage), opt_(opt), micro_(micro_batches), codec_(std::move(codec)), stage_(t.rank()),
+      stages_(t.size()) {
+  SPARQ_CHECK_AS(InputError, micro_ >= 1, "--micro-batches must be >= 1");
+  SPARQ_CHECK(stage_ + 1 == stages_ ? stage.stage_out_width() == 1 : true,
+              "the last stage must end in the logit, not a width {}", stage.stage_out_width());
+}
+
+namespace {
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+}  // namespace
+
+void Pipeline::send_act(std::size_t mb, std::span<const float> y, std::size_t cols, PipelineStepStats& st) {
+  const std::size_t rows = cols ? y.size() / cols : 0;
+  const auto before = t_.counters().total().bytes_sent;
+  const auto t0 = Clock::now();
+  ExchangeStats& x = st.x_act;
+  if (codec_.kind == MpCodec::Kind::None) {
+    sends_.push_back(t_.isend(stage_ + 1, tags::kPipelineAct, std::as_bytes(y)));
+    x.kept += y.size();
+  } else {
+    out_masks_[mb] = compress::dct_mp_select(y, cols, codec_.eta);
+    const std::size_t keep = out_masks_[mb].keep();
+    scratch_.resize(rows * keep);
+    compress::dct_mp_gather(out_masks_[mb], y, scratch_);
+    auto& buf = send_bufs_.emplace_back(compress::dct_mp_message_bytes(rows, cols, keep));
+    compress::dct_mp_encode(out_masks_[mb], scratch_, buf);
+    x.compress_seconds += since(t0);
+    sends_.push_back(t_.isend(stage_ + 1, tags::kPipelineAct, buf));
+    x.kept += rows * keep;
+  }
+  x.comm_seconds += since(t0);
+  x.bytes_sent += t_.counters().total().bytes_sent - before;
+  x.dense_bytes += y.size() * sizeof(float);
+  x.values += y.size();
+}
+
+std::span<const float> Pipeline::recv_act(std::size_t mb, std::size_t rows, std::size_t cols, PipelineStepStats& st) {
+  auto& dense = in_acts_[mb];
+  dense.resize(rows * cols);
+  const auto t0 = Clock::now();
+  if (codec_.kind == MpCodec::Kind::None) {
+    t_.recv(stage_ - 1, tags::kPipelineAct, std::as_writable_bytes(std::span<float>(dense)));
+    st.idle_s += since(t0);
+  } else {
+    const std::size_t keep = compress::kept_count(cols, codec_.eta);
+    recv_buf_.resize(compress::dct_mp_message_bytes(rows, cols, keep));
+    t_.recv(stage_ - 1, tags::kPipelineAct, recv_buf_);
+    st.idle_s += since(t0);
+    scratch_.resize(rows * keep);
+    compress::dct_mp_decode(recv_buf_, rows, cols, keep, in_masks_[mb], scratch_);
+    compress::dct_mp_scatter(in_masks_[mb], scratch_, dense);
+  }
+  return dense;
+}
+
+void Pipeline::send_grad(std::size_t mb, std::span<const float> dx, PipelineStepStats& st) {
+  const auto before = t_.counters().total().bytes_sent;
+  const auto t0 = Clock::now();
+  ExchangeStats& x = st.x_grad;
+  if (codec_.kind == MpCodec::Kind::None) {
+    sends_.push_back(t_.isend(stage_ - 1, tags::kPipelineGrad, std::as_bytes(dx)));
+    x.kept += dx.size();
+  } else {
+    const compress::RowMask& mask = in_masks_[mb];  // the mask the activation came with
+    auto& buf = send_bufs_.emplace_back(mask.rows() * mask.keep() * sizeof(float));
+    const std::span<float> packed(reinterpret_cast<float*>(buf.data()), mask.rows() * mask.keep());
+    compress::dct_mp_gather(mask, dx, packed);
+    x.compress_seconds += since(t0);
+    sends_.push_back(t_.isend(stage_ - 1, tags::kPipelineGrad, buf));
+    x.kept += packed.size();
+  }
+  x.comm_seconds += since(t0);
+  x.bytes_sent += t_.counters().total().bytes_sent - before;
+  x.dense_bytes += dx.size() * sizeof(float);
+  x.values += dx.size();
+}
+
+std::span<const float> Pipeline::recv_grad(std::size_t mb, std::size_t rows, std::size_t cols,
+                                           PipelineStepStats& st) {
+  auto& dense = in_grads_[mb];
+  dense.resize(rows * cols);
+  const auto t0 = Clock::now();
+  if (codec_.kind == MpCodec::Kind::None) {
+    t_.recv(stage_ + 1, tags::kPipelineGrad, std::as_writable_bytes(std::span<float>(dense)));
+    st.idle_s += since(t0);
+  } else {
+    const compress::RowMask& mask = out_masks_[mb];  // the mask this stage sent the activation with
+    scratch_.resize(mask.rows() * mask.keep());
+    t_.recv(stage_ + 1, tags::kPipelineGrad, std::as_writable_bytes(std::span<float>(scratch_)));
+    st.idle_s += since(t0);
+    compress::dct_mp_scatter(mask, scratch_, dense);
+  }
+  return dense;
+}
+
+void Pipeline::wait_sends() {
+  wait_all(sends_, t_.timeout());
+  sends_.clear();
+  send_bufs_.clear();
+}
+
+void Pipeline::forward_all(const Batch& batch, std::size_t micro, PipelineStepStats& st, std::vector<float>* logits) {
+  const bool last = stage_ + 1 == stages_;
+  const std::size_t in_w = model_.stage_in_width(), out_w = model_.stage_out_width();
+  for (auto* v : {&in_acts_, &in_grads_, &dlogits_}) v->resize(micro);
+  out_masks_.resize(micro);
+  in_masks_.resize(micro);
+  auto t0 = Clock::now();
+  model_.stage_begin(batch, micro);
+  st.busy_s += since(t0);
+  for (std::size_t mb = 0; mb < micro; ++mb) {
+    const std::size_t rows = model_.micro_size(mb);
+    const float* x = stage_ > 0 ? recv_act(mb, rows, in_w, st).data() : nullptr;
+    t0 = Clock::now();
+    const auto y = model_.stage_forward(mb, x);
+    st.busy_s += since(t0);
+    if (!last) {
+      send_act(mb, y, out_w, st);
+    } else if (logits) {
+      logits->insert(logits->end(), y.begin(), y.end());
+    } else {
+      // dLoss/dlogit of the whole batch's mean: (sigmoid - y) / B.
+      t0 = Clock::now();
+      const std::size_t first = batch.size / micro * mb + std::min(mb, batch.size % micro);
+      dlogits_[mb].resize(rows);
+      const double mean = bce_with_logits<float>(y, std::span(batch.labels).subspan(first, rows), dlogits_[mb]);
+      const float scale = static_cast<float>(static_cast<double>(rows) / static_cast<double>(batch.size));
+      for (float& d : dlogits_[mb]) d *= scale;
+      st.loss_sum += mean * static_cast<double>(rows);
+      st.samples += rows;
+      st.busy_s += since(t0);
+    }
+  }
+}
+
+PipelineStepStats Pipeline::step(const Batch& batch) {
+  SPARQ_CHECK(batch.size > 0, "pipeline step on an empty batch");
+  PipelineStepStats st;
+  const std::size_t micro = std::min(micro_, batch.size);  // the same on every stage
+  const bool last = stage_ + 1 == stages_;
+  forward_all(batch, micro, st, nullptr);
+  const std::size_t in_w = model_.stage_in_width(), out_w = model_.stage_out_width();
+  for (std::size_t mb = micro; mb-- > 0;) {
+    const std::size_t rows = model_.micro_size(mb);
+    const float* dy = last ? dlogits_[mb].data() : recv_grad(mb, rows, out_w, st).data();
+    const auto t0 = Clock::now();
+    const float* dx = model_.stage_backward(mb, dy);
+    st.busy_s += since(t0);
+    if (stage_ > 0) send_grad(mb, std::span<const float>(dx, rows * in_w), st);
+  }
+  const auto t0 = Clock::now();
+  model_.stage_end();
+  opt_.step();
+  st.busy_s += since(t0);
+  wait_sends();
+  return st;
+}
+
+std::vector<float> Pipeline::predict(const Batch& batch) {
+  std::vector<float> logits;
+  if (batch.size == 0) return logits;
+  PipelineStepStats st;
+  forward_all(batch, 1, st, &logits);
+  wait_sends();
+  return logits;
+}
+
+}  // namespace sparq
