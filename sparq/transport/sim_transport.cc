@@ -4,35 +4,17 @@
 #include <cmath>
 #include <cstring>
 
+#include "sparq/transport/forwarded_state.h"
+
 namespace sparq {
 
 namespace {
 constexpr std::size_t kHeader = sizeof(double);  // the message's arrival time
 }  // namespace
 
-// The inner request plus what its completion does to the virtual clock,
-// applied exactly once, when the caller first sees the request complete.
-struct SimState : RequestState {
+// The inner request plus what its completion does to the virtual clock.
+struct SimState : ForwardedState {
   SimTransport* sim = nullptr;
-  Request inner;
-  bool applied = false;
-
-  virtual void apply() = 0;
-  void apply_once() {
-    if (applied) return;
-    applied = true;  // even if apply() throws: a bad message is not read twice
-    apply();
-  }
-  bool test() override {
-    if (!inner.test()) return false;
-    apply_once();
-    return true;
-  }
-  bool wait_until(Clock::time_point deadline) override {
-    if (!inner.wait_until(deadline)) return false;
-    apply_once();
-    return true;
-  }
 };
 
 struct SimSendState final : SimState {

@@ -71,6 +71,11 @@ std::vector<std::byte> Request::take_message() {
   return state_->take_message();
 }
 
+std::size_t Request::bytes() const {
+  SPARQ_CHECK(done_, "bytes() before the request completed");
+  return state_->bytes();
+}
+
 void Transport::init_counters(int nranks) {
   counters_ = std::make_unique<AtomicCounters[]>(nranks);
   ncounters_ = nranks;

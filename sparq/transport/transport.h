@@ -79,6 +79,8 @@ class Request {
   bool wait_until(Clock::time_point deadline);
   // The message of a completed irecv_message(), moved out.
   std::vector<std::byte> take_message();
+  // Bytes a completed request moved (what a decorator's own counters need).
+  std::size_t bytes() const;
 
   bool active() const { return state_ != nullptr && !done_; }
   int peer() const { return peer_; }
