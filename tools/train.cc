@@ -26,6 +26,7 @@
 #include "sparq/core/error.h"
 #include "sparq/core/units.h"
 #include "sparq/train/data_parallel.h"
+#include "sparq/train/pipeline.h"
 #include "sparq/train/verify.h"
 #include "sparq/transport/launch.h"
 #include "sparq/data/dataset.h"
@@ -85,6 +86,10 @@ struct TrainArgs {
   bool no_overlap = false;
   std::string emb_placement = "replicated";
   std::string emb_codec_fwd = "fp32", emb_codec_bwd = "fp32";
+  // Model parallelism: cut points, micro-batches, what crosses a cut.
+  std::string mp_splits;
+  std::size_t micro_batches = 1;
+  std::string mp_codec = "none";
   std::size_t verify_freq = 1000;
   double timeout_s = 300;
 };
@@ -244,7 +249,11 @@ struct EvalResult {
   double loss = 0, accuracy = 0, auc = 0.5;
 };
 
-EvalResult evaluate(Dlrm<float>& model, const RecordSet& test, const DlrmConfig& cfg, std::size_t batch) {
+// Test metrics over `test`; logits_of(batch) gives the logits, or nothing on
+// a rank that does not see them (model parallelism: all but the last stage),
+// which then returns nothing.
+std::optional<EvalResult> evaluate(const std::function<std::vector<float>(const Batch&)>& logits_of,
+                                   const RecordSet& test, const DlrmConfig& cfg, std::size_t batch) {
   BatchPlan plan(test.size(), {.batch = batch, .shuffle = false});
   std::vector<float> scores, labels;
   scores.reserve(test.size());
@@ -253,15 +262,16 @@ EvalResult evaluate(Dlrm<float>& model, const RecordSet& test, const DlrmConfig&
   double loss_sum = 0;
   for (std::size_t i = 0; i < plan.num_batches(); ++i) {
     plan.fill(i, test.records(), cfg.table_rows, b);
-    const auto z = model.forward(b);
-    loss_sum += bce_with_logits<float>(z, b.labels, {}) * static_cast<double>(b.size);
+    const std::vector<float> z = logits_of(b);
+    if (z.empty() && b.size > 0) continue;
+    loss_sum += bce_with_logits<float>(std::span<const float>(z), b.labels, {}) * static_cast<double>(b.size);
     for (std::size_t k = 0; k < b.size; ++k) {
       scores.push_back(sigmoid(z[k]));
       labels.push_back(b.labels[k]);
     }
   }
+  if (scores.empty()) return std::nullopt;
   EvalResult r;
-  if (scores.empty()) return r;
   r.loss = loss_sum / static_cast<double>(scores.size());
   r.accuracy = accuracy(scores, labels);
   r.auc = roc_auc(scores, labels);
@@ -278,7 +288,7 @@ std::string checkpoint_meta(std::size_t step, const TrainArgs& a, const DlrmConf
 }
 
 void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const Data& data,
-                const DataParallelOptions& dpo);
+                const DataParallelOptions& dpo, const MpCodec& mpc);
 
 // The alltoall codecs of table-wise embeddings: fp32 or row-wise q8/q4/q2.
 Codec emb_codec(const std::string& s, const char* flag) {
@@ -311,7 +321,23 @@ void run_train(const TrainArgs& a) {
                  "--emb-codec-fwd/--emb-codec-bwd quantize the table-wise alltoall: they need --emb-placement table-wise");
   dpo.overlap = !a.no_overlap;
   dpo.fuse_bytes = parse_bytes(a.fuse_bytes);
+  const MpCodec mpc = parse_mp_codec(a.mp_codec);
   const int world = a.ranks > 0 ? a.ranks : mpiexec_world_size();
+  const std::size_t nstages = plan_stages(cfg, a.mp_splits).size();
+  if (nstages > 1) {
+    SPARQ_CHECK_AS(InputError, static_cast<std::size_t>(world) == nstages,
+                   "--mp-splits '{}' makes {} stages: run on {} ranks (--ranks {} or mpiexec -n {}); hybrid data x "
+                   "model parallelism over more ranks is not built yet",
+                   a.mp_splits, nstages, nstages, nstages, nstages);
+    SPARQ_CHECK_AS(InputError, a.save.empty() && a.load.empty(), "--save/--load with --mp-splits are not built yet");
+    SPARQ_CHECK_AS(InputError, a.dp_codec == "none" && dpo.placement == EmbPlacement::Replicated,
+                   "--dp-codec and --emb-placement act between data-parallel replicas; --mp-splits over {} ranks has "
+                   "none (hybrid is not built yet)",
+                   world);
+  } else {
+    SPARQ_CHECK_AS(InputError, a.mp_codec == "none" && a.micro_batches == 1,
+                   "--mp-codec and --micro-batches act between model-parallel stages: they need --mp-splits");
+  }
   if (world > 1) {
     SPARQ_CHECK_AS(InputError, !a.stream, "--stream with more than one rank is not built yet");
     if (a.ranks > 1) {  // ranks are threads of this process: one core each
@@ -324,24 +350,25 @@ void run_train(const TrainArgs& a) {
   LaunchOptions lo;
   lo.ranks = a.ranks;
   lo.timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
-  launch(lo, [&](Transport& t) { train_rank(t, a, cfg, data, dpo); });
+  launch(lo, [&](Transport& t) { train_rank(t, a, cfg, data, dpo, mpc); });
 }
 
 // What this rank put on the wire per entity, cumulative: the table printed
 // at the end of a distributed run, and its lines in --metrics. Bytes come
 // from the transport counters, against the fp32 exchange of the same data.
 struct Accounting {
-  ExchangeStats w_grad, emb_fwd, emb_bwd, emb_grad;
-  template <class S>  // DpStepStats or Accounting
-  void add(const S& s) {
-    w_grad += s.w_grad, emb_fwd += s.emb_fwd, emb_bwd += s.emb_bwd, emb_grad += s.emb_grad;
+  std::vector<std::pair<std::string, ExchangeStats>> rows;  // entities in first-seen order
+  void add(const std::string& name, const ExchangeStats& x) {
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.first == name; });
+    (it == rows.end() ? rows.emplace_back(name, ExchangeStats{}).second : it->second) += x;
   }
-  std::vector<std::pair<const char*, const ExchangeStats*>> entities(EmbPlacement p) const {
-    if (p == EmbPlacement::TableWise) return {{"W_grad", &w_grad}, {"emb_fwd", &emb_fwd}, {"emb_bwd", &emb_bwd}};
-    return {{"W_grad", &w_grad}, {"emb_grad", &emb_grad}};
+  void add(const Accounting& o) {
+    for (const auto& [name, x] : o.rows) add(name, x);
   }
   double wait_seconds() const {
-    return w_grad.wait_seconds + emb_fwd.wait_seconds + emb_bwd.wait_seconds + emb_grad.wait_seconds;
+    double w = 0;
+    for (const auto& r : rows) w += r.second.wait_seconds;
+    return w;
   }
 };
 
@@ -350,16 +377,12 @@ double ratio(const ExchangeStats& x) {
 }
 
 template <class Say, class Emit>
-void report_accounting(const Accounting& acct, std::size_t steps, const TrainArgs& a, const DataParallelOptions& dpo,
-                       Say& say, Emit& emit) {
-  say(fmt::format("accounting (rank 0, {} steps; --dp-codec {}, --emb-placement {}{}):\n", steps, dpo.codec.text,
-                  emb_placement_name(dpo.placement),
-                  dpo.placement == EmbPlacement::TableWise
-                      ? fmt::format(", --emb-codec-fwd {} --emb-codec-bwd {}", a.emb_codec_fwd, a.emb_codec_bwd)
-                      : ""));
+void report_accounting(const Accounting& acct, std::size_t steps, const std::string& title, Say& say, Emit& emit) {
+  say(fmt::format("accounting ({}, {} steps):\n", title, steps));
   say(fmt::format("{:>9} {:>14} {:>14} {:>16} {:>8} {:>8} {:>11} {:>9} {:>9}\n", "entity", "bytes/step",
                   "bytes_sent", "fp32_bytes", "ratio", "kept_%", "compress_s", "comm_s", "wait_s"));
-  for (const auto& [name, x] : acct.entities(dpo.placement)) {
+  for (const auto& [name, xs] : acct.rows) {
+    const ExchangeStats* x = &xs;
     const double per_step = steps ? static_cast<double>(x->bytes_sent) / static_cast<double>(steps) : 0;
     const double kept = x->values ? 100.0 * static_cast<double>(x->kept) / static_cast<double>(x->values) : 0;
     say(fmt::format("{:>9} {:>14.0f} {:>14} {:>16} {:>7.2f}x {:>8.3f} {:>11.3f} {:>9.3f} {:>9.3f}{}\n", name,
@@ -373,8 +396,26 @@ void report_accounting(const Accounting& acct, std::size_t steps, const TrainArg
 }
 
 // The training loop of one rank (all of it when there is one rank).
+// Sums every rank's accounting (model parallelism: each cut's traffic is sent
+// by its two stages). Every rank holds the same entities in the same order.
+Accounting sum_over_ranks(Transport& t, Accounting acct) {
+  std::vector<double> v;
+  for (const auto& [name, x] : acct.rows)
+    v.insert(v.end(), {double(x.bytes_sent), double(x.dense_bytes), double(x.kept), double(x.values),
+                       x.compress_seconds, x.comm_seconds, x.wait_seconds});
+  allreduce(t, std::span<double>(v));
+  for (std::size_t i = 0; i < acct.rows.size(); ++i) {
+    ExchangeStats& x = acct.rows[i].second;
+    const double* f = v.data() + 7 * i;
+    x.bytes_sent = static_cast<std::uint64_t>(f[0]), x.dense_bytes = static_cast<std::uint64_t>(f[1]);
+    x.kept = static_cast<std::size_t>(f[2]), x.values = static_cast<std::size_t>(f[3]);
+    x.compress_seconds = f[4], x.comm_seconds = f[5], x.wait_seconds = f[6];
+  }
+  return acct;
+}
+
 void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const Data& data,
-                const DataParallelOptions& dpo) {
+                const DataParallelOptions& dpo, const MpCodec& mpc) {
   const int nranks = t.size();
   const bool lead = t.rank() == 0;  // prints, tests, writes metrics and checkpoints
   auto say = [&](const std::string& line) {
@@ -399,15 +440,17 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
                100 * data.teacher->accuracy, data.teacher->auc));
   SPARQ_CHECK_AS(InputError, data.train.size() > 0 || data.stream_lines > 0, "no training samples");
 
-  Dlrm<float> model(cfg, a.seed);
+  const std::vector<DlrmStage> stages = plan_stages(cfg, a.mp_splits);
+  const bool mp = stages.size() > 1;  // then this rank is stage t.rank()
+  Dlrm<float> model(cfg, a.seed, mp ? stages[static_cast<std::size_t>(t.rank())] : DlrmStage{});
   OptimizerOptions oo;
   oo.lr = a.lr;
   oo.embedding = parse_embedding_optim(a.emb_optim);
   Optimizer<float> opt(oo, model);
   std::size_t rows = 0;
   for (auto r : cfg.table_rows) rows += r;
-  say(fmt::format("model: {} ({} dense parameters, {} embedding rows), lr {}, embedding optimizer {}, threads {}\n",
-             cfg.describe(), model.dense().size(), rows, a.lr, a.emb_optim, a.threads));
+  say(fmt::format("model: {} ({} dense parameters{}, {} embedding rows), lr {}, embedding optimizer {}, threads {}\n",
+                  cfg.describe(), model.dense().size(), mp ? " on stage 0" : "", rows, a.lr, a.emb_optim, a.threads));
 
   const bool streaming = !data.stream_file.empty();
   BatchPlan plan(streaming ? data.stream_lines : data.train.size(),
@@ -423,28 +466,88 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     say(fmt::format("loaded {} at step {} (epoch {}, it {})\n", a.load, step, step / nbatches, step % nbatches));
   }
 
-  if (nranks > 1)
+  if (mp)
+    say(fmt::format("model parallel: {} stages (--mp-splits {}), {} micro-batches, --mp-codec {}\n", nranks,
+                    a.mp_splits, a.micro_batches, mpc.text));
+  else if (nranks > 1)
     say(fmt::format("data parallel: {} ranks, --dp-codec {}, --emb-placement {}, overlap {}, fuse {} bytes\n", nranks,
                     dpo.codec.text, emb_placement_name(dpo.placement), dpo.overlap ? "on" : "off", dpo.fuse_bytes));
   Batch batch;
   compress::ErrorFeedbackStore residuals;
-  DataParallel dp(t, model, opt, dpo, residuals);
+  std::optional<DataParallel> dp;
+  std::optional<Pipeline> pipe;
+  if (mp)
+    pipe.emplace(t, model, opt, a.micro_batches, mpc);
+  else
+    dp.emplace(t, model, opt, dpo, residuals);
+  // One step of the plan: this rank's loss sum and samples, phase times,
+  // traffic by entity, and time blocked on communication.
+  struct StepOut {
+    double loss_sum = 0;
+    std::size_t samples = 0;
+    double fwd = 0, bwd = 0, opt = 0, wait = 0;
+    Accounting traffic;
+  };
+  double busy_total = 0, idle_total = 0;  // model parallelism: this stage
+  auto run_step = [&](const Batch& b) {
+    StepOut o;
+    if (pipe) {
+      const PipelineStepStats s = pipe->step(b);
+      o = {s.loss_sum, s.samples, s.forward_s, s.backward_s, s.optimizer_s, s.idle_s, {}};
+      o.traffic.add("X_act", s.x_act);
+      o.traffic.add("X_grad", s.x_grad);
+      busy_total += s.forward_s + s.backward_s + s.optimizer_s;
+      idle_total += s.idle_s;
+      return o;
+    }
+    const DpStepStats s = dp->step(b, step);
+    const std::size_t local = pattern::Partition{b.size, nranks}.len(t.rank());
+    o = {s.loss * static_cast<double>(local), local, s.forward_s, s.backward_s, s.optimizer_s, 0, {}};
+    if (nranks > 1) {
+      o.traffic.add("W_grad", s.w_grad);
+      if (dpo.placement == EmbPlacement::TableWise) {
+        o.traffic.add("emb_fwd", s.emb_fwd);
+        o.traffic.add("emb_bwd", s.emb_bwd);
+      } else {
+        o.traffic.add("emb_grad", s.emb_grad);
+      }
+    }
+    o.wait = o.traffic.wait_seconds();
+    return o;
+  };
   Accounting acct, acct_print;  // this rank's traffic: cumulative, since the last print
   double t_comm = 0, tot_comm = 0;
   double t_data = 0, t_fwd = 0, t_bwd = 0, t_opt = 0, t_iter = 0, loss_sum = 0;  // since the last print
   double tot_data = 0, tot_fwd = 0, tot_bwd = 0, tot_opt = 0;
   std::size_t its = 0, samples = 0, tot_samples = 0, local_samples = 0;
   // Replicas must stay bit-identical: hash every parameter, compare across ranks.
-  auto verify_model = [&](std::size_t at) { verify_replica_hash(t, dp.replica_hash(), at); };
+  auto verify_model = [&](std::size_t at) {
+    if (dp) verify_replica_hash(t, dp->replica_hash(), at);  // pipeline stages hold different parameters
+  };
   double best_auc = 0;
   EvalResult last_eval;
   bool evaluated = false;
   const auto train_start = Clock::now();
   auto test_now = [&](std::size_t it, std::size_t epoch) {
     if (data.test.size() == 0) return;
-    dp.gather_model(0);  // table-wise: the tables of the other ranks
-    if (!lead) return;   // the dense replicas are identical: one rank tests
-    last_eval = evaluate(model, data.test, cfg, a.test_batch);
+    std::optional<EvalResult> r;
+    if (pipe) {  // every stage runs the test batches; the last one scores them and tells rank 0
+      r = evaluate([&](const Batch& b) { return pipe->predict(b); }, data.test, cfg, a.test_batch);
+      double m[3] = {r ? r->loss : 0, r ? r->accuracy : 0, r ? r->auc : 0};
+      allreduce(t, std::span<double>(m));
+      r = EvalResult{m[0], m[1], m[2]};
+    } else {
+      dp->gather_model(0);  // table-wise: the tables of the other ranks
+      if (!lead) return;    // the dense replicas are identical: one rank tests
+      r = evaluate(
+          [&](const Batch& b) {
+            const auto z = model.forward(b);
+            return std::vector<float>(z.begin(), z.end());
+          },
+          data.test, cfg, a.test_batch);
+    }
+    if (!lead || !r) return;
+    last_eval = *r;
     evaluated = true;
     best_auc = std::max(best_auc, last_eval.auc);
     say(fmt::format("Testing at - {}/{} of epoch {}, loss {:.6f}, accuracy {:.3f} %, auc {:.4f}, best auc {:.4f}\n", it,
@@ -470,22 +573,22 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
         // Every rank assembles the global batch; DataParallel trains on its share.
         plan.fill(it, data.train.records(), cfg.table_rows, batch);
       }
-      const std::size_t global_size = batch.size, local_size = pattern::Partition{global_size, nranks}.len(t.rank());
+      const std::size_t global_size = batch.size;
       t_data += since(t0);
-      const DpStepStats s = dp.step(batch, step);
-      loss_sum += s.loss * static_cast<double>(local_size);
-      t_fwd += s.forward_s;
-      t_bwd += s.backward_s;
-      t_opt += s.optimizer_s;
-      acct_print.add(s);
+      const StepOut s = run_step(batch);
+      loss_sum += s.loss_sum;
+      t_fwd += s.fwd;
+      t_bwd += s.bwd;
+      t_opt += s.opt;
+      t_comm += s.wait;
+      acct_print.add(s.traffic);
       t_iter += since(t0);
       ++its;
       samples += global_size;
-      local_samples += local_size;
+      local_samples += s.samples;
       ++step;
       if (nranks > 1 && a.verify_freq > 0 && step % a.verify_freq == 0) verify_model(step);
       if ((it + 1) % a.print_freq == 0 || it + 1 == nbatches) {
-        t_comm = acct_print.wait_seconds();
         // Wall time of the iterations themselves: printing and testing stay out of ms/it.
         const double wall = t_iter;
         const double ms = 1e3 * wall / static_cast<double>(its);
@@ -500,9 +603,9 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
             it + 1, nbatches, epoch, ms, loss, static_cast<double>(samples) / wall, 1e3 * t_data / n, 1e3 * t_fwd / n,
             1e3 * t_bwd / n, 1e3 * t_opt / n, nranks > 1 ? fmt::format(" comm wait {:.2f}", 1e3 * t_comm / n) : ""));
         nlohmann::json traffic;  // bytes per step since the last print, per entity
-        for (const auto& [name, x] : acct_print.entities(dpo.placement))
-          traffic[name] = {{"bytes_per_step", static_cast<double>(x->bytes_sent) / n},
-                           {"dense_bytes_per_step", static_cast<double>(x->dense_bytes) / n}, {"ratio", ratio(*x)}};
+        for (const auto& [name, x] : acct_print.rows)
+          traffic[name] = {{"bytes_per_step", static_cast<double>(x.bytes_sent) / n},
+                           {"dense_bytes_per_step", static_cast<double>(x.dense_bytes) / n}, {"ratio", ratio(x)}};
         emit({{"event", "train"}, {"epoch", epoch}, {"it", it + 1}, {"nbatches", nbatches}, {"step", step},
               {"loss", loss}, {"ms_per_it", ms}, {"samples_per_s", static_cast<double>(samples) / wall},
               {"phase_ms", {{"data", 1e3 * t_data / n}, {"forward", 1e3 * t_fwd / n},
@@ -528,10 +631,10 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     const double flops = 6.0 * static_cast<double>(model.mlp_macs_per_sample()) * static_cast<double>(tot_samples);
     say(fmt::format(
         "summary: {} samples, compute (fwd+loss+bwd+update) {:.0f} samples/s, with data assembly {:.0f} samples/s "
-        "(data path {:.1f} % of step time), MLP {:.1f} GFLOP/s over fwd+bwd\n",
+        "(data path {:.1f} % of step time){}\n",
         tot_samples, static_cast<double>(tot_samples) / compute,
         static_cast<double>(tot_samples) / (compute + tot_data), 100 * tot_data / (compute + tot_data),
-        flops / (tot_fwd + tot_bwd) / 1e9));
+        mp ? "" : fmt::format(", MLP {:.1f} GFLOP/s over fwd+bwd", flops / (tot_fwd + tot_bwd) / 1e9)));
     emit({{"event", "summary"}, {"samples", tot_samples}, {"train_wall_s", train_wall},
           {"compute_samples_per_s", static_cast<double>(tot_samples) / compute},
           {"samples_per_s_with_data", static_cast<double>(tot_samples) / (compute + tot_data)},
@@ -542,11 +645,30 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
                data.teacher->auc - last_eval.auc));
   if (streamer) stream_bad += streamer->bad_lines();
   if (a.skip_bad_lines) say(fmt::format("skipped {} bad lines\n", data.bad_lines + stream_bad));
-  if (nranks > 1) {
+  if (mp) {
+    // Per stage: time computing and time waiting for a neighbour.
+    std::vector<double> bi(2 * static_cast<std::size_t>(nranks), 0.0);
+    bi[2 * t.rank()] = busy_total, bi[2 * t.rank() + 1] = idle_total;
+    allreduce(t, std::span<double>(bi));
+    for (int s = 0; s < nranks; ++s) {
+      say(fmt::format("stage {}: busy {:.3f} s, idle {:.3f} s ({:.1f} % idle)\n", s, bi[2 * s], bi[2 * s + 1],
+                      100 * bi[2 * s + 1] / std::max(1e-12, bi[2 * s] + bi[2 * s + 1])));
+      emit({{"event", "stage"}, {"stage", s}, {"busy_s", bi[2 * s]}, {"idle_s", bi[2 * s + 1]}});
+    }
+    report_accounting(sum_over_ranks(t, acct), step,
+                      fmt::format("all stages, --mp-splits {}, --mp-codec {}", a.mp_splits, mpc.text), say, emit);
+  } else if (nranks > 1) {
     verify_model(step);
-    report_accounting(acct, step, a, dpo, say, emit);
+    report_accounting(acct, step,
+                      fmt::format("rank 0; --dp-codec {}, --emb-placement {}{}", dpo.codec.text,
+                                  emb_placement_name(dpo.placement),
+                                  dpo.placement == EmbPlacement::TableWise
+                                      ? fmt::format(", --emb-codec-fwd {} --emb-codec-bwd {}", a.emb_codec_fwd,
+                                                    a.emb_codec_bwd)
+                                      : ""),
+                      say, emit);
   }
-  if (!a.save.empty()) dp.gather_model(0);
+  if (dp && !a.save.empty()) dp->gather_model(0);
   if (lead && !a.save.empty()) {
     save_checkpoint(a.save, model, opt, checkpoint_meta(step, a, cfg));
     say(fmt::format("saved {} at step {}\n", a.save, step));
@@ -619,6 +741,13 @@ void add_train(CLI::App& app, Run& run) {
   c->add_option("--emb-codec-fwd", a->emb_codec_fwd, "Table-wise: codec of the lookups alltoall: fp32, q8, q4, q2")
       ->capture_default_str();
   c->add_option("--emb-codec-bwd", a->emb_codec_bwd, "Table-wise: codec of the gradients alltoall: fp32, q8, q4, q2")
+      ->capture_default_str();
+  c->add_option("--mp-splits", a->mp_splits,
+                "Model parallel: cut the MLPs after these layers, e.g. bot:2,top:2 (3 stages, one per rank)");
+  c->add_option("--micro-batches", a->micro_batches, "Model parallel: micro-batches per step (GPipe schedule)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  c->add_option("--mp-codec", a->mp_codec, "Model parallel: what crosses a cut: none or dct:ETA (DCT-MP)")
       ->capture_default_str();
   c->add_option("--verify-freq", a->verify_freq, "Check every N steps that all ranks hold identical parameters")
       ->capture_default_str();

@@ -136,13 +136,13 @@ void Pipeline::forward_all(const Batch& batch, std::size_t micro, PipelineStepSt
   in_masks_.resize(micro);
   auto t0 = Clock::now();
   model_.stage_begin(batch, micro);
-  st.busy_s += since(t0);
+  st.forward_s += since(t0);
   for (std::size_t mb = 0; mb < micro; ++mb) {
     const std::size_t rows = model_.micro_size(mb);
     const float* x = stage_ > 0 ? recv_act(mb, rows, in_w, st).data() : nullptr;
     t0 = Clock::now();
     const auto y = model_.stage_forward(mb, x);
-    st.busy_s += since(t0);
+    st.forward_s += since(t0);
     if (!last) {
       send_act(mb, y, out_w, st);
     } else if (logits) {
@@ -157,7 +157,7 @@ void Pipeline::forward_all(const Batch& batch, std::size_t micro, PipelineStepSt
       for (float& d : dlogits_[mb]) d *= scale;
       st.loss_sum += mean * static_cast<double>(rows);
       st.samples += rows;
-      st.busy_s += since(t0);
+      st.forward_s += since(t0);
     }
   }
 }
@@ -174,13 +174,15 @@ PipelineStepStats Pipeline::step(const Batch& batch) {
     const float* dy = last ? dlogits_[mb].data() : recv_grad(mb, rows, out_w, st).data();
     const auto t0 = Clock::now();
     const float* dx = model_.stage_backward(mb, dy);
-    st.busy_s += since(t0);
+    st.backward_s += since(t0);
     if (stage_ > 0) send_grad(mb, std::span<const float>(dx, rows * in_w), st);
   }
-  const auto t0 = Clock::now();
-  model_.stage_end();
+  auto t0 = Clock::now();
+  model_.stage_end();  // the tables' gradients
+  st.backward_s += since(t0);
+  t0 = Clock::now();
   opt_.step();
-  st.busy_s += since(t0);
+  st.optimizer_s += since(t0);
   wait_sends();
   return st;
 }

@@ -40,7 +40,7 @@ struct PipelineStepStats {
   std::size_t samples = 0;   // last stage: samples in it (others 0)
   ExchangeStats x_act;       // what this stage sent forward
   ExchangeStats x_grad;      // what this stage sent backward
-  double busy_s = 0;         // computing (forward, backward, update)
+  double forward_s = 0, backward_s = 0, optimizer_s = 0;  // computing: busy = their sum
   double idle_s = 0;         // waiting for a neighbour's message
 };
 
