@@ -26,7 +26,7 @@
 #include "sparq/core/error.h"
 #include "sparq/core/units.h"
 #include "sparq/train/data_parallel.h"
-#include "sparq/train/pipeline.h"
+#include "sparq/train/hybrid.h"
 #include "sparq/train/verify.h"
 #include "sparq/transport/launch.h"
 #include "sparq/data/dataset.h"
@@ -325,15 +325,17 @@ void run_train(const TrainArgs& a) {
   const int world = a.ranks > 0 ? a.ranks : mpiexec_world_size();
   const std::size_t nstages = plan_stages(cfg, a.mp_splits).size();
   if (nstages > 1) {
-    SPARQ_CHECK_AS(InputError, static_cast<std::size_t>(world) == nstages,
-                   "--mp-splits '{}' makes {} stages: run on {} ranks (--ranks {} or mpiexec -n {}); hybrid data x "
-                   "model parallelism over more ranks is not built yet",
-                   a.mp_splits, nstages, nstages, nstages, nstages);
+    SPARQ_CHECK_AS(InputError, static_cast<std::size_t>(world) % nstages == 0,
+                   "--mp-splits '{}' makes {} stages: run on a multiple of {} ranks (replicas x stages), not {}",
+                   a.mp_splits, nstages, nstages, world);
     SPARQ_CHECK_AS(InputError, a.save.empty() && a.load.empty(), "--save/--load with --mp-splits are not built yet");
-    SPARQ_CHECK_AS(InputError, a.dp_codec == "none" && dpo.placement == EmbPlacement::Replicated,
-                   "--dp-codec and --emb-placement act between data-parallel replicas; --mp-splits over {} ranks has "
-                   "none (hybrid is not built yet)",
-                   world);
+    SPARQ_CHECK_AS(InputError, dpo.placement == EmbPlacement::Replicated,
+                   "--emb-placement table-wise with --mp-splits is not built yet");
+    SPARQ_CHECK_AS(InputError, dpo.overlap && dpo.fuse_bytes == 0,
+                   "--no-overlap/--fuse-bytes shape the pure data-parallel exchange; with --mp-splits the replicas "
+                   "exchange each stage's gradients after the pipeline's backward pass");
+    SPARQ_CHECK_AS(InputError, static_cast<std::size_t>(world) > nstages || a.dp_codec == "none",
+                   "--dp-codec acts between replicas: --mp-splits over {} ranks has one replica", world);
   } else {
     SPARQ_CHECK_AS(InputError, a.mp_codec == "none" && a.micro_batches == 1,
                    "--mp-codec and --micro-batches act between model-parallel stages: they need --mp-splits");
@@ -442,7 +444,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
 
   const std::vector<DlrmStage> stages = plan_stages(cfg, a.mp_splits);
   const bool mp = stages.size() > 1;  // then this rank is stage t.rank()
-  Dlrm<float> model(cfg, a.seed, mp ? stages[static_cast<std::size_t>(t.rank())] : DlrmStage{});
+  Dlrm<float> model(cfg, a.seed, mp ? stages[static_cast<std::size_t>(t.rank()) % stages.size()] : DlrmStage{});
   OptimizerOptions oo;
   oo.lr = a.lr;
   oo.embedding = parse_embedding_optim(a.emb_optim);
@@ -467,17 +469,19 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
   }
 
   if (mp)
-    say(fmt::format("model parallel: {} stages (--mp-splits {}), {} micro-batches, --mp-codec {}\n", nranks,
-                    a.mp_splits, a.micro_batches, mpc.text));
+    say(fmt::format("{}: {} replicas x {} stages (--mp-splits {}), {} micro-batches, --mp-codec {}, --dp-codec {}\n",
+                    nranks > static_cast<int>(stages.size()) ? "hybrid parallel" : "model parallel",
+                    static_cast<std::size_t>(nranks) / stages.size(), stages.size(), a.mp_splits, a.micro_batches,
+                    mpc.text, dpo.codec.text));
   else if (nranks > 1)
     say(fmt::format("data parallel: {} ranks, --dp-codec {}, --emb-placement {}, overlap {}, fuse {} bytes\n", nranks,
                     dpo.codec.text, emb_placement_name(dpo.placement), dpo.overlap ? "on" : "off", dpo.fuse_bytes));
   Batch batch;
   compress::ErrorFeedbackStore residuals;
   std::optional<DataParallel> dp;
-  std::optional<Pipeline> pipe;
+  std::optional<Hybrid> hybrid;  // model parallelism, with replicas when there are more ranks than stages
   if (mp)
-    pipe.emplace(t, model, opt, a.micro_batches, mpc);
+    hybrid.emplace(t, stages.size(), model, opt, a.micro_batches, mpc, dpo.codec, residuals);
   else
     dp.emplace(t, model, opt, dpo, residuals);
   // One step of the plan: this rank's loss sum and samples, phase times,
@@ -491,13 +495,19 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
   double busy_total = 0, idle_total = 0;  // model parallelism: this stage
   auto run_step = [&](const Batch& b) {
     StepOut o;
-    if (pipe) {
-      const PipelineStepStats s = pipe->step(b);
-      o = {s.loss_sum, s.samples, s.forward_s, s.backward_s, s.optimizer_s, s.idle_s, {}};
+    if (hybrid) {
+      const HybridStepStats h = hybrid->step(b, step);
+      const PipelineStepStats& s = h.pipe;
+      o = {h.loss_sum, h.samples, s.forward_s, s.backward_s, s.optimizer_s, s.idle_s, {}};
       o.traffic.add("X_act", s.x_act);
       o.traffic.add("X_grad", s.x_grad);
+      if (hybrid->replicas() > 1) {
+        o.traffic.add("W_grad", h.w_grad);
+        o.traffic.add("emb_grad", h.emb_grad);
+        o.wait += h.w_grad.wait_seconds + h.emb_grad.wait_seconds;
+      }
       busy_total += s.forward_s + s.backward_s + s.optimizer_s;
-      idle_total += s.idle_s;
+      idle_total += o.wait;
       return o;
     }
     const DpStepStats s = dp->step(b, step);
@@ -522,7 +532,8 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
   std::size_t its = 0, samples = 0, tot_samples = 0, local_samples = 0;
   // Replicas must stay bit-identical: hash every parameter, compare across ranks.
   auto verify_model = [&](std::size_t at) {
-    if (dp) verify_replica_hash(t, dp->replica_hash(), at);  // pipeline stages hold different parameters
+    if (dp) verify_replica_hash(t, dp->replica_hash(), at);
+    if (hybrid) hybrid->verify(at);  // among each stage's replicas
   };
   double best_auc = 0;
   EvalResult last_eval;
@@ -531,8 +542,8 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
   auto test_now = [&](std::size_t it, std::size_t epoch) {
     if (data.test.size() == 0) return;
     std::optional<EvalResult> r;
-    if (pipe) {  // every stage runs the test batches; the last one scores them and tells rank 0
-      r = evaluate([&](const Batch& b) { return pipe->predict(b); }, data.test, cfg, a.test_batch);
+    if (hybrid) {  // replica 0's stages run the test batches; its last scores them and tells rank 0
+      r = evaluate([&](const Batch& b) { return hybrid->predict(b); }, data.test, cfg, a.test_batch);
       double m[3] = {r ? r->loss : 0, r ? r->accuracy : 0, r ? r->auc : 0};
       allreduce(t, std::span<double>(m));
       r = EvalResult{m[0], m[1], m[2]};
@@ -646,17 +657,22 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
   if (streamer) stream_bad += streamer->bad_lines();
   if (a.skip_bad_lines) say(fmt::format("skipped {} bad lines\n", data.bad_lines + stream_bad));
   if (mp) {
-    // Per stage: time computing and time waiting for a neighbour.
+    verify_model(step);
+    // Per rank: time computing and time waiting (for a neighbour, or the replicas' exchange).
     std::vector<double> bi(2 * static_cast<std::size_t>(nranks), 0.0);
     bi[2 * t.rank()] = busy_total, bi[2 * t.rank() + 1] = idle_total;
     allreduce(t, std::span<double>(bi));
+    const int m = static_cast<int>(stages.size());
     for (int s = 0; s < nranks; ++s) {
-      say(fmt::format("stage {}: busy {:.3f} s, idle {:.3f} s ({:.1f} % idle)\n", s, bi[2 * s], bi[2 * s + 1],
-                      100 * bi[2 * s + 1] / std::max(1e-12, bi[2 * s] + bi[2 * s + 1])));
-      emit({{"event", "stage"}, {"stage", s}, {"busy_s", bi[2 * s]}, {"idle_s", bi[2 * s + 1]}});
+      say(fmt::format("rank {} (replica {}, stage {}): busy {:.3f} s, idle {:.3f} s ({:.1f} % idle)\n", s, s / m,
+                      s % m, bi[2 * s], bi[2 * s + 1], 100 * bi[2 * s + 1] / std::max(1e-12, bi[2 * s] + bi[2 * s + 1])));
+      emit({{"event", "stage"}, {"rank", s}, {"replica", s / m}, {"stage", s % m}, {"busy_s", bi[2 * s]},
+            {"idle_s", bi[2 * s + 1]}});
     }
     report_accounting(sum_over_ranks(t, acct), step,
-                      fmt::format("all stages, --mp-splits {}, --mp-codec {}", a.mp_splits, mpc.text), say, emit);
+                      fmt::format("all ranks; --mp-splits {}, --mp-codec {}, --dp-codec {}", a.mp_splits, mpc.text,
+                                  dpo.codec.text),
+                      say, emit);
   } else if (nranks > 1) {
     verify_model(step);
     report_accounting(acct, step,

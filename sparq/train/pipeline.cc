@@ -128,7 +128,8 @@ void Pipeline::wait_sends() {
   send_bufs_.clear();
 }
 
-void Pipeline::forward_all(const Batch& batch, std::size_t micro, PipelineStepStats& st, std::vector<float>* logits) {
+void Pipeline::forward_all(const Batch& batch, std::size_t micro, double weight, PipelineStepStats& st,
+                           std::vector<float>* logits) {
   const bool last = stage_ + 1 == stages_;
   const std::size_t in_w = model_.stage_in_width(), out_w = model_.stage_out_width();
   for (auto* v : {&in_acts_, &in_grads_, &dlogits_}) v->resize(micro);
@@ -148,12 +149,12 @@ void Pipeline::forward_all(const Batch& batch, std::size_t micro, PipelineStepSt
     } else if (logits) {
       logits->insert(logits->end(), y.begin(), y.end());
     } else {
-      // dLoss/dlogit of the whole batch's mean: (sigmoid - y) / B.
+      // dLoss/dlogit of the whole batch's mean: (sigmoid - y) / B, times the weight.
       t0 = Clock::now();
       const std::size_t first = batch.size / micro * mb + std::min(mb, batch.size % micro);
       dlogits_[mb].resize(rows);
       const double mean = bce_with_logits<float>(y, std::span(batch.labels).subspan(first, rows), dlogits_[mb]);
-      const float scale = static_cast<float>(static_cast<double>(rows) / static_cast<double>(batch.size));
+      const float scale = static_cast<float>(weight * static_cast<double>(rows) / static_cast<double>(batch.size));
       for (float& d : dlogits_[mb]) d *= scale;
       st.loss_sum += mean * static_cast<double>(rows);
       st.samples += rows;
@@ -162,12 +163,12 @@ void Pipeline::forward_all(const Batch& batch, std::size_t micro, PipelineStepSt
   }
 }
 
-PipelineStepStats Pipeline::step(const Batch& batch) {
+PipelineStepStats Pipeline::step(const Batch& batch, double weight, const std::function<void()>& before_update) {
   SPARQ_CHECK(batch.size > 0, "pipeline step on an empty batch");
   PipelineStepStats st;
   const std::size_t micro = std::min(micro_, batch.size);  // the same on every stage
   const bool last = stage_ + 1 == stages_;
-  forward_all(batch, micro, st, nullptr);
+  forward_all(batch, micro, weight, st, nullptr);
   const std::size_t in_w = model_.stage_in_width(), out_w = model_.stage_out_width();
   for (std::size_t mb = micro; mb-- > 0;) {
     const std::size_t rows = model_.micro_size(mb);
@@ -180,6 +181,7 @@ PipelineStepStats Pipeline::step(const Batch& batch) {
   auto t0 = Clock::now();
   model_.stage_end();  // the tables' gradients
   st.backward_s += since(t0);
+  if (before_update) before_update();
   t0 = Clock::now();
   opt_.step();
   st.optimizer_s += since(t0);
@@ -191,7 +193,7 @@ std::vector<float> Pipeline::predict(const Batch& batch) {
   std::vector<float> logits;
   if (batch.size == 0) return logits;
   PipelineStepStats st;
-  forward_all(batch, 1, st, &logits);
+  forward_all(batch, 1, 1.0, st, &logits);
   wait_sends();
   return logits;
 }

@@ -13,6 +13,7 @@
 //   dct:ETA   DCT-MP: per sample keep the top (1-ETA) of X_act by magnitude,
 //             send values + bitmask; X_grad goes back under the same mask
 //             (values only: both sides hold the mask)
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,15 +51,19 @@ class Pipeline {
   // batch to step(). References must outlive the pipeline.
   Pipeline(Transport& t, Dlrm<float>& stage, Optimizer<float>& opt, std::size_t micro_batches, MpCodec codec);
 
-  // One training step on `batch` (the loss gradient is that of the batch's mean).
-  PipelineStepStats step(const Batch& batch);
+  // One training step on `batch`: the loss gradient is that of the batch's
+  // mean times `weight` (hybrid: replicas with uneven shares). Between the
+  // backward pass and the update, `before_update` runs (hybrid: the stage's
+  // gradients are averaged over its replicas there).
+  PipelineStepStats step(const Batch& batch, double weight = 1, const std::function<void()>& before_update = {});
 
   // Forward only (testing): the logits of `batch` on the last stage, empty elsewhere.
   std::vector<float> predict(const Batch& batch);
 
  private:
   // Runs the forward passes (and the last stage's loss) of every micro-batch.
-  void forward_all(const Batch& batch, std::size_t micro, PipelineStepStats& st, std::vector<float>* logits);
+  void forward_all(const Batch& batch, std::size_t micro, double weight, PipelineStepStats& st,
+                   std::vector<float>* logits);
   // Sends x [rows x cols] to `peer` (encoded with the codec; `mask` is the
   // DCT-MP mask chosen for it (forward) or given (backward)).
   void send_act(std::size_t mb, std::span<const float> y, std::size_t cols, PipelineStepStats& st);

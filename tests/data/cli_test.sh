@@ -59,8 +59,18 @@ grep -q "^  emb_fwd " "$D/out" && grep -q "^  emb_bwd " "$D/out" && grep -q "^  
 run train "${dp[@]}" --nepochs 1 --save "$D/dp_half.ck" || fail "table-wise half"
 run train "${dp[@]}" --nepochs 2 --load "$D/dp_half.ck" --save "$D/dp_res.ck" || fail "table-wise resume"
 cmp -s "$D/dp_full.ck" "$D/dp_res.ck" || fail "table-wise resume must equal the uninterrupted run bitwise"
+# Model and hybrid parallel: 3 stages, and 2 replicas x 2 stages with DCT-MP
+# and DCT-DP, end with per-rank busy/idle lines and the accounting of every entity.
+run train "${common[@]}" --ranks 3 --mp-splits bot:1,top:1 \
+  --micro-batches 4 || fail "model parallel: $(cat "$D/err")"
+grep -q "^rank 2 (replica 0, stage 2): busy" "$D/out" && grep -q "^    X_act " "$D/out" || fail "MP report: $(cat "$D/out")"
+run train "${common[@]}" --ranks 4 --mp-splits bot:1 --mp-codec dct:0.9 \
+  --dp-codec dct:0.99,100 || fail "hybrid: $(cat "$D/err")"
+for e in X_act X_grad W_grad emb_grad; do grep -q "^ *$e " "$D/out" || fail "hybrid accounting lacks $e"; done
 for bad in "--emb-placement row-wise" "--emb-codec-fwd q4" "--ranks 2 --emb-placement table-wise --emb-codec-bwd q3" \
-           "--dp-codec dct:0.9,10 --dp-allreduce ring" "--fuse-bytes 12parsecs"; do
+           "--dp-codec dct:0.9,10 --dp-allreduce ring" "--fuse-bytes 12parsecs" "--mp-splits bot:9" \
+           "--ranks 3 --mp-splits bot:1" "--mp-codec dct:0.9" "--ranks 2 --mp-splits bot:1 --mp-codec sketch:0.1" \
+           "--ranks 2 --mp-splits bot:1 --save $D/x.ck" "--ranks 2 --mp-splits bot:1 --dp-codec q4"; do
   # shellcheck disable=SC2086
   run train "${common[@]}" $bad && fail "'$bad' must fail"
   [ "$(wc -l < "$D/err")" -eq 1 ] && grep -q "error" "$D/err" || fail "'$bad': one-line error: $(cat "$D/err")"

@@ -8,6 +8,7 @@
 
 #include "sparq/model/blas.h"
 #include "sparq/model/loss.h"
+#include "sparq/train/hybrid.h"
 #include "sparq/train/pipeline.h"
 #include "tests/support/ranks.h"
 
@@ -44,23 +45,47 @@ TEST(MpCodec, Parses) {
     EXPECT_THROW(parse_mp_codec(bad), InputError) << bad;
 }
 
+constexpr std::size_t kSteps = 50, kBatch = 20;
+
+// One rank training the whole model for kSteps on batches of `batch`.
+std::unique_ptr<Dlrm<float>> train_single(const DlrmConfig& cfg, std::size_t batch) {
+  auto single = std::make_unique<Dlrm<float>>(cfg, 3);
+  Optimizer<float> sopt({.lr = 0.1}, *single);
+  std::vector<float> dl;
+  for (std::size_t k = 0; k < kSteps; ++k) {
+    const Batch b = make_batch(cfg, k, batch);
+    const auto z = single->forward(b);
+    dl.resize(b.size);
+    bce_with_logits<float>(z, b.labels, dl);
+    single->backward(dl);
+    sopt.step();
+  }
+  return single;
+}
+
+// Largest difference between a stage's parameters and the whole model's.
+double stage_vs_whole(Dlrm<float>& stage, Dlrm<float>& whole) {
+  double worst = 0;
+  const auto& d = stage.dense();
+  for (std::size_t v = 0; v < d.views().size(); ++v) {
+    const auto want = whole.dense().param(whole.dense().find(d.views()[v].name));
+    const auto got = d.param(v);
+    for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, double(std::abs(got[i] - want[i])));
+  }
+  for (std::size_t tb = 0; tb < stage.tables().size(); ++tb)
+    for (std::size_t i = 0; i < stage.tables()[tb].weights().size(); ++i)
+      worst = std::max(worst, double(std::abs(stage.tables()[tb].weights()[i] - whole.tables()[tb].weights()[i])));
+  return worst;
+}
+
 TEST(Pipeline, EqualsSingleRankTraining) {
   set_blas_threads(1);
   const DlrmConfig cfg = config();
-  const std::size_t steps = 50, B = 20;
+  const std::size_t steps = kSteps, B = kBatch;
   OptimizerOptions oo;
   oo.lr = 0.1;
-  Dlrm<float> single(cfg, 3);
-  Optimizer<float> sopt(oo, single);
-  std::vector<float> dl;
-  for (std::size_t k = 0; k < steps; ++k) {
-    const Batch b = make_batch(cfg, k, B);
-    const auto z = single.forward(b);
-    dl.resize(B);
-    bce_with_logits<float>(z, b.labels, dl);
-    single.backward(dl);
-    sopt.step();
-  }
+  const auto single_model = train_single(cfg, B);
+  Dlrm<float>& single = *single_model;
   for (const char* splits : {"bot:2", "bot:1,top:1"})
     for (std::size_t micro : {1, 3}) {
       const auto plan = plan_stages(cfg, splits);
@@ -74,17 +99,7 @@ TEST(Pipeline, EqualsSingleRankTraining) {
         double loss = 0;
         for (std::size_t k = 0; k < steps; ++k) loss = pipe.step(make_batch(cfg, k, B)).loss_sum;
         EXPECT_EQ(loss > 0, t.rank() + 1 == p);  // the last stage computes the loss
-        double worst = 0;
-        const auto& d = stage.dense();
-        for (std::size_t v = 0; v < d.views().size(); ++v) {
-          const auto want = single.dense().param(single.dense().find(d.views()[v].name));
-          const auto got = d.param(v);
-          for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, double(std::abs(got[i] - want[i])));
-        }
-        for (std::size_t tb = 0; tb < stage.tables().size(); ++tb)
-          for (std::size_t i = 0; i < stage.tables()[tb].weights().size(); ++i)
-            worst = std::max(worst, double(std::abs(stage.tables()[tb].weights()[i] - single.tables()[tb].weights()[i])));
-        EXPECT_LT(worst, 1e-5) << "stage " << t.rank();
+        EXPECT_LT(stage_vs_whole(stage, single), 1e-5) << "stage " << t.rank();
         // predict() runs the whole pipeline forward: the single model's logits.
         const Batch test = make_batch(cfg, 1000, 9);
         const auto z = pipe.predict(test);
@@ -97,6 +112,32 @@ TEST(Pipeline, EqualsSingleRankTraining) {
         }
       });
     }
+}
+
+// Hybrid: D replicas of an M-stage pipeline, each on its share of the global
+// batch (21 samples: uneven shares), the stages' gradients averaged over the
+// replicas: with every codec off, the whole model of one rank at the global batch.
+TEST(Hybrid, EqualsSingleRankTraining) {
+  set_blas_threads(1);
+  const DlrmConfig cfg = config();
+  const std::size_t B = kBatch + 1;
+  const auto single = train_single(cfg, B);
+  for (const auto& [splits, d] : {std::pair{"bot:2", 2}, std::pair{"top:1", 2}, std::pair{"bot:2", 3}}) {
+    const auto plan = plan_stages(cfg, splits);
+    const int p = static_cast<int>(plan.size()) * d;
+    if (!test::ranks_available(p)) continue;
+    SCOPED_TRACE(testing::Message() << splits << " x " << d << " replicas");
+    test::run_ranks(p, [&](Transport& t) {
+      Dlrm<float> stage(cfg, 3, plan[t.rank() % plan.size()]);
+      Optimizer<float> opt({.lr = 0.1}, stage);
+      compress::ErrorFeedbackStore store;
+      Hybrid hy(t, plan.size(), stage, opt, 2, parse_mp_codec("none"), parse_dp_codec("none"), store);
+      EXPECT_EQ(hy.replicas(), static_cast<std::size_t>(d));
+      for (std::size_t k = 0; k < kSteps; ++k) hy.step(make_batch(cfg, k, B), k);
+      hy.verify(kSteps);
+      EXPECT_LT(stage_vs_whole(stage, *single), 1e-5) << "rank " << t.rank();
+    });
+  }
 }
 
 // DCT-MP at 95% on a 64-wide cut keeps ceil(0.05 * 64) = 4 values a sample:

@@ -1,0 +1,57 @@
+#pragma once
+// Model and hybrid parallelism: P = D x M ranks, rank = replica * M + stage.
+// Each of the D replicas is an M-stage pipeline (Pipeline, over the replica's
+// ranks) and trains on its share of the global batch; after the backward pass
+// every stage averages its parameter gradients over its D replicas (over the
+// stage's ranks): the dense ones with the --dp-codec (GradExchange, tensor by
+// tensor, last layer first), the tables' row-sparse ones (on the stage that
+// holds them) with the sparse allreduce. D = 1 is plain model parallelism.
+//
+// The exchange runs on the training thread after the pipeline's backward
+// (not overlapped): the pipeline's point-to-point traffic and the stage's
+// collectives then never use the transport from two threads at once.
+#include <memory>
+
+#include "sparq/transport/group_transport.h"
+#include "sparq/train/grad_exchange.h"
+#include "sparq/train/pipeline.h"
+
+namespace sparq {
+
+struct HybridStepStats {
+  PipelineStepStats pipe;  // X_act, X_grad, this stage's busy/idle time
+  ExchangeStats w_grad;    // this stage's dense gradients among its replicas
+  ExchangeStats emb_grad;  // the tables' gradients among the middle stage's replicas
+  double loss_sum = 0;     // last stage: summed loss of its replica's share
+  std::size_t samples = 0;
+};
+
+class Hybrid {
+ public:
+  // `model` holds stage t.rank() % M of plan_stages(); all references must
+  // outlive this object.
+  Hybrid(Transport& t, std::size_t stages, Dlrm<float>& model, Optimizer<float>& opt, std::size_t micro_batches,
+         MpCodec mp, DpCodec dp, compress::ErrorFeedbackStore& residuals);
+
+  std::size_t replicas() const { return static_cast<std::size_t>(stage_group_->size()); }
+  int stage() const { return replica_group_->rank(); }
+  int replica() const { return stage_group_->rank(); }
+
+  // Step k on `global` (the same batch on every rank).
+  HybridStepStats step(const Batch& global, std::uint64_t k);
+  // Forward only on replica 0: the logits on its last stage, empty elsewhere.
+  // Every rank calls it.
+  std::vector<float> predict(const Batch& batch);
+  // Hash of this stage's parameters (dense and tables), to compare among its
+  // replicas; verify() throws when they differ.
+  void verify(std::uint64_t step);
+
+ private:
+  Dlrm<float>& model_;
+  std::unique_ptr<GroupTransport> replica_group_, stage_group_;
+  Pipeline pipe_;
+  GradExchange exchange_;
+  Batch local_;
+};
+
+}  // namespace sparq
