@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Markdown tables from the --metrics files of scripts/reproduce-dp.
+"""Markdown tables from the --metrics files of scripts/reproduce-dp and
+scripts/reproduce-mp.
 
 Each run file NAME.jsonl holds the train/test/summary/accounting events of one
 `sparq train`; runs named PREFIX_sSEED are averaged over seeds."""
@@ -47,7 +48,6 @@ def table2(g):
     base = g.get("t2_none")
     if not base:
         return
-    bl = mean(base, lambda r: r["test"]["loss"])
     print(f"\n| dp-codec | seeds | test loss | vs baseline | accuracy % | AUC | W_grad ratio | W_grad kept % |")
     print("|---|---|---|---|---|---|---|---|")
     for key in ["t2_none"] + sorted(k for k in g if k.startswith("t2_dct")):
@@ -55,7 +55,9 @@ def table2(g):
         loss = mean(rs, lambda r: r["test"]["loss"])
         kept = mean(rs, lambda r: r["acct"]["W_grad"].get("kept_percent", 100))
         name = "none" if key == "t2_none" else f"dct:{key[6:]},1000"
-        print(f"| {name} | {len(rs)} | {loss:.6f} | {100 * (loss / bl - 1):+.3f} % | "
+        n = min(len(rs), len(base))  # paired: the same seeds (files sort by seed)
+        rel = mean(rs[:n], lambda r: r["test"]["loss"]) / mean(base[:n], lambda r: r["test"]["loss"]) - 1
+        print(f"| {name} | {len(rs)} | {loss:.6f} | {100 * rel:+.3f} % | "
               f"{100 * mean(rs, lambda r: r['test']['accuracy']):.3f} | {mean(rs, lambda r: r['test']['auc']):.4f} | "
               f"{ratio(rs, 'W_grad'):.2f}x | {kept:.2f} |")
 
@@ -78,7 +80,6 @@ def embbits(g):
     base = g.get("eb_fp32_fp32")
     if not base:
         return
-    ba = mean(base, lambda r: r["test"]["accuracy"])
     print("\n| fwd/bwd | seeds | test loss | accuracy % | vs fp32 | AUC | emb_fwd ratio | emb_bwd ratio |")
     print("|---|---|---|---|---|---|---|---|")
     for fb in ["fp32_fp32", "q8_q8", "q8_q4", "q4_q4", "q4_q2", "q2_q2"]:
@@ -86,9 +87,49 @@ def embbits(g):
         if not rs:
             continue
         acc = mean(rs, lambda r: r["test"]["accuracy"])
+        n = min(len(rs), len(base))  # paired: the same seeds
+        rel = mean(rs[:n], lambda r: r["test"]["accuracy"]) / mean(base[:n], lambda r: r["test"]["accuracy"]) - 1
         print(f"| {fb.replace('_', '/')} | {len(rs)} | {mean(rs, lambda r: r['test']['loss']):.6f} | {100 * acc:.3f} | "
-              f"{100 * (acc / ba - 1):+.3f} % | {mean(rs, lambda r: r['test']['auc']):.4f} | "
+              f"{100 * rel:+.3f} % | {mean(rs, lambda r: r['test']['auc']):.4f} | "
               f"{ratio(rs, 'emb_fwd'):.2f}x | {ratio(rs, 'emb_bwd'):.2f}x |")
+
+
+def mp_table1(g):
+    rows = sorted(k for k in g if k.startswith("mp1_"))
+    if not rows:
+        return
+    print("\n| workers (--mp-splits) | eta | seeds | test loss | vs eta 0 | accuracy % | AUC | X_act ratio | X_grad ratio |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for key in rows:
+        _, tag, eta = key.split("_")
+        rs = g[key]
+        base = g.get(f"mp1_{tag}_0")
+        seeds = [len(rs)]
+        loss = mean(rs, lambda r: r["test"]["loss"])
+        rel = ""
+        if base:
+            # compare on the seeds both have
+            n = min(len(base), len(rs))
+            rel = f"{100 * (mean(rs[:n], lambda r: r['test']['loss']) / mean(base[:n], lambda r: r['test']['loss']) - 1):+.3f} %"
+        split = {"bot2": "2 (bot:2)", "bot2top2": "3 (bot:2,top:2)"}[tag]
+        print(f"| {split} | {eta} | {seeds[0]} | {loss:.6f} | {rel} | {100 * mean(rs, lambda r: r['test']['accuracy']):.3f} | "
+              f"{mean(rs, lambda r: r['test']['auc']):.4f} | {ratio(rs, 'X_act'):.2f}x | {ratio(rs, 'X_grad'):.2f}x |")
+
+
+def others(g, prefix, title):
+    rows = sorted(k for k in g if k.startswith(prefix))
+    if not rows:
+        return
+    print(f"\n| {title} | test loss | accuracy % | AUC | " + " | ".join(
+        f"{e} ratio" for e in ["X_act", "X_grad", "W_grad", "emb_grad"]) + " |")
+    print("|---|---|---|---|---|---|---|---|")
+    for key in rows:
+        rs = g[key]
+        cells = []
+        for e in ["X_act", "X_grad", "W_grad", "emb_grad"]:
+            cells.append(f"{ratio(rs, e):.2f}x" if all(e in r["acct"] for r in rs) else "-")
+        print(f"| {key} | {mean(rs, lambda r: r['test']['loss']):.6f} | {100 * mean(rs, lambda r: r['test']['accuracy']):.3f} | "
+              f"{mean(rs, lambda r: r['test']['auc']):.4f} | " + " | ".join(cells) + " |")
 
 
 def main():
@@ -97,6 +138,9 @@ def main():
     table2(g)
     lsweep(g)
     embbits(g)
+    mp_table1(g)
+    others(g, "hy_", "hybrid run")
+    others(g, "ps_", "run")
 
 
 if __name__ == "__main__":
