@@ -490,6 +490,10 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     SPARQ_CHECK_AS(InputError, !meta.is_discarded() && meta.contains("step"), "'{}': checkpoint without a step", a.load);
     step = meta["step"];
     say(fmt::format("loaded {} at step {} (epoch {}, it {})\n", a.load, step, step / nbatches, step % nbatches));
+    if (dpo.codec.kind != DpCodec::Kind::None)
+      say(fmt::format("note: the checkpoint holds no --dp-codec state: {}'s error feedback and thresholds restart "
+                      "from zero\n",
+                      dpo.codec.text));
   }
 
   if (mp)
