@@ -94,6 +94,7 @@ struct TrainArgs {
   std::string mp_splits;
   std::size_t micro_batches = 1;
   std::string mp_codec = "none";
+  double mp_threshold_eta = 0.95;
   // Parameter server.
   std::string dp_mode = "allreduce";
   int servers = 1;
@@ -526,6 +527,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     ps.emplace(t, model, *layout, dpo.codec, residuals);
   } else if (mp) {
     hybrid.emplace(t, stages.size(), model, opt, a.micro_batches, mpc, dpo.codec, residuals);
+    hybrid->pipeline().track_threshold(a.mp_threshold_eta);
   } else {
     dp.emplace(t, model, opt, dpo, residuals);
   }
@@ -546,13 +548,17 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     std::size_t samples = 0;
     double fwd = 0, bwd = 0, opt = 0, wait = 0;
     Accounting traffic;
+    double threshold_sum = 0;
+    std::size_t threshold_rows = 0;
   };
   double busy_total = 0, idle_total = 0;  // model parallelism: this stage
+  double thr_sum = 0;                     // model parallelism: X_act thresholds since the last print
+  std::size_t thr_rows = 0;
   auto run_step = [&](const Batch& b) {
     StepOut o;
     if (ps) {
       const PsWorkerStats s = ps->step(b, step);
-      o = {s.loss * static_cast<double>(s.samples), s.samples, s.forward_s, s.backward_s, 0, s.wait_s, {}};
+      o = {s.loss * static_cast<double>(s.samples), s.samples, s.forward_s, s.backward_s, 0, s.wait_s, {}, 0, 0};
       o.traffic.add("W_grad", s.w_grad);
       o.traffic.add("emb_grad", s.emb_grad);
       ExchangeStats pull = s.pull;  // received; no compressed form to compare with
@@ -563,7 +569,8 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     if (hybrid) {
       const HybridStepStats h = hybrid->step(b, step);
       const PipelineStepStats& s = h.pipe;
-      o = {h.loss_sum, h.samples, s.forward_s, s.backward_s, s.optimizer_s, s.idle_s, {}};
+      o = {h.loss_sum, h.samples, s.forward_s, s.backward_s, s.optimizer_s, s.idle_s, {}, s.threshold_sum,
+           s.threshold_rows};
       o.traffic.add("X_act", s.x_act);
       o.traffic.add("X_grad", s.x_grad);
       if (hybrid->replicas() > 1) {
@@ -577,7 +584,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     }
     const DpStepStats s = dp->step(b, step);
     const std::size_t local = pattern::Partition{b.size, nranks}.len(t.rank());
-    o = {s.loss * static_cast<double>(local), local, s.forward_s, s.backward_s, s.optimizer_s, 0, {}};
+    o = {s.loss * static_cast<double>(local), local, s.forward_s, s.backward_s, s.optimizer_s, 0, {}, 0, 0};
     if (nranks > 1) {
       o.traffic.add("W_grad", s.w_grad);
       if (dpo.placement == EmbPlacement::TableWise) {
@@ -672,6 +679,8 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
       t_opt += s.opt;
       t_comm += s.wait;
       acct_print.add(s.traffic);
+      thr_sum += s.threshold_sum;
+      thr_rows += s.threshold_rows;
       t_iter += since(t0);
       ++its;
       samples += global_size;
@@ -703,6 +712,11 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
                             {"backward", 1e3 * t_bwd / n}, {"optimizer", 1e3 * t_opt / n},
                             {"comm_wait", 1e3 * t_comm / n}}},
               {"traffic", traffic}});
+        if (thr_rows > 0)  // rank 0 is stage 0 of replica 0: the first cut
+          emit({{"event", "threshold"}, {"step", step}, {"eta", a.mp_threshold_eta},
+                {"mean", thr_sum / static_cast<double>(thr_rows)}});
+        thr_sum = 0;
+        thr_rows = 0;
         acct.add(acct_print);
         acct_print = {};
         tot_data += t_data, tot_fwd += t_fwd, tot_bwd += t_bwd, tot_opt += t_opt, tot_comm += t_comm;
@@ -852,6 +866,11 @@ void add_train(CLI::App& app, Run& run) {
       ->check(CLI::PositiveNumber);
   c->add_option("--mp-codec", a->mp_codec, "Model parallel: what crosses a cut: none or dct:ETA (DCT-MP)")
       ->capture_default_str();
+  c->add_option("--mp-threshold-eta", a->mp_threshold_eta,
+                "Model parallel: --metrics logs the mean per-sample top-K threshold of X_act at the first cut at this "
+                "sparsity (the DCT paper's Figure 5)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   c->add_option("--dp-mode", a->dp_mode,
                 "allreduce (synchronous) or ps: the last --servers ranks are parameter servers, the others "
                 "asynchronous workers")

@@ -36,6 +36,7 @@ class Hybrid {
   std::size_t replicas() const { return static_cast<std::size_t>(stage_group_->size()); }
   int stage() const { return replica_group_->rank(); }
   int replica() const { return stage_group_->rank(); }
+  Pipeline& pipeline() { return pipe_; }
 
   // Step k on `global` (the same batch on every rank).
   HybridStepStats step(const Batch& global, std::uint64_t k);

@@ -40,6 +40,11 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 void Pipeline::send_act(std::size_t mb, std::span<const float> y, std::size_t cols, PipelineStepStats& st) {
   const std::size_t rows = cols ? y.size() / cols : 0;
+  if (threshold_eta_ >= 0)
+    for (std::size_t r = 0; r < rows; ++r) {
+      st.threshold_sum += compress::sparsity_threshold(y.subspan(r * cols, cols), threshold_eta_, row_scratch_);
+      ++st.threshold_rows;
+    }
   const auto before = t_.counters().total().bytes_sent;
   const auto t0 = Clock::now();
   ExchangeStats& x = st.x_act;

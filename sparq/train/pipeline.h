@@ -43,6 +43,8 @@ struct PipelineStepStats {
   ExchangeStats x_grad;      // what this stage sent backward
   double forward_s = 0, backward_s = 0, optimizer_s = 0;  // computing: busy = their sum
   double idle_s = 0;         // waiting for a neighbour's message
+  double threshold_sum = 0;  // with track_threshold: per-sample top-K thresholds of X_act summed ...
+  std::size_t threshold_rows = 0;  // ... over this many samples
 };
 
 class Pipeline {
@@ -56,6 +58,11 @@ class Pipeline {
   // backward pass and the update, `before_update` runs (hybrid: the stage's
   // gradients are averaged over its replicas there).
   PipelineStepStats step(const Batch& batch, double weight = 1, const std::function<void()>& before_update = {});
+
+  // Also measure, for every sample of X_act this stage sends, the top-K
+  // threshold at sparsity `eta` (the |value| below which a fraction eta of
+  // the row lies): the DCT paper's Figure 5, with and without DCT-MP.
+  void track_threshold(double eta) { threshold_eta_ = eta; }
 
   // Forward only (testing): the logits of `batch` on the last stage, empty elsewhere.
   std::vector<float> predict(const Batch& batch);
@@ -83,7 +90,8 @@ class Pipeline {
   std::vector<Request> sends_;
   std::vector<std::vector<float>> in_acts_, in_grads_;   // per micro-batch, dense
   std::vector<std::vector<float>> dlogits_;              // last stage, per micro-batch
-  std::vector<float> scratch_;
+  std::vector<float> scratch_, row_scratch_;
+  double threshold_eta_ = -1;
   std::vector<std::byte> recv_buf_;
 };
 
