@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 
 #include "sparq/coll/call.h"
 #include "sparq/compress/topk.h"
+#include "sparq/data/random.h"
+#include "sparq/model/blas.h"
 #include "sparq/model/loss.h"
 
 namespace sparq {
@@ -13,17 +16,18 @@ MpCodec parse_mp_codec(std::string_view s) {
   MpCodec c;
   c.text = std::string(s);
   if (s == "none") return c;
-  if (s.starts_with("dct:")) {
-    const auto body = s.substr(4);
+  for (const auto& [prefix, kind] : {std::pair{"dct:", MpCodec::Kind::Dct}, std::pair{"topk-grad:", MpCodec::Kind::TopkGrad},
+                                     std::pair{"sketch:", MpCodec::Kind::Sketch}}) {
+    const std::string_view pre(prefix);
+    if (!s.starts_with(pre)) continue;
+    const auto body = s.substr(pre.size());
     const auto r = std::from_chars(body.data(), body.data() + body.size(), c.eta);
     SPARQ_CHECK_AS(InputError, r.ec == std::errc() && r.ptr == body.data() + body.size() && c.eta >= 0 && c.eta < 1,
-                   "bad --mp-codec '{}': expected dct:ETA with 0 <= ETA < 1", s);
-    c.kind = MpCodec::Kind::Dct;
+                   "bad --mp-codec '{}': expected {}ETA with 0 <= ETA < 1", s, pre);
+    c.kind = kind;
     return c;
   }
-  SPARQ_CHECK_AS(InputError, !s.starts_with("topk-grad:") && !s.starts_with("sketch:"),
-                 "--mp-codec '{}': the paper's negative baselines (topk-grad, sketch) are not built yet", s);
-  SPARQ_THROW(InputError, "unknown --mp-codec '{}' (none, dct:ETA)", s);
+  SPARQ_THROW(InputError, "unknown --mp-codec '{}' (none, dct:ETA, topk-grad:ETA, sketch:ETA)", s);
 }
 
 Pipeline::Pipeline(Transport& t, Dlrm<float>& stage, Optimizer<float>& opt, std::size_t micro_batches, MpCodec codec)
@@ -48,9 +52,18 @@ void Pipeline::send_act(std::size_t mb, std::span<const float> y, std::size_t co
   const auto before = t_.counters().total().bytes_sent;
   const auto t0 = Clock::now();
   ExchangeStats& x = st.x_act;
-  if (codec_.kind == MpCodec::Kind::None) {
+  if (codec_.kind == MpCodec::Kind::None || codec_.kind == MpCodec::Kind::TopkGrad) {
     sends_.push_back(t_.isend(stage_ + 1, tags::kPipelineAct, std::as_bytes(y)));
     x.kept += y.size();
+  } else if (codec_.kind == MpCodec::Kind::Sketch) {
+    const auto& sk = sketch_matrix(mb, cols);
+    const std::size_t r = sk.size() / cols;
+    auto& buf = send_bufs_.emplace_back(rows * r * sizeof(float));
+    float* out = reinterpret_cast<float*>(buf.data());
+    gemm<float>(false, false, rows, r, cols, 1.0f, y.data(), cols, sk.data(), r, 0.0f, out, r);  // Y = X S
+    x.compress_seconds += since(t0);
+    sends_.push_back(t_.isend(stage_ + 1, tags::kPipelineAct, buf));
+    x.kept += rows * r;
   } else {
     out_masks_[mb] = compress::dct_mp_select(y, cols, codec_.eta);
     const std::size_t keep = out_masks_[mb].keep();
@@ -72,9 +85,16 @@ std::span<const float> Pipeline::recv_act(std::size_t mb, std::size_t rows, std:
   auto& dense = in_acts_[mb];
   dense.resize(rows * cols);
   const auto t0 = Clock::now();
-  if (codec_.kind == MpCodec::Kind::None) {
+  if (codec_.kind == MpCodec::Kind::None || codec_.kind == MpCodec::Kind::TopkGrad) {
     t_.recv(stage_ - 1, tags::kPipelineAct, std::as_writable_bytes(std::span<float>(dense)));
     st.idle_s += since(t0);
+  } else if (codec_.kind == MpCodec::Kind::Sketch) {
+    const auto& sk = sketch_matrix(mb, cols);
+    const std::size_t r = sk.size() / cols;
+    scratch_.resize(rows * r);
+    t_.recv(stage_ - 1, tags::kPipelineAct, std::as_writable_bytes(std::span<float>(scratch_)));
+    st.idle_s += since(t0);
+    gemm<float>(false, true, rows, cols, r, 1.0f, scratch_.data(), r, sk.data(), r, 0.0f, dense.data(), cols);  // Y S^T
   } else {
     const std::size_t keep = compress::kept_count(cols, codec_.eta);
     recv_buf_.resize(compress::dct_mp_message_bytes(rows, cols, keep));
@@ -91,9 +111,28 @@ void Pipeline::send_grad(std::size_t mb, std::span<const float> dx, PipelineStep
   const auto before = t_.counters().total().bytes_sent;
   const auto t0 = Clock::now();
   ExchangeStats& x = st.x_grad;
-  if (codec_.kind == MpCodec::Kind::None) {
+  if (codec_.kind == MpCodec::Kind::None || codec_.kind == MpCodec::Kind::Sketch) {
     sends_.push_back(t_.isend(stage_ - 1, tags::kPipelineGrad, std::as_bytes(dx)));
     x.kept += dx.size();
+  } else if (codec_.kind == MpCodec::Kind::TopkGrad) {
+    // Error feedback per micro-batch slot: g = dx + residual; send the top of
+    // each row, keep the rest (a slot's shape only changes with the batch size).
+    const std::size_t cols = model_.stage_in_width(), rows = cols ? dx.size() / cols : 0;
+    grad_residual_.resize(micro_);
+    auto& e = grad_residual_[mb];
+    if (e.size() != dx.size()) e.assign(dx.size(), 0.0f);
+    for (std::size_t i = 0; i < dx.size(); ++i) e[i] += dx[i];
+    const compress::RowMask mask = compress::dct_mp_select(e, cols, codec_.eta);
+    scratch_.resize(rows * mask.keep());
+    compress::dct_mp_gather(mask, e, scratch_);
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t c = 0; c < cols; ++c)
+        if (mask.test(r, c)) e[r * cols + c] = 0.0f;
+    auto& buf = send_bufs_.emplace_back(compress::dct_mp_message_bytes(rows, cols, mask.keep()));
+    compress::dct_mp_encode(mask, scratch_, buf);
+    x.compress_seconds += since(t0);
+    sends_.push_back(t_.isend(stage_ - 1, tags::kPipelineGrad, buf));
+    x.kept += rows * mask.keep();
   } else {
     const compress::RowMask& mask = in_masks_[mb];  // the mask the activation came with
     auto& buf = send_bufs_.emplace_back(mask.rows() * mask.keep() * sizeof(float));
@@ -114,9 +153,18 @@ std::span<const float> Pipeline::recv_grad(std::size_t mb, std::size_t rows, std
   auto& dense = in_grads_[mb];
   dense.resize(rows * cols);
   const auto t0 = Clock::now();
-  if (codec_.kind == MpCodec::Kind::None) {
+  if (codec_.kind == MpCodec::Kind::None || codec_.kind == MpCodec::Kind::Sketch) {
     t_.recv(stage_ + 1, tags::kPipelineGrad, std::as_writable_bytes(std::span<float>(dense)));
     st.idle_s += since(t0);
+  } else if (codec_.kind == MpCodec::Kind::TopkGrad) {
+    const std::size_t keep = compress::kept_count(cols, codec_.eta);
+    recv_buf_.resize(compress::dct_mp_message_bytes(rows, cols, keep));
+    t_.recv(stage_ + 1, tags::kPipelineGrad, recv_buf_);
+    st.idle_s += since(t0);
+    compress::RowMask mask;
+    scratch_.resize(rows * keep);
+    compress::dct_mp_decode(recv_buf_, rows, cols, keep, mask, scratch_);
+    compress::dct_mp_scatter(mask, scratch_, dense);
   } else {
     const compress::RowMask& mask = out_masks_[mb];  // the mask this stage sent the activation with
     scratch_.resize(mask.rows() * mask.keep());
@@ -125,6 +173,15 @@ std::span<const float> Pipeline::recv_grad(std::size_t mb, std::size_t rows, std
     compress::dct_mp_scatter(mask, scratch_, dense);
   }
   return dense;
+}
+
+const std::vector<float>& Pipeline::sketch_matrix(std::size_t mb, std::size_t cols) {
+  const std::size_t r = compress::kept_count(cols, codec_.eta);
+  Rng rng(step_ * 1000003 + mb, 0x5e7c4);  // the same on both sides of a cut
+  sketch_.resize(cols * r);
+  const double sd = 1.0 / std::sqrt(static_cast<double>(r));
+  for (float& v : sketch_) v = static_cast<float>(rng.normal(0.0, sd));
+  return sketch_;
 }
 
 void Pipeline::wait_sends() {
@@ -183,6 +240,7 @@ PipelineStepStats Pipeline::step(const Batch& batch, double weight, const std::f
     st.backward_s += since(t0);
     if (stage_ > 0) send_grad(mb, std::span<const float>(dx, rows * in_w), st);
   }
+  ++step_;
   auto t0 = Clock::now();
   model_.stage_end();  // the tables' gradients
   st.backward_s += since(t0);

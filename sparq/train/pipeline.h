@@ -13,6 +13,12 @@
 //   dct:ETA   DCT-MP: per sample keep the top (1-ETA) of X_act by magnitude,
 //             send values + bitmask; X_grad goes back under the same mask
 //             (values only: both sides hold the mask)
+// and the paper's negative results (its Appendix A), for comparison:
+//   topk-grad:ETA  X_act in fp32; X_grad + residual top (1-ETA) per sample with
+//                  values + bitmask, the rest kept as error feedback
+//   sketch:ETA     X_act sent as X S (S: d x r Gaussian, r = d - floor(ETA d),
+//                  entries N(0, 1/r), drawn from a seed both sides share per
+//                  step and micro-batch), received as X S S^T; X_grad in fp32
 #include <functional>
 #include <string>
 #include <string_view>
@@ -27,13 +33,12 @@
 namespace sparq {
 
 struct MpCodec {
-  enum class Kind { None, Dct };
+  enum class Kind { None, Dct, TopkGrad, Sketch };
   Kind kind = Kind::None;
-  double eta = 0;  // dct: fraction of each sample's activations dropped
+  double eta = 0;  // fraction dropped: of each sample's X_act (dct) or X_grad (topk-grad), or sketch width
   std::string text;
 };
-// "none", "dct:0.95". The paper's negative results (topk-grad:ETA,
-// sketch:RATIO) are named in the error as not built yet. Throws InputError.
+// "none", "dct:0.95", "topk-grad:0.9", "sketch:0.75". Throws InputError.
 MpCodec parse_mp_codec(std::string_view s);
 
 struct PipelineStepStats {
@@ -91,6 +96,11 @@ class Pipeline {
   std::vector<std::vector<float>> in_acts_, in_grads_;   // per micro-batch, dense
   std::vector<std::vector<float>> dlogits_;              // last stage, per micro-batch
   std::vector<float> scratch_, row_scratch_;
+  std::vector<std::vector<float>> grad_residual_;  // topk-grad: error feedback per micro-batch slot
+  std::vector<float> sketch_;                       // sketch: S of the current micro-batch [d x r]
+  std::uint64_t step_ = 0;                          // sketch: seeds S with the step
+  // sketch: S for (step_, mb) of a cut with `cols` inputs: [cols x r].
+  const std::vector<float>& sketch_matrix(std::size_t mb, std::size_t cols);
   double threshold_eta_ = -1;
   std::vector<std::byte> recv_buf_;
 };
