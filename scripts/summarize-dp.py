@@ -139,6 +139,7 @@ def main():
     lsweep(g)
     embbits(g)
     mp_table1(g)
+    others(g, "neg_", "negative baseline (2 workers)")
     others(g, "hy_", "hybrid run")
     others(g, "ps_", "run")
 
