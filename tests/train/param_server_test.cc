@@ -5,45 +5,22 @@
 // WireError, a silent worker a TimeoutError.
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include "sparq/model/blas.h"
 #include "sparq/model/loss.h"
 #include "sparq/model/optimizer.h"
 #include "sparq/train/param_server.h"
 #include "sparq/transport/local_transport.h"
 #include "tests/support/ranks.h"
+#include "tests/train/fixtures.h"
 
 namespace sparq {
 namespace {
 
-DlrmConfig config() {
-  DlrmConfig c;
-  c.bot_mlp = {5, 16, 8};
-  c.top_mlp = {16, 1};
-  c.emb_dim = 8;
-  c.table_rows = {50, 7, 200};
-  return c;
-}
+using test::all_params;
+using test::small_config;
 
-Batch make_batch(const DlrmConfig& c, std::uint64_t step, std::size_t n) {
-  Batch b;
-  b.reset_one_hot(n, c.num_dense(), c.num_tables());
-  std::mt19937_64 g(step * 104729 + 3);
-  std::uniform_real_distribution<float> u(0, 1);
-  for (std::size_t i = 0; i < n; ++i) {
-    for (std::size_t d = 0; d < c.num_dense(); ++d) b.dense[i * c.num_dense() + d] = u(g);
-    for (std::size_t t = 0; t < c.num_tables(); ++t) b.sparse[t].indices[i] = static_cast<std::uint32_t>(g() % c.table_rows[t]);
-    b.labels[i] = u(g) < 0.3f ? 1.0f : 0.0f;
-  }
-  return b;
-}
-
-std::vector<float> all_params(Dlrm<float>& m) {
-  std::vector<float> v(m.dense().params().begin(), m.dense().params().end());
-  for (auto& t : m.tables()) v.insert(v.end(), t.weights().begin(), t.weights().end());
-  return v;
-}
+// Four batches again and again: learnable even from random labels.
+Batch make_batch(const DlrmConfig& c, std::uint64_t step, std::size_t n) { return test::make_batch(c, step % 4, 0, n); }
 
 // Runs `steps` PS steps on W workers + S servers; returns worker 0's fetched
 // model and the workers' summed stats.
@@ -55,7 +32,7 @@ struct PsRun {
 
 PsRun run_ps(int workers, int servers, std::uint64_t staleness, const std::string& codec, std::size_t steps) {
   PsRun out;
-  const DlrmConfig cfg = config();
+  const DlrmConfig cfg = small_config();
   test::run_ranks(workers + servers, [&](Transport& t) {
     Dlrm<float> model(cfg, 7);
     const PsLayout layout(model, workers, servers);
@@ -70,7 +47,7 @@ PsRun run_ps(int workers, int servers, std::uint64_t staleness, const std::strin
     PsWorkerStats sum;
     std::vector<double> losses;
     for (std::size_t k = 0; k < steps; ++k) {
-      const auto s = worker.step(make_batch(cfg, k % 4, 24), k);  // 4 batches again and again: learnable
+      const auto s = worker.step(make_batch(cfg, k, 24), k);
       sum.w_grad += s.w_grad;
       sum.emb_grad += s.emb_grad;
       losses.push_back(s.loss);
@@ -89,13 +66,13 @@ PsRun run_ps(int workers, int servers, std::uint64_t staleness, const std::strin
 TEST(ParamServer, OneWorkerIsSingleRankSgd) {
   SPARQ_LOCAL_ONLY();  // worker/server counts are fixed here; the CLI test covers mpiexec
   set_blas_threads(1);
-  const DlrmConfig cfg = config();
+  const DlrmConfig cfg = small_config();
   const std::size_t steps = 30;
   Dlrm<float> single(cfg, 7);
   Optimizer<float> opt({.lr = 0.1}, single);
   std::vector<float> dl;
   for (std::size_t k = 0; k < steps; ++k) {
-    const Batch b = make_batch(cfg, k % 4, 24);
+    const Batch b = make_batch(cfg, k, 24);
     const auto z = single.forward(b);
     dl.resize(b.size);
     bce_with_logits<float>(z, b.labels, dl);
@@ -133,7 +110,7 @@ TEST(ParamServer, AsynchronousWorkersTrainAndDctPushesLess) {
 
 TEST(ParamServer, SilentWorkerTimesOut) {
   SPARQ_LOCAL_ONLY();
-  const DlrmConfig cfg = config();
+  const DlrmConfig cfg = small_config();
   EXPECT_THROW(run_local(
                    2,
                    [&](Transport& t) {

@@ -4,13 +4,12 @@
 // accumulate gradients in another order); DCT-MP sends what it promises.
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include "sparq/model/blas.h"
 #include "sparq/model/loss.h"
 #include "sparq/train/hybrid.h"
 #include "sparq/train/pipeline.h"
 #include "tests/support/ranks.h"
+#include "tests/train/fixtures.h"
 
 namespace sparq {
 namespace {
@@ -24,18 +23,7 @@ DlrmConfig config() {
   return c;
 }
 
-Batch make_batch(const DlrmConfig& c, std::uint64_t step, std::size_t n) {
-  Batch b;
-  b.reset_one_hot(n, c.num_dense(), c.num_tables());
-  std::mt19937_64 g(step * 7919 + 1);
-  std::uniform_real_distribution<float> u(0, 1);
-  for (std::size_t i = 0; i < n; ++i) {
-    for (std::size_t d = 0; d < c.num_dense(); ++d) b.dense[i * c.num_dense() + d] = u(g);
-    for (std::size_t t = 0; t < c.num_tables(); ++t) b.sparse[t].indices[i] = static_cast<std::uint32_t>(g() % c.table_rows[t]);
-    b.labels[i] = u(g) < 0.3f ? 1.0f : 0.0f;
-  }
-  return b;
-}
+Batch make_batch(const DlrmConfig& c, std::uint64_t step, std::size_t n) { return test::make_batch(c, step, 0, n); }
 
 TEST(MpCodec, Parses) {
   SPARQ_LOCAL_ONLY();
