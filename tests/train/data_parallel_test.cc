@@ -33,19 +33,9 @@ TEST(DataParallel, EqualsSingleRankAtTheSameGlobalBatch) {
   const std::size_t global = 24, steps = 50;
   OptimizerOptions oo;
   oo.lr = 0.1;
-  Dlrm<float> single(cfg, 7);
-  Optimizer<float> sopt(oo, single);
-  std::vector<float> dl;
   auto size_of = [&](std::size_t k) { return k + 1 == steps ? std::size_t{2} : global; };
-  for (std::size_t k = 0; k < steps; ++k) {
-    const Batch b = make_batch(cfg, k, 0, size_of(k));
-    const auto z = single.forward(b);
-    dl.resize(b.size);
-    bce_with_logits<float>(z, b.labels, dl);
-    single.backward(dl);
-    sopt.step();
-  }
-  const auto expect = all_params(single);
+  const auto expect =
+      all_params(*test::train_single(cfg, 7, steps, [&](std::size_t k) { return make_batch(cfg, k, 0, size_of(k)); }));
   // 24 samples over 5 ranks: shares of 5 and 4; the last batch has 2 samples for
   // up to 5 ranks, so some ranks get an empty share.
   for (const Variant v : {Variant{EmbPlacement::Replicated, true, 0}, Variant{EmbPlacement::Replicated, false, 0},
@@ -67,11 +57,8 @@ TEST(DataParallel, EqualsSingleRankAtTheSameGlobalBatch) {
         verify_replica_hash(t, dp.replica_hash(), steps);
         dp.gather_model(0);  // table-wise: rank 0 now holds every table
         if (t.rank() != 0 && v.placement == EmbPlacement::TableWise) return;
-        const auto got = all_params(model);
-        ASSERT_EQ(got.size(), expect.size());
-        double worst = 0;
-        for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, double(std::abs(got[i] - expect[i])));
-        EXPECT_LT(worst, 1e-6) << "largest parameter difference after " << steps << " steps";
+        EXPECT_LT(test::max_abs_diff(all_params(model), expect), 1e-6)
+            << "largest parameter difference after " << steps << " steps";
       });
     }
 }

@@ -1,11 +1,15 @@
 #pragma once
 // Shared by the training tests: a small DLRM, deterministic batches, and all
 // of a model's parameters as one vector.
+#include <cmath>
+#include <memory>
 #include <random>
 #include <vector>
 
 #include "sparq/data/batch.h"
 #include "sparq/model/dlrm.h"
+#include "sparq/model/loss.h"
+#include "sparq/model/optimizer.h"
 
 namespace sparq::test {
 
@@ -38,6 +42,32 @@ inline std::vector<float> all_params(Dlrm<float>& m) {
   std::vector<float> v(m.dense().params().begin(), m.dense().params().end());
   for (auto& t : m.tables()) v.insert(v.end(), t.weights().begin(), t.weights().end());
   return v;
+}
+
+// One rank training the whole model for `steps` SGD steps on batch_of(k):
+// the reference every parallel plan must equal.
+template <class BatchOf>
+std::unique_ptr<Dlrm<float>> train_single(const DlrmConfig& cfg, std::uint64_t seed, std::size_t steps,
+                                          BatchOf batch_of, double lr = 0.1) {
+  auto model = std::make_unique<Dlrm<float>>(cfg, seed);
+  Optimizer<float> opt({.lr = lr}, *model);
+  std::vector<float> dl;
+  for (std::size_t k = 0; k < steps; ++k) {
+    const Batch b = batch_of(k);
+    const auto z = model->forward(b);
+    dl.resize(b.size);
+    bce_with_logits<float>(z, b.labels, dl);
+    model->backward(dl);
+    opt.step();
+  }
+  return model;
+}
+
+// Largest absolute difference of two parameter vectors of the same size.
+inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = a.size() == b.size() ? 0 : INFINITY;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) worst = std::max(worst, double(std::abs(a[i] - b[i])));
+  return worst;
 }
 
 }  // namespace sparq::test

@@ -68,24 +68,9 @@ TEST(ParamServer, OneWorkerIsSingleRankSgd) {
   set_blas_threads(1);
   const DlrmConfig cfg = small_config();
   const std::size_t steps = 30;
-  Dlrm<float> single(cfg, 7);
-  Optimizer<float> opt({.lr = 0.1}, single);
-  std::vector<float> dl;
-  for (std::size_t k = 0; k < steps; ++k) {
-    const Batch b = make_batch(cfg, k, 24);
-    const auto z = single.forward(b);
-    dl.resize(b.size);
-    bce_with_logits<float>(z, b.labels, dl);
-    single.backward(dl);
-    opt.step();
-  }
-  const auto want = all_params(single);
+  const auto want = all_params(*test::train_single(cfg, 7, steps, [&](std::size_t k) { return make_batch(cfg, k, 24); }));
   for (int servers : {1, 2, 3}) {
-    const auto got = run_ps(1, servers, 0, "none", steps).params;
-    ASSERT_EQ(got.size(), want.size());
-    double worst = 0;
-    for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, double(std::abs(got[i] - want[i])));
-    EXPECT_LT(worst, 1e-6) << servers << " servers";
+    EXPECT_LT(test::max_abs_diff(run_ps(1, servers, 0, "none", steps).params, want), 1e-6) << servers << " servers";
   }
 }
 

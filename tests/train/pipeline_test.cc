@@ -39,18 +39,7 @@ constexpr std::size_t kSteps = 50, kBatch = 20;
 
 // One rank training the whole model for kSteps on batches of `batch`.
 std::unique_ptr<Dlrm<float>> train_single(const DlrmConfig& cfg, std::size_t batch) {
-  auto single = std::make_unique<Dlrm<float>>(cfg, 3);
-  Optimizer<float> sopt({.lr = 0.1}, *single);
-  std::vector<float> dl;
-  for (std::size_t k = 0; k < kSteps; ++k) {
-    const Batch b = make_batch(cfg, k, batch);
-    const auto z = single->forward(b);
-    dl.resize(b.size);
-    bce_with_logits<float>(z, b.labels, dl);
-    single->backward(dl);
-    sopt.step();
-  }
-  return single;
+  return test::train_single(cfg, 3, kSteps, [&](std::size_t k) { return make_batch(cfg, k, batch); });
 }
 
 // Largest difference between a stage's parameters and the whole model's.
@@ -184,10 +173,12 @@ TEST(Pipeline, NegativeBaselinesSendWhatTheyPromise) {
         grad += s.x_grad;
       }
       const std::string c = codec;
-      if (t.rank() == 0 && c == "sketch:0.5") EXPECT_EQ(act.bytes_sent, 10u * 20 * 32 * 4);
-      if (t.rank() == 1 && c == "sketch:0.5") EXPECT_EQ(grad.bytes_sent, 10u * 20 * 64 * 4);
-      if (t.rank() == 0 && c == "topk-grad:0.9") EXPECT_EQ(act.bytes_sent, 10u * 20 * 64 * 4);
-      if (t.rank() == 1 && c == "topk-grad:0.9") EXPECT_EQ(grad.bytes_sent, 10u * 20 * (7 * 4 + 8));
+      // What each side sends: [rank][codec] -> (X_act bytes, X_grad bytes).
+      if (c == "sketch:0.5") {
+        EXPECT_EQ(t.rank() == 0 ? act.bytes_sent : grad.bytes_sent, t.rank() == 0 ? 10u * 20 * 32 * 4 : 10u * 20 * 64 * 4);
+      } else if (c == "topk-grad:0.9") {
+        EXPECT_EQ(t.rank() == 0 ? act.bytes_sent : grad.bytes_sent, t.rank() == 0 ? 10u * 20 * 64 * 4 : 10u * 20 * (7 * 4 + 8));
+      }
       for (float p : stage.dense().params()) ASSERT_TRUE(std::isfinite(p));
       if (t.rank() == 0 && (c == "topk-grad:0" || c == "none")) {  // stage 0 receives X_grad
         auto& v = params[c == "none"];
