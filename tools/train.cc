@@ -353,7 +353,6 @@ void run_train(const TrainArgs& a) {
     SPARQ_CHECK_AS(InputError, static_cast<std::size_t>(world) % nstages == 0,
                    "--mp-splits '{}' makes {} stages: run on a multiple of {} ranks (replicas x stages), not {}",
                    a.mp_splits, nstages, nstages, world);
-    SPARQ_CHECK_AS(InputError, a.save.empty() && a.load.empty(), "--save/--load with --mp-splits are not built yet");
     SPARQ_CHECK_AS(InputError, dpo.placement == EmbPlacement::Replicated,
                    "--emb-placement table-wise with --mp-splits is not built yet");
     SPARQ_CHECK_AS(InputError, dpo.overlap && dpo.fuse_bytes == 0,
@@ -487,7 +486,16 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
   std::size_t stream_bad = 0;
   std::size_t step = 0;
   if (!a.load.empty()) {
-    const auto meta = nlohmann::json::parse(load_checkpoint(a.load, model, opt), nullptr, false);
+    std::string text;
+    if (mp) {  // the checkpoint holds the whole model: take this stage's part
+      Dlrm<float> whole(cfg, a.seed);
+      Optimizer<float> whole_opt(oo, whole);
+      text = load_checkpoint(a.load, whole, whole_opt);
+      copy_stage(whole, whole_opt, model, opt);
+    } else {
+      text = load_checkpoint(a.load, model, opt);
+    }
+    const auto meta = nlohmann::json::parse(text, nullptr, false);
     SPARQ_CHECK_AS(InputError, !meta.is_discarded() && meta.contains("step"), "'{}': checkpoint without a step", a.load);
     step = meta["step"];
     say(fmt::format("loaded {} at step {} (epoch {}, it {})\n", a.load, step, step / nbatches, step % nbatches));
@@ -785,7 +793,14 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
   }
   if (dp && !a.save.empty()) dp->gather_model(0);
   if (ps && lead && !a.save.empty()) ps->fetch_all(step);  // the servers' shards make the complete model
-  if (lead && !a.save.empty()) {
+  if (mp && !a.save.empty()) {  // rank 0 assembles the whole model from replica 0's stages
+    std::unique_ptr<Dlrm<float>> whole;
+    std::unique_ptr<Optimizer<float>> whole_opt;
+    if (lead) whole = std::make_unique<Dlrm<float>>(cfg, a.seed), whole_opt = std::make_unique<Optimizer<float>>(oo, *whole);
+    gather_whole(t, stages, model, opt, whole.get(), whole_opt.get());
+    if (lead) save_checkpoint(a.save, *whole, *whole_opt, checkpoint_meta(step, a, cfg));
+    say(fmt::format("saved {} at step {}\n", a.save, step));
+  } else if (lead && !a.save.empty()) {
     save_checkpoint(a.save, model, opt, checkpoint_meta(step, a, cfg));
     say(fmt::format("saved {} at step {}\n", a.save, step));
   }

@@ -1,5 +1,8 @@
 #include "sparq/train/hybrid.h"
 
+#include <tuple>
+
+#include "sparq/coll/call.h"
 #include "sparq/coll/patterns.h"
 #include "sparq/train/emb_grad_exchange.h"
 #include "sparq/train/verify.h"
@@ -58,6 +61,75 @@ void Hybrid::verify(std::uint64_t step) {
   std::uint64_t h = hash_bytes(std::as_bytes(std::as_const(model_).dense().params()));
   for (const auto& tb : std::as_const(model_).tables()) h = hash_bytes(std::as_bytes(tb.weights()), h);
   verify_replica_hash(*stage_group_, h, step);
+}
+
+namespace {
+// The dense views a stage holds, in its store's order: per layer weight, bias.
+std::vector<std::string> stage_view_names(const DlrmStage& s) {
+  std::vector<std::string> names;
+  for (const auto& [prefix, first, last] : {std::tuple{"bot", s.bot_first, s.bot_last}, std::tuple{"top", s.top_first, s.top_last}})
+    for (std::size_t l = first; l < last; ++l)
+      for (const char* part : {"weight", "bias"}) names.push_back(fmt::format("{}.{}.{}", prefix, l, part));
+  return names;
+}
+}  // namespace
+
+void gather_whole(Transport& world, const std::vector<DlrmStage>& plan, const Dlrm<float>& stage,
+                  Optimizer<float>& stage_opt, Dlrm<float>* whole, Optimizer<float>* whole_opt) {
+  const int r = world.rank(), m = static_cast<int>(plan.size());
+  if (r >= m) return;  // other replicas hold the same parameters
+  Call c(world, "gather stages", tags::kTableGather, Millis{0});
+  std::vector<Request> reqs;
+  auto& state = stage_opt.state();
+  if (r > 0) {
+    const auto& d = stage.dense();
+    for (std::size_t v = 0; v < d.views().size(); ++v) reqs.push_back(c.isend(0, d.param(v)));
+    for (std::size_t tb = 0; tb < stage.tables().size(); ++tb) {
+      reqs.push_back(c.isend(0, stage.tables()[tb].weights()));
+      if (!state.empty()) reqs.push_back(c.isend(0, std::span<const float>(state[tb])));
+    }
+    c.wait_all(reqs);
+    return;
+  }
+  SPARQ_CHECK(whole != nullptr && whole_opt != nullptr, "gather_whole: rank 0 needs the whole model to fill");
+  auto& wd = whole->dense();
+  auto& wstate = whole_opt->state();
+  for (int s = 0; s < m; ++s) {
+    for (const auto& name : stage_view_names(plan[s])) {
+      const auto dst = wd.param(wd.find(name));
+      if (s == 0) {
+        const auto src = stage.dense().param(stage.dense().find(name));
+        std::copy(src.begin(), src.end(), dst.begin());
+      } else {
+        reqs.push_back(c.irecv(s, dst));
+      }
+    }
+    if (!plan[s].middle) continue;
+    for (std::size_t tb = 0; tb < whole->tables().size(); ++tb) {
+      if (s == 0) {
+        const auto src = stage.tables()[tb].weights();
+        std::copy(src.begin(), src.end(), whole->tables()[tb].weights().begin());
+        if (!state.empty()) wstate[tb] = state[tb];
+      } else {
+        reqs.push_back(c.irecv(s, whole->tables()[tb].weights()));
+        if (!wstate.empty()) reqs.push_back(c.irecv(s, std::span<float>(wstate[tb])));
+      }
+    }
+  }
+  c.wait_all(reqs);
+}
+
+void copy_stage(const Dlrm<float>& whole, Optimizer<float>& whole_opt, Dlrm<float>& stage, Optimizer<float>& stage_opt) {
+  auto& d = stage.dense();
+  for (std::size_t v = 0; v < d.views().size(); ++v) {
+    const auto src = whole.dense().param(whole.dense().find(d.views()[v].name));
+    std::copy(src.begin(), src.end(), d.param(v).begin());
+  }
+  for (std::size_t tb = 0; tb < stage.tables().size(); ++tb) {
+    const auto src = whole.tables()[tb].weights();
+    std::copy(src.begin(), src.end(), stage.tables()[tb].weights().begin());
+    if (!stage_opt.state().empty()) stage_opt.state()[tb] = whole_opt.state()[tb];
+  }
 }
 
 }  // namespace sparq

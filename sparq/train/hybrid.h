@@ -55,4 +55,14 @@ class Hybrid {
   Batch local_;
 };
 
+// Checkpoints of model-parallel runs hold the whole model, as any other:
+// replica 0's stages (ranks 0..M-1 of `world`) send their parameters and
+// optimizer state to rank 0, which puts them into `whole` / `whole_opt` (a
+// model built without a stage; null on the other ranks). Every rank calls it.
+void gather_whole(Transport& world, const std::vector<DlrmStage>& plan, const Dlrm<float>& stage,
+                  Optimizer<float>& stage_opt, Dlrm<float>* whole, Optimizer<float>* whole_opt);
+
+// The other way (--load): this stage's part of a whole model and its state.
+void copy_stage(const Dlrm<float>& whole, Optimizer<float>& whole_opt, Dlrm<float>& stage, Optimizer<float>& stage_opt);
+
 }  // namespace sparq

@@ -64,6 +64,13 @@ cmp -s "$D/dp_full.ck" "$D/dp_res.ck" || fail "table-wise resume must equal the 
 run train "${common[@]}" --ranks 3 --mp-splits bot:1,top:1 \
   --micro-batches 4 || fail "model parallel: $(cat "$D/err")"
 grep -q "^rank 2 (replica 0, stage 2): busy" "$D/out" && grep -q "^    X_act " "$D/out" || fail "MP report: $(cat "$D/out")"
+# Model-parallel checkpoints hold the whole model and resume bitwise.
+mpr=("${common[@]}" --ranks 2 --mp-splits bot:1 --micro-batches 3)
+run train "${mpr[@]}" --nepochs 2 --save "$D/mp_full.ck" || fail "MP save: $(cat "$D/err")"
+run train "${mpr[@]}" --nepochs 1 --save "$D/mp_half.ck" || fail "MP half"
+run train "${mpr[@]}" --nepochs 2 --load "$D/mp_half.ck" --save "$D/mp_res.ck" || fail "MP resume: $(cat "$D/err")"
+cmp -s "$D/mp_full.ck" "$D/mp_res.ck" || fail "model-parallel resume must equal the uninterrupted run bitwise"
+run train "${common[@]}" --nepochs 2 --load "$D/mp_half.ck" || fail "a model-parallel checkpoint loads on one rank"
 run train "${common[@]}" --ranks 4 --mp-splits bot:1 --mp-codec dct:0.9 \
   --dp-codec dct:0.99,100 || fail "hybrid: $(cat "$D/err")"
 for e in X_act X_grad W_grad emb_grad; do grep -q "^ *$e " "$D/out" || fail "hybrid accounting lacks $e"; done
@@ -76,8 +83,8 @@ run train "${common[@]}" --ranks 3 --dp-mode ps --servers 1 --fail-at 1:5 --time
 grep -q "error: .*parameter server 0: no message from workers" "$D/err" || fail "dead worker error: $(cat "$D/err")"
 for bad in "--emb-placement row-wise" "--emb-codec-fwd q4" "--ranks 2 --emb-placement table-wise --emb-codec-bwd q3" \
            "--dp-codec dct:0.9,10 --dp-allreduce ring" "--fuse-bytes 12parsecs" "--mp-splits bot:9" \
-           "--ranks 3 --mp-splits bot:1" "--mp-codec dct:0.9" "--ranks 2 --mp-splits bot:1 --mp-codec sketch:0.1" \
-           "--ranks 2 --mp-splits bot:1 --save $D/x.ck" "--ranks 2 --mp-splits bot:1 --dp-codec q4" \
+           "--ranks 3 --mp-splits bot:1" "--mp-codec dct:0.9" "--ranks 2 --mp-splits bot:1 --mp-codec sketch:1.5" \
+           "--ranks 2 --mp-splits bot:1 --dp-codec q4" \
            "--dp-mode gossip" "--ranks 2 --dp-mode ps --servers 2" "--ranks 3 --dp-mode ps --dp-codec q4"; do
   # shellcheck disable=SC2086
   run train "${common[@]}" $bad && fail "'$bad' must fail"
