@@ -879,7 +879,8 @@ void add_train(CLI::App& app, Run& run) {
   c->add_option("--micro-batches", a->micro_batches, "Model parallel: micro-batches per step (GPipe schedule)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  c->add_option("--mp-codec", a->mp_codec, "Model parallel: what crosses a cut: none or dct:ETA (DCT-MP)")
+  c->add_option("--mp-codec", a->mp_codec, "Model parallel: what crosses a cut: none, dct:ETA (DCT-MP), or the paper's negative baselines "
+                "topk-grad:ETA, sketch:ETA")
       ->capture_default_str();
   c->add_option("--mp-threshold-eta", a->mp_threshold_eta,
                 "Model parallel: --metrics logs the mean per-sample top-K threshold of X_act at the first cut at this "

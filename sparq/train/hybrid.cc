@@ -32,8 +32,6 @@ HybridStepStats Hybrid::step(const Batch& global, std::uint64_t k) {
   const pattern::Partition shares{global.size, d};
   if (d > 1) slice_batch(global, shares.offset(r), shares.len(r), local_);
   const Batch& local = d > 1 ? local_ : global;
-  SPARQ_CHECK_AS(InputError, local.size > 0, "a global batch of {} samples leaves replica {} of {} without a sample",
-                 global.size, r, d);
   // Weight each replica's mean so that the average over replicas is the
   // global batch's mean (shares may differ by one sample).
   const double weight = static_cast<double>(local.size) * d / static_cast<double>(global.size);

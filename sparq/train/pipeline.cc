@@ -226,8 +226,17 @@ void Pipeline::forward_all(const Batch& batch, std::size_t micro, double weight,
 }
 
 PipelineStepStats Pipeline::step(const Batch& batch, double weight, const std::function<void()>& before_update) {
-  SPARQ_CHECK(batch.size > 0, "pipeline step on an empty batch");
   PipelineStepStats st;
+  if (batch.size == 0) {
+    // Hybrid: a global batch smaller than the replica count leaves this
+    // replica nothing; its stages contribute zero gradients to the exchange.
+    std::fill(model_.dense().grads().begin(), model_.dense().grads().end(), 0.0f);
+    for (std::size_t tb = 0; tb < model_.tables().size(); ++tb)
+      model_.sparse_grad(tb).rows.clear(), model_.sparse_grad(tb).values.clear();
+    if (before_update) before_update();
+    opt_.step();
+    return st;
+  }
   const std::size_t micro = std::min(micro_, batch.size);  // the same on every stage
   const bool last = stage_ + 1 == stages_;
   forward_all(batch, micro, weight, st, nullptr);
