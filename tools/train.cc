@@ -90,6 +90,7 @@ struct TrainArgs {
   bool no_overlap = false;
   std::string emb_placement = "replicated";
   std::string emb_codec_fwd = "fp32", emb_codec_bwd = "fp32";
+  std::size_t emb_row_len = 32;
   // Model parallelism: cut points, micro-batches, what crosses a cut.
   std::string mp_splits;
   std::size_t micro_batches = 1;
@@ -329,6 +330,7 @@ void run_train(const TrainArgs& a) {
   dpo.placement = parse_emb_placement(a.emb_placement);
   dpo.emb_fwd = emb_codec(a.emb_codec_fwd, "--emb-codec-fwd");
   dpo.emb_bwd = emb_codec(a.emb_codec_bwd, "--emb-codec-bwd");
+  dpo.emb_row_len = a.emb_row_len;
   SPARQ_CHECK_AS(InputError, dpo.placement == EmbPlacement::TableWise || (a.emb_codec_fwd == "fp32" && a.emb_codec_bwd == "fp32"),
                  "--emb-codec-fwd/--emb-codec-bwd quantize the table-wise alltoall: they need --emb-placement table-wise");
   dpo.overlap = !a.no_overlap;
@@ -874,6 +876,10 @@ void add_train(CLI::App& app, Run& run) {
       ->capture_default_str();
   c->add_option("--emb-codec-bwd", a->emb_codec_bwd, "Table-wise: codec of the gradients alltoall: fp32, q8, q4, q2")
       ->capture_default_str();
+  c->add_option("--emb-row-len", a->emb_row_len,
+                "Table-wise: values per quantization row of the alltoalls (each with an fp16 scale and bias)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   c->add_option("--mp-splits", a->mp_splits,
                 "Model parallel: cut the MLPs after these layers, e.g. bot:2,top:2 (3 stages, one per rank)");
   c->add_option("--micro-batches", a->micro_batches, "Model parallel: micro-batches per step (GPipe schedule)")

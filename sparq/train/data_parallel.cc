@@ -23,7 +23,8 @@ DataParallel::DataParallel(Transport& t, Dlrm<float>& model, Optimizer<float>& o
                            compress::ErrorFeedbackStore& residuals)
     : t_(t), model_(model), opt_(opt), opts_(std::move(opts)), exchange_(opts_.codec, residuals) {
   if (t.size() == 1) return;  // nothing to exchange
-  if (opts_.placement == EmbPlacement::TableWise) table_wise_.emplace(t, model, opts_.emb_fwd, opts_.emb_bwd);
+  if (opts_.placement == EmbPlacement::TableWise)
+    table_wise_.emplace(t, model, opts_.emb_fwd, opts_.emb_bwd, opts_.emb_row_len);
   engine_ = std::make_unique<CommEngine>(t);
   if (opts_.overlap)
     model_.set_grad_hook([this](std::size_t w, std::size_t b) {

@@ -36,6 +36,7 @@ struct DataParallelOptions {
   DpCodec codec{};                 // dense gradients
   EmbPlacement placement = EmbPlacement::Replicated;
   Codec emb_fwd{}, emb_bwd{};      // table-wise: alltoall codecs of lookups and their gradients
+  std::size_t emb_row_len = 32;    // table-wise: values per quantization row (fp16 scale and bias each)
   bool overlap = true;             // exchange layers during backward (false: all after it)
   std::size_t fuse_bytes = 0;      // exchange adjacent layers together until a group holds this many bytes
 };

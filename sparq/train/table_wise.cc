@@ -22,13 +22,15 @@ std::vector<int> assign_tables(std::span<const std::size_t> table_rows, int rank
   return owner;
 }
 
-TableWise::TableWise(Transport& t, Dlrm<float>& model, Codec fwd, Codec bwd)
+TableWise::TableWise(Transport& t, Dlrm<float>& model, Codec fwd, Codec bwd, std::size_t row_len)
     : t_(t), model_(model), fwd_(fwd), bwd_(bwd) {
+  SPARQ_CHECK_AS(InputError, row_len >= 1, "--emb-row-len must be >= 1");
   const auto& cfg = model.config();
   owner_ = assign_tables(cfg.table_rows, t.size());
   tables_of_.resize(static_cast<std::size_t>(t.size()));
   for (std::size_t tb = 0; tb < owner_.size(); ++tb) tables_of_[static_cast<std::size_t>(owner_[tb])].push_back(tb);
-  fwd_.row_len = bwd_.row_len = 8 * cfg.emb_dim;
+  fwd_.row_len = bwd_.row_len = row_len;
+  fwd_.rowwise.scale = bwd_.rowwise.scale = compress::ScaleType::F16;
 }
 
 namespace {

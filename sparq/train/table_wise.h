@@ -8,8 +8,12 @@
 // be quantized (--emb-codec-fwd / --emb-codec-bwd, Yang et al.).
 //
 // Block layout on the wire, from owner s to rank q: [tables of s][samples of
-// q][dim], so a codec row (Codec::row_len values) covers consecutive samples
-// of one table, whose values share a range.
+// q][dim], so a quantization row covers consecutive samples of one table,
+// whose values share a range. Rows carry an fp16 scale and bias: with rows of
+// 32 values (2 vectors of 16) q4 sends 6.4x and q2 10.7x fewer bytes than
+// fp32. Longer rows cost less header but widen each row's range: at 2 bits a
+// row of 8 vectors rounds most small gradients to a level a third of the
+// row's range away (docs/results.md measures both).
 //
 // Only the owner's copy of a table is trained; the other ranks' copies are
 // stale until gather() brings them to one rank (tests, checkpoints).
@@ -30,9 +34,9 @@ std::vector<int> assign_tables(std::span<const std::size_t> table_rows, int rank
 
 class TableWise {
  public:
-  // `model` must outlive this object. Codec rows are `row_len` values (the
-  // codec's own row_len is overridden: 8 vectors of the table's width).
-  TableWise(Transport& t, Dlrm<float>& model, Codec fwd, Codec bwd);
+  // `model` must outlive this object. The codecs' rows are `row_len` values
+  // with fp16 scales (their own row length and scale width are overridden).
+  TableWise(Transport& t, Dlrm<float>& model, Codec fwd, Codec bwd, std::size_t row_len);
 
   const std::vector<int>& owners() const { return owner_; }
 
