@@ -1,5 +1,7 @@
 // `sparq train`: the DLRM reference's flags and output lines, on one rank or
-// data parallel (--ranks N threads, or one rank per mpiexec process).
+// distributed (--ranks N threads, or one rank per mpiexec process): data
+// parallel, model parallel / hybrid (--mp-splits) or parameter server
+// (--dp-mode ps); docs/parallelism.md.
 //
 //   Finished training it i/n of epoch e, X ms/it, loss L, S samples/s (data .. fwd .. bwd .. opt .. ms/it)
 //   Testing at - i/n of epoch e, loss L, accuracy A %, auc U, best auc B
@@ -14,37 +16,31 @@
 
 #include <chrono>
 #include <csignal>
-#include <numeric>
 #include <cstdio>
-#include <cstring>
-#include <cmath>
-#include <filesystem>
 #include <fstream>
 #include <memory>
+#include <numeric>
 #include <optional>
 
 #include "sparq/coll/allreduce.h"
 #include "sparq/coll/patterns.h"
 #include "sparq/core/error.h"
 #include "sparq/core/units.h"
-#include "sparq/train/data_parallel.h"
-#include "sparq/train/hybrid.h"
-#include "sparq/train/param_server.h"
-#include "sparq/transport/group_transport.h"
-#include "sparq/train/verify.h"
-#include "sparq/transport/launch.h"
-#include "sparq/data/dataset.h"
-#include "sparq/data/random.h"
 #include "sparq/model/blas.h"
 #include "sparq/model/checkpoint.h"
 #include "sparq/model/dlrm.h"
-#include "sparq/model/loss.h"
-#include "sparq/model/metrics.h"
 #include "sparq/model/optimizer.h"
 #include "sparq/model/parallel.h"
-#include "sparq/model/teacher.h"
+#include "sparq/train/data_parallel.h"
+#include "sparq/train/hybrid.h"
+#include "sparq/train/param_server.h"
+#include "sparq/train/verify.h"
+#include "sparq/transport/group_transport.h"
+#include "sparq/transport/launch.h"
 #include "tools/commands.h"
-#include "tools/synthetic_data.h"
+#include "tools/train_args.h"
+#include "tools/train_data.h"
+#include "tools/train_report.h"
 
 namespace sparq::cli {
 
@@ -52,244 +48,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-struct TrainArgs {
-  std::size_t emb_dim = 16;
-  std::string mlp_bot = "13-512-256-64-16";
-  std::string mlp_top = "512-256-1";
-  std::string emb_size = "100000";
-  std::size_t batch = 128;
-  std::size_t test_batch = 16384;
-  double lr = 0.1;
-  std::string emb_optim = "sgd";
-  std::size_t nepochs = 1;
-  std::size_t num_batches = 0;  // per epoch; 0 = all
-  std::size_t print_freq = 1000;
-  long test_freq = -1;          // iterations; -1 = end of each epoch only
-  std::string data_path, test_data_path;
-  std::string data_generation = "dataset";
-  std::size_t data_size = 1000000;
-  std::size_t num_test = 100000;
-  std::string data_cache;
-  double zipf = 1.1;
-  std::string cardinalities;
-  std::uint64_t seed = 1;
-  int threads = 2;
-  int compute_threads = 0;  // 0 = --threads
-  bool skip_bad_lines = false;
-  bool no_shuffle = false;
-  bool stream = false;
-  std::size_t shuffle_buffer = 100000;
-  std::string metrics, save, load;
-  // Data parallelism: --mini-batch-size is the global batch (the reference's
-  // convention), split evenly over the ranks.
-  int ranks = 0;
-  std::string dp_codec = "none";
-  std::string dp_allreduce = "auto";
-  std::string fuse_bytes = "0";
-  bool no_overlap = false;
-  std::string emb_placement = "replicated";
-  std::string emb_codec_fwd = "fp32", emb_codec_bwd = "fp32";
-  std::size_t emb_row_len = 32;
-  // Model parallelism: cut points, micro-batches, what crosses a cut.
-  std::string mp_splits;
-  std::size_t micro_batches = 1;
-  std::string mp_codec = "none";
-  double mp_threshold_eta = 0.95;
-  // Parameter server.
-  std::string dp_mode = "allreduce";
-  int servers = 1;
-  std::uint64_t max_staleness = 0;
-  std::uint64_t ef_drain_every = 0;
-  double ef_drain_fraction = 1.0;
-  std::string fail_at;  // testing aid: "RANK:STEP"
-  std::size_t verify_freq = 1000;
-  double timeout_s = 300;
-};
-
-struct Data {
-  RecordSet train, test;
-  std::string stream_file;   // --stream: the TSV to stream each epoch (train stays empty)
-  std::size_t stream_lines = 0;
-  std::optional<TeacherScore> teacher;  // the ceiling, when the data has one
-  std::size_t bad_lines = 0;
-  double load_secs = 0;
-};
-
-// Lines of a file (a last line without '\n' counts): one memchr pass, far
-// cheaper than parsing, so a streamed epoch knows its number of batches.
-std::size_t count_lines(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  SPARQ_CHECK_AS(InputError, f != nullptr, "cannot open '{}'", path);
-  std::vector<char> buf(1 << 20);
-  std::size_t n = 0, got;
-  char last = '\n';
-  while ((got = std::fread(buf.data(), 1, buf.size(), f)) > 0) {
-    for (const char* p = buf.data(); (p = static_cast<const char*>(std::memchr(p, '\n', buf.data() + got - p)));
-         ++p)
-      ++n;
-    last = buf[got - 1];
-  }
-  std::fclose(f);
-  return n + (last != '\n' ? 1 : 0);
-}
-
-// --stream: batches straight from the TSV through the background parser and a
-// shuffle buffer (seeded by seed and epoch), for data sets larger than memory.
-class StreamBatches {
- public:
-  StreamBatches(const std::string& file, const TrainArgs& a, std::size_t epoch) {
-    TsvOptions o;
-    o.skip_bad_lines = a.skip_bad_lines;
-    o.shuffle_buffer = a.no_shuffle ? 0 : a.shuffle_buffer;
-    o.seed = a.seed * 1000003 + epoch;
-    o.shard_block = a.batch;
-    stream_ = std::make_unique<TsvStream>(std::vector<std::string>{file}, o);
-  }
-  // False when the stream has no record left.
-  bool next(std::size_t batch, std::span<const std::size_t> rows, Batch& out) {
-    recs_.clear();
-    CriteoRecord r;
-    while (recs_.size() < batch && stream_->next(r)) recs_.push_back(r);
-    if (recs_.empty()) return false;
-    make_batch(recs_, {}, 0, recs_.size(), rows, out);
-    return true;
-  }
-  std::size_t bad_lines() const { return stream_->bad_lines(); }
-
- private:
-  std::unique_ptr<TsvStream> stream_;
-  std::vector<CriteoRecord> recs_;
-};
-
-std::string pick(const std::string& dir, const std::string& stem) {
-  for (const char* ext : {".bin", ".tsv"}) {
-    const auto p = dir + "/" + stem + ext;
-    if (std::filesystem::exists(p)) return p;
-  }
-  return {};
-}
-
-std::optional<TeacherScore> read_teacher(const std::string& dir) {
-  std::ifstream f(dir + "/teacher.json");
-  if (!f) return std::nullopt;
-  const auto j = nlohmann::json::parse(f, nullptr, false);
-  if (j.is_discarded() || !j.contains("teacher_test")) return std::nullopt;
-  const auto& t = j["teacher_test"];
-  return TeacherScore{t["loss"], t["accuracy"], t["auc"], t["positives"]};
-}
-
-Data load_data(const TrainArgs& a, const DlrmConfig& cfg) {
-  Data d;
-  const auto t0 = Clock::now();
-  TsvOptions tsv;
-  tsv.skip_bad_lines = a.skip_bad_lines;
-  if (a.data_generation == "dataset") {
-    SPARQ_CHECK_AS(InputError, !a.data_path.empty(), "--data-path is required with --data-generation dataset");
-    std::string train = a.data_path, test = a.test_data_path;
-    if (std::filesystem::is_directory(a.data_path)) {
-      train = pick(a.data_path, "train");
-      SPARQ_CHECK_AS(InputError, !train.empty(), "'{}' has no train.bin or train.tsv", a.data_path);
-      if (test.empty()) test = pick(a.data_path, "test");
-      d.teacher = read_teacher(a.data_path);
-    } else {
-      SPARQ_CHECK_AS(InputError, std::filesystem::exists(a.data_path), "cannot open '{}': no such file",
-                     a.data_path);
-    }
-    std::size_t bad = 0;
-    if (a.stream) {
-      SPARQ_CHECK_AS(InputError, !is_binary_records(train),
-                     "--stream reads TSV; '{}' is binary (memory-mapped anyway: drop --stream)", train);
-      d.stream_file = train;
-      d.stream_lines = count_lines(train);
-    } else {
-      d.train = RecordSet::load(train, tsv, &bad);
-    }
-    d.bad_lines += bad;
-    if (!test.empty()) {
-      d.test = RecordSet::load(test, tsv, &bad);
-      d.bad_lines += bad;
-    }
-  } else if (a.data_generation == "synthetic") {
-    if (!a.data_cache.empty() && std::filesystem::exists(a.data_cache + "/train.bin")) {
-      d.train = RecordSet(MappedRecords(a.data_cache + "/train.bin"));
-      d.test = RecordSet(MappedRecords(a.data_cache + "/test.bin"));
-      d.teacher = read_teacher(a.data_cache);
-    } else {
-      TeacherOptions to;
-      to.seed = a.seed;
-      Teacher teacher(to, synthetic_options(a.seed, a.zipf, a.cardinalities));
-      std::vector<CriteoRecord> train, test;
-      std::vector<float> p, y;
-      train.reserve(a.data_size);
-      teacher.generate(0, a.data_size, &train, nullptr, nullptr, a.threads);
-      teacher.generate(kTestIndexBase, a.num_test, &test, &p, nullptr, a.threads);
-      for (const auto& r : test) y.push_back(r.label);
-      d.teacher = score_teacher(p, y);
-      if (!a.data_cache.empty()) {
-        std::filesystem::create_directories(a.data_cache);
-        BinaryWriter(a.data_cache + "/train.bin").write(train);
-        BinaryWriter(a.data_cache + "/test.bin").write(test);
-        nlohmann::json j;
-        j["teacher_test"] = {{"loss", d.teacher->loss}, {"accuracy", d.teacher->accuracy}, {"auc", d.teacher->auc},
-                             {"positives", d.teacher->positives}};
-        std::ofstream(a.data_cache + "/teacher.json") << j.dump(2) << "\n";
-      }
-      d.train = RecordSet(std::move(train));
-      d.test = RecordSet(std::move(test));
-    }
-  } else if (a.data_generation == "random") {
-    // Uniform ids, uniform dense in [0, 1), coin-flip labels: no signal, for
-    // speed only (as the reference's random mode).
-    const std::size_t n = (a.num_batches ? a.num_batches : 100) * a.batch;
-    std::vector<CriteoRecord> v(n);
-    Rng rng(a.seed, 0xd47a);
-    for (auto& r : v) {
-      r.label = rng.uniform() < 0.5 ? 1.f : 0.f;
-      for (auto& x : r.dense) x = static_cast<float>(rng.uniform());
-      for (auto& s : r.sparse) s = static_cast<std::uint32_t>(rng.next_u64());
-    }
-    d.train = RecordSet(std::move(v));
-  } else {
-    SPARQ_THROW(InputError, "--data-generation must be dataset, synthetic or random, got '{}'", a.data_generation);
-  }
-  (void)cfg;
-  d.load_secs = since(t0);
-  return d;
-}
-
-struct EvalResult {
-  double loss = 0, accuracy = 0, auc = 0.5;
-};
-
-// Test metrics over `test`; logits_of(batch) gives the logits, or nothing on
-// a rank that does not see them (model parallelism: all but the last stage),
-// which then returns nothing.
-std::optional<EvalResult> evaluate(const std::function<std::vector<float>(const Batch&)>& logits_of,
-                                   const RecordSet& test, const DlrmConfig& cfg, std::size_t batch) {
-  BatchPlan plan(test.size(), {.batch = batch, .shuffle = false});
-  std::vector<float> scores, labels;
-  scores.reserve(test.size());
-  labels.reserve(test.size());
-  Batch b;
-  double loss_sum = 0;
-  for (std::size_t i = 0; i < plan.num_batches(); ++i) {
-    plan.fill(i, test.records(), cfg.table_rows, b);
-    const std::vector<float> z = logits_of(b);
-    if (z.empty() && b.size > 0) continue;
-    loss_sum += bce_with_logits<float>(std::span<const float>(z), b.labels, {}) * static_cast<double>(b.size);
-    for (std::size_t k = 0; k < b.size; ++k) {
-      scores.push_back(sigmoid(z[k]));
-      labels.push_back(b.labels[k]);
-    }
-  }
-  if (scores.empty()) return std::nullopt;
-  EvalResult r;
-  r.loss = loss_sum / static_cast<double>(scores.size());
-  r.accuracy = accuracy(scores, labels);
-  r.auc = roc_auc(scores, labels);
-  return r;
-}
 
 std::string checkpoint_meta(std::size_t step, const TrainArgs& a, const DlrmConfig& cfg) {
   nlohmann::json j;
@@ -381,67 +139,7 @@ void run_train(const TrainArgs& a) {
   launch(lo, [&](Transport& t) { train_rank(t, a, cfg, data, dpo, mpc); });
 }
 
-// What this rank put on the wire per entity, cumulative: the table printed
-// at the end of a distributed run, and its lines in --metrics. Bytes come
-// from the transport counters, against the fp32 exchange of the same data.
-struct Accounting {
-  std::vector<std::pair<std::string, ExchangeStats>> rows;  // entities in first-seen order
-  void add(const std::string& name, const ExchangeStats& x) {
-    auto it = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.first == name; });
-    (it == rows.end() ? rows.emplace_back(name, ExchangeStats{}).second : it->second) += x;
-  }
-  void add(const Accounting& o) {
-    for (const auto& [name, x] : o.rows) add(name, x);
-  }
-  double wait_seconds() const {
-    double w = 0;
-    for (const auto& r : rows) w += r.second.wait_seconds;
-    return w;
-  }
-};
-
-double ratio(const ExchangeStats& x) {
-  return x.bytes_sent ? static_cast<double>(x.dense_bytes) / static_cast<double>(x.bytes_sent) : 0;
-}
-
-template <class Say, class Emit>
-void report_accounting(const Accounting& acct, std::size_t steps, const std::string& title, Say& say, Emit& emit) {
-  say(fmt::format("accounting ({}, {} steps):\n", title, steps));
-  say(fmt::format("{:>9} {:>14} {:>14} {:>16} {:>8} {:>8} {:>11} {:>9} {:>9}\n", "entity", "bytes/step",
-                  "bytes_sent", "fp32_bytes", "ratio", "kept_%", "compress_s", "comm_s", "wait_s"));
-  for (const auto& [name, xs] : acct.rows) {
-    const ExchangeStats* x = &xs;
-    const double per_step = steps ? static_cast<double>(x->bytes_sent) / static_cast<double>(steps) : 0;
-    const double kept = x->values ? 100.0 * static_cast<double>(x->kept) / static_cast<double>(x->values) : 0;
-    say(fmt::format("{:>9} {:>14.0f} {:>14} {:>16} {:>7.2f}x {:>8.3f} {:>11.3f} {:>9.3f} {:>9.3f}{}\n", name,
-                    per_step, x->bytes_sent, x->dense_bytes, ratio(*x), kept, x->compress_seconds, x->comm_seconds,
-                    x->wait_seconds, x->counted ? "" : "  (native MPI: bytes not counted)"));
-    emit({{"event", "accounting"}, {"entity", name}, {"steps", steps}, {"bytes_sent", x->bytes_sent},
-          {"bytes_per_step", per_step}, {"dense_bytes", x->dense_bytes}, {"ratio", ratio(*x)},
-          {"kept_percent", kept}, {"compress_s", x->compress_seconds}, {"comm_s", x->comm_seconds}, {"wait_s", x->wait_seconds},
-          {"counted", x->counted}});
-  }
-}
-
 // The training loop of one rank (all of it when there is one rank).
-// Sums every rank's accounting (model parallelism: each cut's traffic is sent
-// by its two stages). Every rank holds the same entities in the same order.
-Accounting sum_over_ranks(Transport& t, Accounting acct) {
-  std::vector<double> v;
-  for (const auto& [name, x] : acct.rows)
-    v.insert(v.end(), {double(x.bytes_sent), double(x.dense_bytes), double(x.kept), double(x.values),
-                       x.compress_seconds, x.comm_seconds, x.wait_seconds});
-  allreduce(t, std::span<double>(v));
-  for (std::size_t i = 0; i < acct.rows.size(); ++i) {
-    ExchangeStats& x = acct.rows[i].second;
-    const double* f = v.data() + 7 * i;
-    x.bytes_sent = static_cast<std::uint64_t>(f[0]), x.dense_bytes = static_cast<std::uint64_t>(f[1]);
-    x.kept = static_cast<std::size_t>(f[2]), x.values = static_cast<std::size_t>(f[3]);
-    x.compress_seconds = f[4], x.comm_seconds = f[5], x.wait_seconds = f[6];
-  }
-  return acct;
-}
-
 void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const Data& data,
                 const DataParallelOptions& dpo, const MpCodec& mpc) {
   const int nranks = t.size();

@@ -1,0 +1,63 @@
+#pragma once
+// The flags of `sparq train` (tools/train.cc registers them).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace sparq::cli {
+
+struct TrainArgs {
+  std::size_t emb_dim = 16;
+  std::string mlp_bot = "13-512-256-64-16";
+  std::string mlp_top = "512-256-1";
+  std::string emb_size = "100000";
+  std::size_t batch = 128;
+  std::size_t test_batch = 16384;
+  double lr = 0.1;
+  std::string emb_optim = "sgd";
+  std::size_t nepochs = 1;
+  std::size_t num_batches = 0;  // per epoch; 0 = all
+  std::size_t print_freq = 1000;
+  long test_freq = -1;          // iterations; -1 = end of each epoch only
+  std::string data_path, test_data_path;
+  std::string data_generation = "dataset";
+  std::size_t data_size = 1000000;
+  std::size_t num_test = 100000;
+  std::string data_cache;
+  double zipf = 1.1;
+  std::string cardinalities;
+  std::uint64_t seed = 1;
+  int threads = 2;
+  int compute_threads = 0;  // 0 = --threads
+  bool skip_bad_lines = false;
+  bool no_shuffle = false;
+  bool stream = false;
+  std::size_t shuffle_buffer = 100000;
+  std::string metrics, save, load;
+  // Data parallelism: --mini-batch-size is the global batch (the reference's
+  // convention), split evenly over the ranks.
+  int ranks = 0;
+  std::string dp_codec = "none";
+  std::string dp_allreduce = "auto";
+  std::string fuse_bytes = "0";
+  bool no_overlap = false;
+  std::string emb_placement = "replicated";
+  std::string emb_codec_fwd = "fp32", emb_codec_bwd = "fp32";
+  std::size_t emb_row_len = 32;
+  // Model parallelism: cut points, micro-batches, what crosses a cut.
+  std::string mp_splits;
+  std::size_t micro_batches = 1;
+  std::string mp_codec = "none";
+  double mp_threshold_eta = 0.95;
+  // Parameter server.
+  std::string dp_mode = "allreduce";
+  int servers = 1;
+  std::uint64_t max_staleness = 0;
+  std::uint64_t ef_drain_every = 0;
+  double ef_drain_fraction = 1.0;
+  std::string fail_at;  // testing aid: "RANK:STEP"
+  std::size_t verify_freq = 1000;
+  double timeout_s = 300;
+};
+
+}  // namespace sparq::cli

@@ -1,0 +1,93 @@
+#include "tools/train_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sparq/coll/allreduce.h"
+#include "sparq/model/loss.h"
+#include "sparq/model/metrics.h"
+
+namespace sparq::cli {
+
+std::optional<EvalResult> evaluate(const std::function<std::vector<float>(const Batch&)>& logits_of,
+                                   const RecordSet& test, const DlrmConfig& cfg, std::size_t batch) {
+  BatchPlan plan(test.size(), {.batch = batch, .shuffle = false});
+  std::vector<float> scores, labels;
+  scores.reserve(test.size());
+  labels.reserve(test.size());
+  Batch b;
+  double loss_sum = 0;
+  for (std::size_t i = 0; i < plan.num_batches(); ++i) {
+    plan.fill(i, test.records(), cfg.table_rows, b);
+    const std::vector<float> z = logits_of(b);
+    if (z.empty() && b.size > 0) continue;
+    loss_sum += bce_with_logits<float>(std::span<const float>(z), b.labels, {}) * static_cast<double>(b.size);
+    for (std::size_t k = 0; k < b.size; ++k) {
+      scores.push_back(sigmoid(z[k]));
+      labels.push_back(b.labels[k]);
+    }
+  }
+  if (scores.empty()) return std::nullopt;
+  EvalResult r;
+  r.loss = loss_sum / static_cast<double>(scores.size());
+  r.accuracy = accuracy(scores, labels);
+  r.auc = roc_auc(scores, labels);
+  return r;
+}
+
+void Accounting::add(const std::string& name, const ExchangeStats& x) {
+  auto it = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.first == name; });
+  (it == rows.end() ? rows.emplace_back(name, ExchangeStats{}).second : it->second) += x;
+}
+
+void Accounting::add(const Accounting& o) {
+  for (const auto& [name, x] : o.rows) add(name, x);
+}
+
+double Accounting::wait_seconds() const {
+  double w = 0;
+  for (const auto& r : rows) w += r.second.wait_seconds;
+  return w;
+}
+
+double ratio(const ExchangeStats& x) {
+  return x.bytes_sent ? static_cast<double>(x.dense_bytes) / static_cast<double>(x.bytes_sent) : 0;
+}
+
+void report_accounting(const Accounting& acct, std::size_t steps, const std::string& title, const Say& say,
+                       const Emit& emit) {
+  say(fmt::format("accounting ({}, {} steps):\n", title, steps));
+  say(fmt::format("{:>9} {:>14} {:>14} {:>16} {:>8} {:>8} {:>11} {:>9} {:>9}\n", "entity", "bytes/step",
+                  "bytes_sent", "fp32_bytes", "ratio", "kept_%", "compress_s", "comm_s", "wait_s"));
+  for (const auto& [name, xs] : acct.rows) {
+    const ExchangeStats* x = &xs;
+    const double per_step = steps ? static_cast<double>(x->bytes_sent) / static_cast<double>(steps) : 0;
+    const double kept = x->values ? 100.0 * static_cast<double>(x->kept) / static_cast<double>(x->values) : 0;
+    say(fmt::format("{:>9} {:>14.0f} {:>14} {:>16} {:>7.2f}x {:>8.3f} {:>11.3f} {:>9.3f} {:>9.3f}{}\n", name,
+                    per_step, x->bytes_sent, x->dense_bytes, ratio(*x), kept, x->compress_seconds, x->comm_seconds,
+                    x->wait_seconds, x->counted ? "" : "  (native MPI: bytes not counted)"));
+    emit({{"event", "accounting"}, {"entity", name}, {"steps", steps}, {"bytes_sent", x->bytes_sent},
+          {"bytes_per_step", per_step}, {"dense_bytes", x->dense_bytes}, {"ratio", ratio(*x)},
+          {"kept_percent", kept}, {"compress_s", x->compress_seconds}, {"comm_s", x->comm_seconds}, {"wait_s", x->wait_seconds},
+          {"counted", x->counted}});
+  }
+}
+
+Accounting sum_over_ranks(Transport& t, Accounting acct) {
+  std::vector<double> v;
+  for (const auto& [name, x] : acct.rows)
+    v.insert(v.end(), {double(x.bytes_sent), double(x.dense_bytes), double(x.kept), double(x.values),
+                       x.compress_seconds, x.comm_seconds, x.wait_seconds});
+  allreduce(t, std::span<double>(v));
+  for (std::size_t i = 0; i < acct.rows.size(); ++i) {
+    ExchangeStats& x = acct.rows[i].second;
+    const double* f = v.data() + 7 * i;
+    x.bytes_sent = static_cast<std::uint64_t>(f[0]), x.dense_bytes = static_cast<std::uint64_t>(f[1]);
+    x.kept = static_cast<std::size_t>(f[2]), x.values = static_cast<std::size_t>(f[3]);
+    x.compress_seconds = f[4], x.comm_seconds = f[5], x.wait_seconds = f[6];
+  }
+  return acct;
+}
+
+}  // namespace sparq::cli

@@ -1,0 +1,48 @@
+#pragma once
+// What `sparq train` reports: test metrics, and the per-entity traffic table.
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sparq/data/dataset.h"
+#include "sparq/model/dlrm.h"
+#include "sparq/train/grad_exchange.h"
+
+namespace sparq::cli {
+
+struct EvalResult {
+  double loss = 0, accuracy = 0, auc = 0.5;
+};
+
+// Test metrics over `test`; logits_of(batch) gives the logits, or nothing on
+// a rank that does not see them (model parallelism: all but the last stage),
+// which then returns nothing.
+std::optional<EvalResult> evaluate(const std::function<std::vector<float>(const Batch&)>& logits_of,
+                                   const RecordSet& test, const DlrmConfig& cfg, std::size_t batch);
+
+// What this rank put on the wire per entity, cumulative: the table printed
+// at the end of a distributed run, and its lines in --metrics. Bytes come
+// from the transport counters, against the fp32 exchange of the same data.
+struct Accounting {
+  std::vector<std::pair<std::string, ExchangeStats>> rows;  // entities in first-seen order
+  void add(const std::string& name, const ExchangeStats& x);
+  void add(const Accounting& o);
+  double wait_seconds() const;
+};
+
+double ratio(const ExchangeStats& x);  // fp32 bytes / bytes sent
+
+using Say = std::function<void(const std::string&)>;
+using Emit = std::function<void(const nlohmann::json&)>;
+void report_accounting(const Accounting& acct, std::size_t steps, const std::string& title, const Say& say,
+                       const Emit& emit);
+
+// Sums every rank's accounting (model parallelism: each cut's traffic is sent
+// by its two stages). Every rank holds the same entities in the same order.
+Accounting sum_over_ranks(Transport& t, Accounting acct);
+
+}  // namespace sparq::cli
