@@ -98,7 +98,10 @@ void run_train(const TrainArgs& a) {
   const std::size_t nstages = plan_stages(cfg, a.mp_splits).size();
   SPARQ_CHECK_AS(InputError, a.dp_mode == "allreduce" || a.dp_mode == "ps", "--dp-mode must be allreduce or ps, got '{}'",
                  a.dp_mode);
+  SPARQ_CHECK_AS(InputError, a.dp_mode == "ps" || (a.servers == 1 && a.max_staleness == 0),
+                 "--servers and --max-staleness need --dp-mode ps");
   if (a.dp_mode == "ps") {
+    SPARQ_CHECK_AS(InputError, a.dp_allreduce == "auto", "--dp-allreduce does not apply to --dp-mode ps (pushes)");
     SPARQ_CHECK_AS(InputError, a.servers >= 1 && world > a.servers,
                    "--dp-mode ps needs --servers >= 1 and at least one more rank for a worker ({} ranks, {} servers)",
                    world, a.servers);
@@ -118,11 +121,14 @@ void run_train(const TrainArgs& a) {
     SPARQ_CHECK_AS(InputError, dpo.overlap && dpo.fuse_bytes == 0,
                    "--no-overlap/--fuse-bytes shape the pure data-parallel exchange; with --mp-splits the replicas "
                    "exchange each stage's gradients after the pipeline's backward pass");
-    SPARQ_CHECK_AS(InputError, static_cast<std::size_t>(world) > nstages || a.dp_codec == "none",
-                   "--dp-codec acts between replicas: --mp-splits over {} ranks has one replica", world);
+    SPARQ_CHECK_AS(InputError,
+                   static_cast<std::size_t>(world) > nstages || (a.dp_codec == "none" && a.dp_allreduce == "auto"),
+                   "--dp-codec and --dp-allreduce act between replicas: --mp-splits over {} ranks has one replica",
+                   world);
   } else {
-    SPARQ_CHECK_AS(InputError, a.mp_codec == "none" && a.micro_batches == 1,
-                   "--mp-codec and --micro-batches act between model-parallel stages: they need --mp-splits");
+    SPARQ_CHECK_AS(InputError, a.mp_codec == "none" && a.micro_batches == 1 && a.mp_threshold_eta == 0.95,
+                   "--mp-codec, --micro-batches and --mp-threshold-eta act between model-parallel stages: they need "
+                   "--mp-splits");
   }
   if (world > 1) {
     SPARQ_CHECK_AS(InputError, !a.stream, "--stream with more than one rank is not built yet");

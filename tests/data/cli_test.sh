@@ -87,7 +87,8 @@ for bad in "--emb-placement row-wise" "--emb-codec-fwd q4" "--ranks 2 --emb-plac
            "--dp-codec dct:0.9,10 --dp-allreduce ring" "--fuse-bytes 12parsecs" "--mp-splits bot:9" \
            "--ranks 3 --mp-splits bot:1" "--mp-codec dct:0.9" "--ranks 2 --mp-splits bot:1 --mp-codec sketch:1.5" \
            "--ranks 2 --mp-splits bot:1 --dp-codec q4" \
-           "--dp-mode gossip" "--ranks 2 --dp-mode ps --servers 2" "--ranks 3 --dp-mode ps --dp-codec q4"; do
+           "--dp-mode gossip" "--ranks 2 --dp-mode ps --servers 2" "--ranks 3 --dp-mode ps --dp-codec q4" \
+           "--servers 2" "--max-staleness 3" "--mp-threshold-eta 0.9" "--ranks 2 --mp-splits bot:1 --dp-allreduce ring"; do
   # shellcheck disable=SC2086
   run train "${common[@]}" $bad && fail "'$bad' must fail"
   [ "$(wc -l < "$D/err")" -eq 1 ] && grep -q "error" "$D/err" || fail "'$bad': one-line error: $(cat "$D/err")"
