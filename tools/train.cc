@@ -89,8 +89,11 @@ void run_train(const TrainArgs& a) {
   dpo.emb_fwd = emb_codec(a.emb_codec_fwd, "--emb-codec-fwd");
   dpo.emb_bwd = emb_codec(a.emb_codec_bwd, "--emb-codec-bwd");
   dpo.emb_row_len = a.emb_row_len;
-  SPARQ_CHECK_AS(InputError, dpo.placement == EmbPlacement::TableWise || (a.emb_codec_fwd == "fp32" && a.emb_codec_bwd == "fp32"),
-                 "--emb-codec-fwd/--emb-codec-bwd quantize the table-wise alltoall: they need --emb-placement table-wise");
+  SPARQ_CHECK_AS(InputError,
+                 dpo.placement == EmbPlacement::TableWise ||
+                     (a.emb_codec_fwd == "fp32" && a.emb_codec_bwd == "fp32" && a.emb_row_len == 32),
+                 "--emb-codec-fwd/--emb-codec-bwd/--emb-row-len quantize the table-wise alltoall: they need "
+                 "--emb-placement table-wise");
   dpo.overlap = !a.no_overlap;
   dpo.fuse_bytes = parse_bytes(a.fuse_bytes);
   const MpCodec mpc = parse_mp_codec(a.mp_codec);
