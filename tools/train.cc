@@ -46,9 +46,6 @@ namespace sparq::cli {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
 std::string checkpoint_meta(std::size_t step, const TrainArgs& a, const DlrmConfig& cfg) {
   nlohmann::json j;
   j["step"] = step;
@@ -388,7 +385,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
         plan.fill(it, data.train.records(), cfg.table_rows, batch);
       }
       const std::size_t global_size = batch.size;
-      t_data += since(t0);
+      t_data += seconds_since(t0);
       const StepOut s = run_step(batch);
       loss_sum += s.loss_sum;
       t_fwd += s.fwd;
@@ -398,7 +395,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
       acct_print.add(s.traffic);
       thr_sum += s.threshold_sum;
       thr_rows += s.threshold_rows;
-      t_iter += since(t0);
+      t_iter += seconds_since(t0);
       ++its;
       samples += global_size;
       local_samples += s.samples;
@@ -447,7 +444,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     }
     test_now(nbatches, epoch);
   }
-  const double train_wall = since(train_start);
+  const double train_wall = seconds_since(train_start);
   if (tot_samples > 0) {
     const double compute = tot_fwd + tot_bwd + tot_opt + tot_comm;
     const double flops = 6.0 * static_cast<double>(model.mlp_macs_per_sample()) * static_cast<double>(tot_samples);

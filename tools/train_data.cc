@@ -10,16 +10,10 @@
 
 #include "sparq/core/error.h"
 #include "sparq/data/random.h"
+#include "sparq/transport/transport.h"
 #include "tools/synthetic_data.h"
 
 namespace sparq::cli {
-
-namespace {
-
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-}  // namespace
 
 // Lines of a file (a last line without '\n' counts): one memchr pass, far
 // cheaper than parsing, so a streamed epoch knows its number of batches.
@@ -131,7 +125,7 @@ Data load_data(const TrainArgs& a, const DlrmConfig& cfg) {
     SPARQ_THROW(InputError, "--data-generation must be dataset, synthetic or random, got '{}'", a.data_generation);
   }
   (void)cfg;
-  d.load_secs = since(t0);
+  d.load_secs = seconds_since(t0);
   return d;
 }
 

@@ -39,10 +39,6 @@ DataParallel::~DataParallel() {
   engine_.reset();  // runs (or fails) what is queued before the slots it writes go away
 }
 
-namespace {
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-}  // namespace
-
 void DataParallel::view_ready(std::size_t v) {
   const auto& view = model_.dense().views()[v];
   if (open_.hi == open_.lo) {
@@ -96,7 +92,7 @@ DpStepStats DataParallel::step(const Batch& global, std::uint64_t k) {
   const bool computes = local.size > 0;
   if (computes) {
     const auto logits = table_wise_ ? model_.forward(local, pooled_) : model_.forward(local);
-    st.forward_s = since(t0);
+    st.forward_s = seconds_since(t0);
     t0 = Clock::now();
     dlogits_.resize(local.size);
     st.loss = bce_with_logits<float>(logits, local.labels, dlogits_);
@@ -108,7 +104,7 @@ DpStepStats DataParallel::step(const Batch& global, std::uint64_t k) {
         for (float& x : dlogits_) x *= w;
     }
     model_.backward(dlogits_);  // with overlap, the hook starts the dense exchanges
-    st.backward_s = since(t0);
+    st.backward_s = seconds_since(t0);
   }
   if (p > 1) {
     if (!computes) {
@@ -137,13 +133,13 @@ DpStepStats DataParallel::step(const Batch& global, std::uint64_t k) {
       t0 = Clock::now();
       works_[i].wait();
       Slot& s = slots_[i];
-      s.stats.wait_seconds = since(t0);
+      s.stats.wait_seconds = seconds_since(t0);
       (s.entity == Entity::WGrad ? st.w_grad : s.entity == Entity::EmbGrad ? st.emb_grad : st.emb_bwd) += s.stats;
     }
   }
   t0 = Clock::now();
   opt_.step();
-  st.optimizer_s = since(t0);
+  st.optimizer_s = seconds_since(t0);
   return st;
 }
 

@@ -48,7 +48,7 @@ ExchangeStats exchange_embedding_grad(Transport& t, SparseGrad<float>& g, std::s
   ExchangeStats st;
   st.bytes_sent = cs.wire.bytes_sent;
   st.dense_bytes = dense_ring_bytes(t.size(), n);
-  st.comm_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  st.comm_seconds = seconds_since(t0);
   st.wait_seconds = st.comm_seconds;
   st.kept = in.nnz();
   st.values = n;

@@ -18,12 +18,6 @@ T number(std::string_view s, std::string_view spec, const char* what) {
   return v;
 }
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-}  // namespace
-
-namespace {
-
 DpCodec parse_codec_only(std::string_view s) {
   DpCodec c;
   c.text = std::string(s);
@@ -142,7 +136,9 @@ ExchangeStats GradExchange::exchange(Transport& t, std::string_view name, std::s
       }
       st.compress_seconds = seconds_since(t0);
       t0 = Clock::now();
-      cs = sparse_allreduce(t, stream_, sum_, {.algo = codec_.sparse_algo});
+      SparseAllreduceOptions o;
+      o.algo = codec_.sparse_algo;
+      cs = sparse_allreduce(t, stream_, sum_, o);
       sum_.to_dense(grad);
       st.comm_seconds = seconds_since(t0);
       break;

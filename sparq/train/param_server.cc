@@ -19,7 +19,6 @@ namespace {
 constexpr int kRequestTag = tags::kParamServer, kReplyTag = tags::kParamServer + 1;
 enum class Msg : std::uint32_t { Pull = 1, Push = 2, Done = 3, Fetch = 4 };
 
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Little-endian message building and bounds-checked reading.
 struct Writer {
@@ -64,8 +63,6 @@ void put_header(Writer& w, Msg type, std::uint64_t step) {
   w.put(step);
 }
 
-// Greedy: largest first to the least-loaded server (ties to the lower index).
-std::vector<int> spread(std::vector<std::size_t> sizes, int servers) { return assign_tables(sizes, servers); }
 
 }  // namespace
 
@@ -74,10 +71,10 @@ PsLayout::PsLayout(const Dlrm<float>& model, int workers_, int servers_) : worke
                  workers, servers);
   std::vector<std::size_t> sizes;
   for (const auto& v : model.dense().views()) sizes.push_back(v.size);
-  view_server = spread(sizes, servers);
+  view_server = assign_tables(sizes, servers);  // largest first to the least loaded
   sizes.clear();
   for (const auto& t : model.tables()) sizes.push_back(t.rows() * t.dim());
-  table_server = spread(sizes, servers);
+  table_server = assign_tables(sizes, servers);
 }
 
 PsWorker::PsWorker(Transport& t, Dlrm<float>& model, const PsLayout& layout, DpCodec codec,
@@ -140,7 +137,7 @@ PsWorkerStats PsWorker::step(const Batch& global, std::uint64_t k) {
         for (std::uint32_t row : rows[tb]) r.get_span(tables[tb].row(row));
     r.end();
   }
-  st.wait_s = since(t0);
+  st.wait_s = seconds_since(t0);
   st.pull.bytes_sent = t_.counters().total().bytes_recv - recv_before;  // received: what a pull costs
   wait_sends();
 
@@ -149,14 +146,14 @@ PsWorkerStats PsWorker::step(const Batch& global, std::uint64_t k) {
   t0 = Clock::now();
   if (local_.size > 0) {
     const auto logits = model_.forward(local_);
-    st.forward_s = since(t0);
+    st.forward_s = seconds_since(t0);
     t0 = Clock::now();
     dlogits_.resize(local_.size);
     st.loss = bce_with_logits<float>(logits, local_.labels, dlogits_);
     const float weight = static_cast<float>(static_cast<double>(local_.size) * W / static_cast<double>(global.size));
     for (float& d : dlogits_) d *= weight;
     model_.backward(dlogits_);
-    st.backward_s = since(t0);
+    st.backward_s = seconds_since(t0);
   } else {
     std::fill(dense.grads().begin(), dense.grads().end(), 0.0f);
     for (std::size_t tb = 0; tb < tables.size(); ++tb) model_.sparse_grad(tb).rows.clear(), model_.sparse_grad(tb).values.clear();
@@ -178,7 +175,7 @@ PsWorkerStats PsWorker::step(const Batch& global, std::uint64_t k) {
         stream = compress::SparseStream::dense(std::vector<float>(g.begin(), g.end()));
         st.w_grad.kept += g.size();
       }
-      st.w_grad.compress_seconds += since(t0);
+      st.w_grad.compress_seconds += seconds_since(t0);
       std::vector<std::byte> enc(compress::encoded_size(stream));
       compress::encode_stream(stream, enc);
       m.put(static_cast<std::uint32_t>(enc.size()));
@@ -294,7 +291,7 @@ PsServerStats PsServer::run() {
       }
     }
     r.end();
-    st.stale_wait_s += since(p.since);
+    st.stale_wait_s += seconds_since(p.since);
     ++st.pulls;
     Reply& rep = replies.emplace_back();
     rep.buf = std::move(out.out);

@@ -38,10 +38,6 @@ Pipeline::Pipeline(Transport& t, Dlrm<float>& stage, Optimizer<float>& opt, std:
               "the last stage must end in the logit, not a width {}", stage.stage_out_width());
 }
 
-namespace {
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-}  // namespace
-
 void Pipeline::send_act(std::size_t mb, std::span<const float> y, std::size_t cols, PipelineStepStats& st) {
   const std::size_t rows = cols ? y.size() / cols : 0;
   if (threshold_eta_ >= 0)
@@ -61,7 +57,7 @@ void Pipeline::send_act(std::size_t mb, std::span<const float> y, std::size_t co
     auto& buf = send_bufs_.emplace_back(rows * r * sizeof(float));
     float* out = reinterpret_cast<float*>(buf.data());
     gemm<float>(false, false, rows, r, cols, 1.0f, y.data(), cols, sk.data(), r, 0.0f, out, r);  // Y = X S
-    x.compress_seconds += since(t0);
+    x.compress_seconds += seconds_since(t0);
     sends_.push_back(t_.isend(stage_ + 1, tags::kPipelineAct, buf));
     x.kept += rows * r;
   } else {
@@ -71,11 +67,11 @@ void Pipeline::send_act(std::size_t mb, std::span<const float> y, std::size_t co
     compress::dct_mp_gather(out_masks_[mb], y, scratch_);
     auto& buf = send_bufs_.emplace_back(compress::dct_mp_message_bytes(rows, cols, keep));
     compress::dct_mp_encode(out_masks_[mb], scratch_, buf);
-    x.compress_seconds += since(t0);
+    x.compress_seconds += seconds_since(t0);
     sends_.push_back(t_.isend(stage_ + 1, tags::kPipelineAct, buf));
     x.kept += rows * keep;
   }
-  x.comm_seconds += since(t0);
+  x.comm_seconds += seconds_since(t0);
   x.bytes_sent += t_.counters().total().bytes_sent - before;
   x.dense_bytes += y.size() * sizeof(float);
   x.values += y.size();
@@ -87,19 +83,19 @@ std::span<const float> Pipeline::recv_act(std::size_t mb, std::size_t rows, std:
   const auto t0 = Clock::now();
   if (codec_.kind == MpCodec::Kind::None || codec_.kind == MpCodec::Kind::TopkGrad) {
     t_.recv(stage_ - 1, tags::kPipelineAct, std::as_writable_bytes(std::span<float>(dense)));
-    st.idle_s += since(t0);
+    st.idle_s += seconds_since(t0);
   } else if (codec_.kind == MpCodec::Kind::Sketch) {
     const auto& sk = sketch_matrix(mb, cols);
     const std::size_t r = sk.size() / cols;
     scratch_.resize(rows * r);
     t_.recv(stage_ - 1, tags::kPipelineAct, std::as_writable_bytes(std::span<float>(scratch_)));
-    st.idle_s += since(t0);
+    st.idle_s += seconds_since(t0);
     gemm<float>(false, true, rows, cols, r, 1.0f, scratch_.data(), r, sk.data(), r, 0.0f, dense.data(), cols);  // Y S^T
   } else {
     const std::size_t keep = compress::kept_count(cols, codec_.eta);
     recv_buf_.resize(compress::dct_mp_message_bytes(rows, cols, keep));
     t_.recv(stage_ - 1, tags::kPipelineAct, recv_buf_);
-    st.idle_s += since(t0);
+    st.idle_s += seconds_since(t0);
     scratch_.resize(rows * keep);
     compress::dct_mp_decode(recv_buf_, rows, cols, keep, in_masks_[mb], scratch_);
     compress::dct_mp_scatter(in_masks_[mb], scratch_, dense);
@@ -130,7 +126,7 @@ void Pipeline::send_grad(std::size_t mb, std::span<const float> dx, PipelineStep
         if (mask.test(r, c)) e[r * cols + c] = 0.0f;
     auto& buf = send_bufs_.emplace_back(compress::dct_mp_message_bytes(rows, cols, mask.keep()));
     compress::dct_mp_encode(mask, scratch_, buf);
-    x.compress_seconds += since(t0);
+    x.compress_seconds += seconds_since(t0);
     sends_.push_back(t_.isend(stage_ - 1, tags::kPipelineGrad, buf));
     x.kept += rows * mask.keep();
   } else {
@@ -138,11 +134,11 @@ void Pipeline::send_grad(std::size_t mb, std::span<const float> dx, PipelineStep
     auto& buf = send_bufs_.emplace_back(mask.rows() * mask.keep() * sizeof(float));
     const std::span<float> packed(reinterpret_cast<float*>(buf.data()), mask.rows() * mask.keep());
     compress::dct_mp_gather(mask, dx, packed);
-    x.compress_seconds += since(t0);
+    x.compress_seconds += seconds_since(t0);
     sends_.push_back(t_.isend(stage_ - 1, tags::kPipelineGrad, buf));
     x.kept += packed.size();
   }
-  x.comm_seconds += since(t0);
+  x.comm_seconds += seconds_since(t0);
   x.bytes_sent += t_.counters().total().bytes_sent - before;
   x.dense_bytes += dx.size() * sizeof(float);
   x.values += dx.size();
@@ -155,12 +151,12 @@ std::span<const float> Pipeline::recv_grad(std::size_t mb, std::size_t rows, std
   const auto t0 = Clock::now();
   if (codec_.kind == MpCodec::Kind::None || codec_.kind == MpCodec::Kind::Sketch) {
     t_.recv(stage_ + 1, tags::kPipelineGrad, std::as_writable_bytes(std::span<float>(dense)));
-    st.idle_s += since(t0);
+    st.idle_s += seconds_since(t0);
   } else if (codec_.kind == MpCodec::Kind::TopkGrad) {
     const std::size_t keep = compress::kept_count(cols, codec_.eta);
     recv_buf_.resize(compress::dct_mp_message_bytes(rows, cols, keep));
     t_.recv(stage_ + 1, tags::kPipelineGrad, recv_buf_);
-    st.idle_s += since(t0);
+    st.idle_s += seconds_since(t0);
     compress::RowMask mask;
     scratch_.resize(rows * keep);
     compress::dct_mp_decode(recv_buf_, rows, cols, keep, mask, scratch_);
@@ -169,7 +165,7 @@ std::span<const float> Pipeline::recv_grad(std::size_t mb, std::size_t rows, std
     const compress::RowMask& mask = out_masks_[mb];  // the mask this stage sent the activation with
     scratch_.resize(mask.rows() * mask.keep());
     t_.recv(stage_ + 1, tags::kPipelineGrad, std::as_writable_bytes(std::span<float>(scratch_)));
-    st.idle_s += since(t0);
+    st.idle_s += seconds_since(t0);
     compress::dct_mp_scatter(mask, scratch_, dense);
   }
   return dense;
@@ -199,13 +195,13 @@ void Pipeline::forward_all(const Batch& batch, std::size_t micro, double weight,
   in_masks_.resize(micro);
   auto t0 = Clock::now();
   model_.stage_begin(batch, micro);
-  st.forward_s += since(t0);
+  st.forward_s += seconds_since(t0);
   for (std::size_t mb = 0; mb < micro; ++mb) {
     const std::size_t rows = model_.micro_size(mb);
     const float* x = stage_ > 0 ? recv_act(mb, rows, in_w, st).data() : nullptr;
     t0 = Clock::now();
     const auto y = model_.stage_forward(mb, x);
-    st.forward_s += since(t0);
+    st.forward_s += seconds_since(t0);
     if (!last) {
       send_act(mb, y, out_w, st);
     } else if (logits) {
@@ -220,7 +216,7 @@ void Pipeline::forward_all(const Batch& batch, std::size_t micro, double weight,
       for (float& d : dlogits_[mb]) d *= scale;
       st.loss_sum += mean * static_cast<double>(rows);
       st.samples += rows;
-      st.forward_s += since(t0);
+      st.forward_s += seconds_since(t0);
     }
   }
 }
@@ -246,17 +242,17 @@ PipelineStepStats Pipeline::step(const Batch& batch, double weight, const std::f
     const float* dy = last ? dlogits_[mb].data() : recv_grad(mb, rows, out_w, st).data();
     const auto t0 = Clock::now();
     const float* dx = model_.stage_backward(mb, dy);
-    st.backward_s += since(t0);
+    st.backward_s += seconds_since(t0);
     if (stage_ > 0) send_grad(mb, std::span<const float>(dx, rows * in_w), st);
   }
   ++step_;
   auto t0 = Clock::now();
   model_.stage_end();  // the tables' gradients
-  st.backward_s += since(t0);
+  st.backward_s += seconds_since(t0);
   if (before_update) before_update();
   t0 = Clock::now();
   opt_.step();
-  st.optimizer_s += since(t0);
+  st.optimizer_s += seconds_since(t0);
   wait_sends();
   return st;
 }

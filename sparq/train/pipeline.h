@@ -76,8 +76,8 @@ class Pipeline {
   // Runs the forward passes (and the last stage's loss) of every micro-batch.
   void forward_all(const Batch& batch, std::size_t micro, double weight, PipelineStepStats& st,
                    std::vector<float>* logits);
-  // Sends x [rows x cols] to `peer` (encoded with the codec; `mask` is the
-  // DCT-MP mask chosen for it (forward) or given (backward)).
+  // X_act of micro-batch mb to the next stage / X_grad to the previous one,
+  // encoded with the codec (DCT-MP: the mask chosen forward is reused back).
   void send_act(std::size_t mb, std::span<const float> y, std::size_t cols, PipelineStepStats& st);
   std::span<const float> recv_act(std::size_t mb, std::size_t rows, std::size_t cols, PipelineStepStats& st);
   void send_grad(std::size_t mb, std::span<const float> dx, PipelineStepStats& st);

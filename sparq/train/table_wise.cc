@@ -34,7 +34,6 @@ TableWise::TableWise(Transport& t, Dlrm<float>& model, Codec fwd, Codec bwd, std
 }
 
 namespace {
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // What one alltoall cost: counters, and the fp32 bytes of the same blocks.
 ExchangeStats alltoall_stats(const CollStats& cs, std::span<const std::size_t> send_counts, int self, double secs) {
@@ -59,7 +58,8 @@ ExchangeStats TableWise::forward(const Batch& global, std::span<float> pooled) {
   // Pool the owned tables over the global batch, straight into the send
   // layout [q][table][sample of q][dim]: a table's rows for q's samples are
   // rows offset(q).. of its pooled [G x d], one block per destination.
-  std::vector<float> own(mine.size() * G * d);
+  std::vector<float>& own = scratch_;
+  own.resize(mine.size() * G * d);
   for (std::size_t i = 0; i < mine.size(); ++i)
     model_.tables()[mine[i]].forward(global.sparse[mine[i]], G, own.data() + i * G * d, d);
   send_counts_.assign(static_cast<std::size_t>(p), 0);
@@ -76,7 +76,7 @@ ExchangeStats TableWise::forward(const Batch& global, std::span<float> pooled) {
   recv_.resize(shares.len(r) * m * d);
   const auto t0 = Clock::now();
   const CollStats cs = quantized_alltoallv(t_, send_, send_counts_, recv_, recv_counts_, {.codec = fwd_});
-  const ExchangeStats st = alltoall_stats(cs, send_counts_, r, since(t0));
+  const ExchangeStats st = alltoall_stats(cs, send_counts_, r, seconds_since(t0));
   // recv block of owner s: [its tables][my samples][dim] -> pooled [sample][table][dim].
   const std::size_t len = shares.len(r);
   const float* in = recv_.data();
@@ -106,9 +106,10 @@ ExchangeStats TableWise::backward(std::span<const float> dpooled) {
   }
   recv_.resize(mine.size() * G * d);
   const auto t0 = Clock::now();
-  std::vector<float> got(recv_.size());
+  std::vector<float>& got = scratch_;
+  got.resize(recv_.size());
   const CollStats cs = quantized_alltoallv(t_, send_, send_counts_, got, recv_counts_, {.codec = bwd_});
-  const ExchangeStats st = alltoall_stats(cs, send_counts_, r, since(t0));
+  const ExchangeStats st = alltoall_stats(cs, send_counts_, r, seconds_since(t0));
   // got: [q][my tables][q's samples][dim] -> recv_ [my table][global sample][dim].
   const float* in = got.data();
   for (int q = 0; q < p; ++q)

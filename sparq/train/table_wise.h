@@ -62,7 +62,7 @@ class TableWise {
   std::vector<int> owner_;
   std::vector<std::vector<std::size_t>> tables_of_;  // per rank, ascending
   const Batch* global_ = nullptr;                   // the batch of the last forward()
-  std::vector<float> send_, recv_;
+  std::vector<float> send_, recv_, scratch_;
   std::vector<std::size_t> send_counts_, recv_counts_;
 };
 

@@ -30,6 +30,8 @@ namespace sparq {
 using Bytes = std::span<const std::byte>;
 using MutBytes = std::span<std::byte>;
 using Clock = std::chrono::steady_clock;
+// Seconds from t to now (phase timings and accounting).
+inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 using Millis = std::chrono::milliseconds;
 
 // Traffic with one peer, or in total.
