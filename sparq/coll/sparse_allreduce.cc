@@ -43,9 +43,11 @@ int ceil_log2(int p) {
   return l;
 }
 
-Blob encode(const SparseStream& s) {
-  Blob b(compress::encoded_size(s));
-  compress::encode_stream(s, b);
+using compress::ValueFormat;
+
+Blob encode(const SparseStream& s, ValueFormat vf) {
+  Blob b(compress::encoded_size(s, vf));
+  compress::encode_stream(s, b, vf);
   return b;
 }
 
@@ -100,8 +102,8 @@ SparseStream concat(std::size_t n, const pattern::Partition& part, const std::ve
   return SparseStream::sparse(n, std::move(idx), std::move(val));
 }
 
-SparseStream exchange(Call& c, const SparseStream& mine, int peer, std::size_t dim) {
-  const Blob out = encode(mine);
+SparseStream exchange(Call& c, const SparseStream& mine, int peer, std::size_t dim, ValueFormat vf) {
+  const Blob out = encode(mine, vf);
   Request send = c.isend(peer, std::span<const std::byte>(out));
   Request recv = c.irecv_message(peer);
   c.wait(recv);
@@ -112,8 +114,9 @@ SparseStream exchange(Call& c, const SparseStream& mine, int peer, std::size_t d
 
 // Recursive doubling over sparse streams; a non-power-of-two P is folded as
 // in the dense algorithm (pattern::Fold). Each partner computes mine + theirs;
-// stream sums are commutative, so all ranks end with identical streams.
-SparseStream recursive_double(Call& c, const SparseStream& in) {
+// stream sums are commutative, so all ranks end with identical streams (with
+// lossy values, because each side rounds its own partial sum as it sends it).
+SparseStream recursive_double(Call& c, const SparseStream& in, ValueFormat vf) {
   const int r = c.rank();
   const std::size_t n = in.dim();
   const pattern::Fold fold(c.size());
@@ -121,7 +124,7 @@ SparseStream recursive_double(Call& c, const SparseStream& in) {
   SparseStream acc = in;
   if (r < 2 * fold.rem) {
     if (nr < 0) {
-      const Blob out = encode(acc);
+      const Blob out = encode(acc, vf);
       Request s = c.isend(r + 1, std::span<const std::byte>(out));
       c.wait(s);
     } else {
@@ -134,7 +137,8 @@ SparseStream recursive_double(Call& c, const SparseStream& in) {
   if (nr >= 0)
     for (int mask = 1; mask < fold.pof2; mask <<= 1) {
       const int peer = fold.real_rank(nr ^ mask);
-      acc = compress::sum(acc, exchange(c, acc, peer, n));
+      compress::round_values(acc, vf);
+      acc = compress::sum(acc, exchange(c, acc, peer, n, vf));
     }
   if (r < 2 * fold.rem) {
     if (nr < 0) {
@@ -142,7 +146,8 @@ SparseStream recursive_double(Call& c, const SparseStream& in) {
       c.wait(q);
       acc = decode_checked(q.take_message(), n, r + 1);
     } else {
-      const Blob out = encode(acc);
+      compress::round_values(acc, vf);
+      const Blob out = encode(acc, vf);
       Request s = c.isend(r - 1, std::span<const std::byte>(out));
       c.wait(s);
     }
@@ -153,7 +158,7 @@ SparseStream recursive_double(Call& c, const SparseStream& in) {
 
 // Split phase: range j of my stream goes to rank j; I sum the P pieces of my
 // range in rank order. Returns my reduced range (dimension part.len(rank)).
-SparseStream split(Call& c, const SparseStream& in, const pattern::Partition& part) {
+SparseStream split(Call& c, const SparseStream& in, const pattern::Partition& part, ValueFormat vf) {
   const int p = c.size(), r = c.rank();
   std::vector<Blob> out(p);
   std::vector<Request> recvs(p), sends;
@@ -161,7 +166,7 @@ SparseStream split(Call& c, const SparseStream& in, const pattern::Partition& pa
     if (j != r) recvs[j] = c.irecv_message(j);
   for (int s = 1; s < p; ++s) {  // staggered destinations: no rank is everyone's first
     const int j = pattern::mod(r + s, p);
-    out[j] = encode(extract(in, part.offset(j), part.len(j)));
+    out[j] = encode(extract(in, part.offset(j), part.len(j)), vf);
     sends.push_back(c.isend(j, std::span<const std::byte>(out[j])));
   }
   SparseStream acc;
@@ -181,10 +186,11 @@ SparseStream split(Call& c, const SparseStream& in, const pattern::Partition& pa
   return acc;
 }
 
-SparseStream split_allgather_sparse(Call& c, const SparseStream& in) {
+// Every rank, the owner included, decodes the same gathered ranges.
+SparseStream split_allgather_sparse(Call& c, const SparseStream& in, ValueFormat vf) {
   const pattern::Partition part{in.dim(), c.size()};
-  const SparseStream mine = split(c, in, part);
-  std::vector<Blob> blobs = allgather_blobs(c, encode(mine));
+  const SparseStream mine = split(c, in, part, vf);
+  std::vector<Blob> blobs = allgather_blobs(c, encode(mine, vf));
   std::vector<SparseStream> ranges(c.size());
   for (int j = 0; j < c.size(); ++j) ranges[j] = decode_checked(blobs[j], part.len(j), j);
   return concat(in.dim(), part, ranges);
@@ -194,7 +200,7 @@ SparseStream split_allgather_dense(Call& c, const SparseStream& in, const Sparse
   const int p = c.size(), r = c.rank();
   const std::size_t n = in.dim();
   const pattern::Partition part{n, p};
-  SparseStream mine = split(c, in, part);
+  SparseStream mine = split(c, in, part, opts.values);
   std::vector<float> own(part.len(r));
   mine.to_dense(own);
   std::vector<float> result(n);
@@ -233,11 +239,16 @@ SparseCostEstimate estimate_sparse_allreduce(const SparseAllreduceOptions& opts,
     return nn > 0 ? nn * (1 - std::pow(1 - k / nn, m)) : 0.0;
   };
   // Wire bytes of a stream with u entries out of dim (dense past capacity);
-  // a range's indices are local to it, so its pairs can be narrower.
+  // a range's indices are local to it, so its pairs can be narrower. Index
+  // bytes: the fixed width, or the expected delta-varint length if less, for
+  // geometric gaps of mean dim / u (P(gap >= 2^7j) ~ exp(-2^7j u / dim)).
+  const double vbytes = static_cast<double>(compress::value_bytes(opts.values));
   auto bytes = [&](double u, double dim) {
     const auto d = static_cast<std::size_t>(dim);
-    const double pair = static_cast<double>(compress::index_bytes(d) + 4);
-    return u > static_cast<double>(compress::sparse_capacity(d)) ? hdr + 4 * dim : hdr + u * pair;
+    if (u > static_cast<double>(compress::sparse_capacity(d))) return hdr + 4 * dim;
+    double varint = 1;
+    for (int j = 1; j <= 4 && u > 0; ++j) varint += std::exp(-std::ldexp(1.0, 7 * j) * u / dim);
+    return hdr + u * (std::min(static_cast<double>(compress::index_bytes(d)), varint) + vbytes);
   };
   const pattern::Fold fold(p);
   const bool folded = fold.rem > 0;
@@ -291,8 +302,8 @@ CollStats sparse_allreduce(Transport& t, const SparseStream& in, SparseStream& o
   }
   const std::string name(sparse_algo_name(algo));
   switch (algo) {
-    case SparseAlgo::SsarRecursiveDouble: out = recursive_double(c, in); break;
-    case SparseAlgo::SsarSplitAllgather: out = split_allgather_sparse(c, in); break;
+    case SparseAlgo::SsarRecursiveDouble: out = recursive_double(c, in, opts.values); break;
+    case SparseAlgo::SsarSplitAllgather: out = split_allgather_sparse(c, in, opts.values); break;
     case SparseAlgo::DsarSplitAllgather: out = split_allgather_dense(c, in, opts); break;
     case SparseAlgo::Dense: {
       std::vector<float> v(in.dim());
@@ -305,6 +316,7 @@ CollStats sparse_allreduce(Transport& t, const SparseStream& in, SparseStream& o
     }
     case SparseAlgo::Auto: break;
   }
+  compress::round_values(out, opts.values);  // one precision for every algorithm's result
   return c.finish(name);
 }
 

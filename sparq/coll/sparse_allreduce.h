@@ -12,6 +12,10 @@
 //  - dsar_split_allgather: the same split, then the reduced range goes dense
 //    and a dense ring allgather follows, optionally QSGD-quantized.
 //  - dense: densify and run the dense allreduce (for comparison).
+//  - values = Bf16: every sparse message carries bfloat16 values (a sender
+//    rounds its own partial sum first, so partners still agree) and the
+//    result is rounded to bf16 on every rank; the dense phases (dsar's
+//    allgather, `dense`) still send fp32, or QSGD where asked.
 //  - auto: the cheapest of the four under an alpha-beta estimate (see
 //    SparseAutoRule), dense unless a sparse one is more than 1% cheaper; it
 //    costs one extra 8-byte allreduce so that all ranks agree on the max nnz.
@@ -21,6 +25,7 @@
 #include "sparq/coll/call.h"
 #include "sparq/compress/qsgd.h"
 #include "sparq/compress/sparse_stream.h"
+#include "sparq/compress/stream_codec.h"
 #include "sparq/transport/net_model.h"
 
 namespace sparq {
@@ -45,6 +50,7 @@ struct SparseAllreduceOptions {
   // dsar_split_allgather (and auto's choice of it): QSGD for the dense phase.
   std::optional<compress::QsgdOptions> dense_qsgd;
   std::uint64_t step = 0, tensor = 0;  // QSGD randomness keys
+  compress::ValueFormat values = compress::ValueFormat::F32;
   SparseAutoRule auto_rule{};
 };
 

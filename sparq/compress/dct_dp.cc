@@ -44,6 +44,7 @@ DctDpStep DctDp::step(std::string_view name, std::uint64_t k, std::span<const fl
     st.recompute_next = drift > opts_.adaptive_tolerance * std::max(target, 1.0);
   }
   out.finish_pairs(kept);
+  round_with_feedback(out, err, opts_.values);
   return {st.tau, kept, scheduled || adaptive, adaptive};
 }
 

@@ -9,7 +9,9 @@
 //   if L | k, or first call for name:  tau = sparsity_threshold(W, eta)
 //   sent = pairs of W with |W| >= tau  (written to `out`)
 //   E = W - sent                       (0 where sent, W elsewhere)
-// so sent + E == grad + E_old bit for bit.
+// so sent + E == grad + E_old bit for bit. With values = Bf16 the sent
+// values are rounded to bf16 and the rounding error stays in E (the identity
+// still holds exactly: v - bf16(v) is a float).
 //
 // Adaptive option (adaptive_tolerance > 0): when a step keeps a count that
 // differs from the target n - floor(n*eta) by more than tolerance * target,
@@ -37,6 +39,7 @@ struct DctDpOptions {
   double eta = 0.99;                // sparsity factor: fraction dropped
   std::uint64_t life_span = 1000;   // L, >= 1
   double adaptive_tolerance = 0.0;  // 0 = off; else relative drift of the kept count
+  ValueFormat values = ValueFormat::F32;  // precision of the sent values
 };
 
 struct DctDpStats {

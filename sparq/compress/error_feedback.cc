@@ -1,9 +1,23 @@
 #include "sparq/compress/error_feedback.h"
 
 #include "sparq/compress/counter_rng.h"
+#include "sparq/compress/half.h"
 #include "sparq/core/error.h"
 
 namespace sparq::compress {
+
+void round_with_feedback(SparseStream& sent, std::span<float> e, ValueFormat vf) {
+  SPARQ_CHECK_AS(InputError, !sent.is_dense() && e.size() == sent.dim(),
+                 "round_with_feedback: needs a sparse stream and a residual of its dimension");
+  if (vf == ValueFormat::F32) return;
+  const auto idx = sent.indices();
+  const auto val = sent.mutable_values();
+  for (std::size_t j = 0; j < idx.size(); ++j) {
+    const float r = bf16_to_float(float_to_bf16(val[j]));
+    e[idx[j]] += val[j] - r;
+    val[j] = r;
+  }
+}
 
 ErrorFeedbackStore::ErrorFeedbackStore(DrainOptions drain) : drain_(drain) {
   SPARQ_CHECK_AS(InputError, drain.fraction >= 0.0 && drain.fraction <= 1.0, "drain fraction {} outside [0, 1]",

@@ -16,7 +16,14 @@
 #include <string_view>
 #include <vector>
 
+#include "sparq/compress/stream_codec.h"
+
 namespace sparq::compress {
+
+// Low-precision sending with error feedback (SparCML Algorithm 1, E = acc -
+// Q(sent)): rounds the sparse stream's values to vf and adds what rounding
+// took back into the residual e (e.size() == sent.dim(), sent sparse).
+void round_with_feedback(SparseStream& sent, std::span<float> e, ValueFormat vf);
 
 struct DrainOptions {
   std::uint64_t every = 0;  // 0 = never drain

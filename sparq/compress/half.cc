@@ -36,6 +36,14 @@ float half_to_float(std::uint16_t h) {
   return std::bit_cast<float>(sign | ((exp + 112u) << 23) | (man << 13));
 }
 
+std::uint16_t float_to_bf16(float f) {
+  const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);
+  // Adding 0x7fff plus the kept part's lowest bit rounds half to even; a carry
+  // into the exponent is the correct next binade (or infinity).
+  return static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
 namespace {
 // fp16 bit patterns mapped onto consecutive integers in value order (both
 // zeros -> 0), so "the next fp16 down" is key - 1.

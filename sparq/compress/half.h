@@ -1,9 +1,10 @@
 #pragma once
 // IEEE 754 binary16 ("fp16") conversions for the row-wise quantizer's optional
-// half-precision scale/bias. Written out in integer arithmetic because the
+// half-precision scale/bias, and bfloat16 for sparse-stream values. Written out in integer arithmetic because the
 // quantizer needs *directed* rounding (round the bias down and the scale up so
 // that every input stays inside the dequantized grid), which no standard
 // conversion offers, and so that results do not depend on the target's F16C.
+#include <bit>
 #include <cstdint>
 
 namespace sparq::compress {
@@ -16,5 +17,11 @@ float half_to_float(std::uint16_t h);
 // +-inf when f lies beyond +-65504).
 std::uint16_t half_round_down(float f);
 std::uint16_t half_round_up(float f);
+
+// bfloat16: the top 16 bits of a float (same exponent range, 8-bit
+// significand). Round-to-nearest-even; NaN stays a (quiet) NaN, and only
+// values beyond the largest bf16 round to +-inf.
+std::uint16_t float_to_bf16(float f);
+inline float bf16_to_float(std::uint16_t h) { return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }
 
 }  // namespace sparq::compress

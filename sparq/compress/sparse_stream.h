@@ -51,6 +51,8 @@ class SparseStream {
   std::span<const std::uint32_t> indices() const { return std::span(indices_).first(dense_ ? 0 : count_); }
   // Sparse: the pair values; dense: all dim values.
   std::span<const float> values() const { return std::span(values_).first(count_); }
+  // The same values, writable in place (a sender rounding to its wire precision).
+  std::span<float> mutable_values() { return std::span(values_).first(count_); }
 
   // For selectors that produce pairs in index order without a copy: makes
   // this an empty sparse stream of dimension dim whose buffers hold at least

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "sparq/compress/half.h"
 #include "sparq/core/error.h"
 
 namespace sparq::compress {
@@ -13,6 +14,7 @@ static_assert(std::endian::native == std::endian::little, "the wire formats are 
 namespace {
 
 enum Kind : std::uint8_t { kSparse = 1, kDense = 2 };
+constexpr std::uint8_t kVarint = 0x80;
 
 std::uint32_t load_u32(const std::uint8_t* p) {
   std::uint32_t v;
@@ -48,57 +50,149 @@ void store_indices(std::span<const std::uint32_t> idx, std::uint8_t* p) {
   }
 }
 
+void check_index(std::uint64_t v, std::size_t i, std::uint32_t dim, const std::uint32_t* out) {
+  SPARQ_CHECK_AS(WireError, v < dim, "sparse stream: index {} at {} out of range [0, {})", v, i, dim);
+  SPARQ_CHECK_AS(WireError, i == 0 || out[i - 1] < v, "sparse stream: index {} at {} not above {}", v, i, out[i - 1]);
+}
+
 // Reads n indices into out, rejecting any out of range or out of order.
 template <std::size_t C>
 void load_indices(const std::uint8_t* p, std::size_t n, std::uint32_t dim, std::uint32_t* out) {
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint32_t v = load_index<C>(p, i);
-    SPARQ_CHECK_AS(WireError, v < dim, "sparse stream: index {} at {} out of range [0, {})", v, i, dim);
-    SPARQ_CHECK_AS(WireError, i == 0 || out[i - 1] < v, "sparse stream: index {} at {} not above {}", v, i,
-                   out[i - 1]);
+    check_index(v, i, dim, out);
     out[i] = v;
   }
 }
 
-}  // namespace
-
-std::size_t encoded_size(const SparseStream& s) {
-  return kStreamHeaderBytes + s.nnz() * (4 + (s.is_dense() ? 0 : index_bytes(s.dim())));
+// The numbers a delta-varint run holds: the first index, then gaps minus one.
+std::uint32_t delta(std::span<const std::uint32_t> idx, std::size_t i) {
+  return i == 0 ? idx[0] : idx[i] - idx[i - 1] - 1;
 }
 
-void encode_stream(const SparseStream& s, std::span<std::byte> out) {
-  SPARQ_CHECK_AS(InputError, out.size() == encoded_size(s), "sparse stream encode: buffer {} bytes, needs {}",
-                 out.size(), encoded_size(s));
+std::size_t varint_len(std::uint32_t v) { return 1 + (v >= 1u << 7) + (v >= 1u << 14) + (v >= 1u << 21) + (v >= 1u << 28); }
+
+std::size_t varint_run_bytes(std::span<const std::uint32_t> idx) {
+  std::size_t b = 0;
+  for (std::size_t i = 0; i < idx.size(); ++i) b += varint_len(delta(idx, i));
+  return b;
+}
+
+void store_varints(std::span<const std::uint32_t> idx, std::uint8_t* p) {
+  for (std::size_t i = 0; i < idx.size(); ++i) {
+    std::uint32_t v = delta(idx, i);
+    for (; v >= 0x80; v >>= 7) *p++ = static_cast<std::uint8_t>(v | 0x80);
+    *p++ = static_cast<std::uint8_t>(v);
+  }
+}
+
+// Decodes exactly run_bytes of varints into n indices.
+void load_varints(const std::uint8_t* p, std::size_t run_bytes, std::size_t n, std::uint32_t dim,
+                  std::uint32_t* out) {
+  const std::uint8_t* end = p + run_bytes;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t v = 0;
+    for (int shift = 0;; shift += 7) {
+      SPARQ_CHECK_AS(WireError, p < end, "sparse stream: index run ends inside varint {} of {}", i, n);
+      SPARQ_CHECK_AS(WireError, shift < 35, "sparse stream: varint {} longer than 5 bytes", i);
+      const std::uint8_t b = *p++;
+      v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) break;
+    }
+    if (i > 0) v += static_cast<std::uint64_t>(out[i - 1]) + 1;
+    check_index(v, i, dim, out);
+    out[i] = static_cast<std::uint32_t>(v);
+  }
+  SPARQ_CHECK_AS(WireError, p == end, "sparse stream: {} bytes left after the index run", end - p);
+}
+
+// The index coding byte and run length encode_stream will use.
+struct IndexRun {
+  std::uint8_t coding;
+  std::size_t bytes;
+};
+IndexRun index_run(const SparseStream& s) {
+  if (s.is_dense()) return {0, 0};
+  const std::size_t c = index_bytes(s.dim()), fixed = c * s.nnz();
+  // The varint run is at least n bytes: count it only when it can win.
+  if (s.nnz() < fixed) {
+    const std::size_t varint = varint_run_bytes(s.indices());
+    if (varint < fixed) return {kVarint, varint};
+  }
+  return {static_cast<std::uint8_t>(c), fixed};
+}
+
+}  // namespace
+
+std::size_t value_bytes(ValueFormat vf) { return vf == ValueFormat::Bf16 ? 2 : 4; }
+
+void round_values(SparseStream& s, ValueFormat vf) {
+  if (vf == ValueFormat::Bf16)
+    for (float& v : s.mutable_values()) v = bf16_to_float(float_to_bf16(v));
+}
+
+std::size_t encoded_size(const SparseStream& s, ValueFormat vf) {
+  return kStreamHeaderBytes + index_run(s).bytes + s.nnz() * value_bytes(vf);
+}
+
+void encode_stream(const SparseStream& s, std::span<std::byte> out, ValueFormat vf) {
+  const IndexRun run = index_run(s);
+  const std::size_t size = kStreamHeaderBytes + run.bytes + s.nnz() * value_bytes(vf);
+  SPARQ_CHECK_AS(InputError, out.size() == size, "sparse stream encode: buffer {} bytes, needs {}", out.size(), size);
   auto* p = reinterpret_cast<std::uint8_t*>(out.data());
-  const std::size_t c = s.is_dense() ? 0 : index_bytes(s.dim());
   const auto dim = static_cast<std::uint32_t>(s.dim()), n = static_cast<std::uint32_t>(s.nnz());
   p[0] = s.is_dense() ? kDense : kSparse;
-  p[1] = static_cast<std::uint8_t>(c);
-  p[2] = p[3] = 0;
+  p[1] = run.coding;
+  p[2] = static_cast<std::uint8_t>(vf);
+  p[3] = 0;
   std::memcpy(p + 4, &dim, 4);
   std::memcpy(p + 8, &n, 4);
   std::uint8_t* body = p + kStreamHeaderBytes;
-  if (c == 1) store_indices<1>(s.indices(), body);
-  if (c == 2) store_indices<2>(s.indices(), body);
-  if (c == 4) store_indices<4>(s.indices(), body);
-  if (n) std::memcpy(body + c * n, s.values().data(), 4 * static_cast<std::size_t>(n));
+  switch (run.coding) {
+    case 1: store_indices<1>(s.indices(), body); break;
+    case 2: store_indices<2>(s.indices(), body); break;
+    case 4: store_indices<4>(s.indices(), body); break;
+    case kVarint: store_varints(s.indices(), body); break;
+    default: break;  // dense: no run
+  }
+  std::uint8_t* vals = body + run.bytes;
+  if (vf == ValueFormat::F32) {
+    if (n) std::memcpy(vals, s.values().data(), 4 * static_cast<std::size_t>(n));
+  } else {
+    for (float v : s.values()) {
+      const std::uint16_t h = float_to_bf16(v);
+      std::memcpy(vals, &h, 2);
+      vals += 2;
+    }
+  }
 }
 
 SparseStream decode_stream(std::span<const std::byte> in) {
   SPARQ_CHECK_AS(WireError, in.size() >= kStreamHeaderBytes, "sparse stream: {} bytes, shorter than the header",
                  in.size());
   const auto* p = reinterpret_cast<const std::uint8_t*>(in.data());
-  const std::uint8_t kind = p[0], c = p[1];
+  const std::uint8_t kind = p[0], coding = p[1], format = p[2];
   const std::uint32_t dim = load_u32(p + 4), n = load_u32(p + 8);
   SPARQ_CHECK_AS(WireError, kind == kSparse || kind == kDense, "sparse stream: unknown kind {}", kind);
-  SPARQ_CHECK_AS(WireError, p[2] == 0 && p[3] == 0, "sparse stream: reserved bytes {} {} not zero", p[2], p[3]);
+  SPARQ_CHECK_AS(WireError, format <= 1, "sparse stream: unknown value format {}", format);
+  SPARQ_CHECK_AS(WireError, p[3] == 0, "sparse stream: reserved byte {} not zero", p[3]);
   const bool dense = kind == kDense;
-  const std::size_t want_c = dense ? 0 : index_bytes(dim);
-  SPARQ_CHECK_AS(WireError, c == want_c, "sparse stream: index width {} for dimension {} (expected {})", c, dim,
-                 want_c);
+  const std::size_t c = dense ? 0 : index_bytes(dim);
+  SPARQ_CHECK_AS(WireError, coding == c || (!dense && coding == kVarint),
+                 "sparse stream: index coding {} for a {} stream of dimension {} (expected {}{})", coding,
+                 dense ? "dense" : "sparse", dim, c, dense ? "" : " or 128");
   SPARQ_CHECK_AS(WireError, dense ? n == dim : n <= dim, "sparse stream: {} entries for dimension {}", n, dim);
-  // 64-bit arithmetic: n < 2^32 and c + 4 <= 8, so no overflow.
-  const std::uint64_t want = kStreamHeaderBytes + static_cast<std::uint64_t>(n) * (c + 4);
+  const std::size_t vb = value_bytes(static_cast<ValueFormat>(format));
+  // 64-bit arithmetic: n < 2^32 and c + vb <= 8, so no overflow.
+  const std::uint64_t values_bytes = static_cast<std::uint64_t>(n) * vb;
+  std::uint64_t run_bytes = static_cast<std::uint64_t>(n) * c;
+  if (coding == kVarint) {
+    // At least one byte per index; the run must then decode exactly.
+    SPARQ_CHECK_AS(WireError, in.size() >= kStreamHeaderBytes + values_bytes + n,
+                   "sparse stream: {} bytes, too short for {} varint pairs", in.size(), n);
+    run_bytes = in.size() - kStreamHeaderBytes - values_bytes;
+  }
+  const std::uint64_t want = kStreamHeaderBytes + run_bytes + values_bytes;
   SPARQ_CHECK_AS(WireError, in.size() == want, "sparse stream: {} bytes, header says {}", in.size(), want);
   SparseStream s(dim);
   s.dense_ = dense;
@@ -106,12 +200,24 @@ SparseStream decode_stream(std::span<const std::byte> in) {
   const std::uint8_t* body = p + kStreamHeaderBytes;
   if (!dense) {
     s.indices_.resize(n);
-    if (c == 1) load_indices<1>(body, n, dim, s.indices_.data());
-    if (c == 2) load_indices<2>(body, n, dim, s.indices_.data());
-    if (c == 4) load_indices<4>(body, n, dim, s.indices_.data());
+    switch (coding) {
+      case 1: load_indices<1>(body, n, dim, s.indices_.data()); break;
+      case 2: load_indices<2>(body, n, dim, s.indices_.data()); break;
+      case 4: load_indices<4>(body, n, dim, s.indices_.data()); break;
+      default: load_varints(body, run_bytes, n, dim, s.indices_.data()); break;
+    }
   }
   s.values_.resize(n);
-  if (n) std::memcpy(s.values_.data(), body + static_cast<std::size_t>(c) * n, 4 * static_cast<std::size_t>(n));
+  const std::uint8_t* vals = body + run_bytes;
+  if (vb == 4) {
+    if (n) std::memcpy(s.values_.data(), vals, 4 * static_cast<std::size_t>(n));
+  } else {
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint16_t h;
+      std::memcpy(&h, vals + 2 * i, 2);
+      s.values_[i] = bf16_to_float(h);
+    }
+  }
   return s;
 }
 

@@ -18,9 +18,16 @@ T number(std::string_view s, std::string_view spec, const char* what) {
   return v;
 }
 
-DpCodec parse_codec_only(std::string_view s) {
+DpCodec parse_codec_only(std::string_view spec) {
   DpCodec c;
-  c.text = std::string(s);
+  c.text = std::string(spec);
+  std::string_view s = spec;
+  if (s.ends_with("+bf16")) {
+    SPARQ_CHECK_AS(InputError, s.starts_with("dct:") || s.starts_with("topk:"),
+                   "bad --dp-codec '{}': +bf16 applies to the sparse codecs dct and topk", spec);
+    c.values = compress::ValueFormat::Bf16;
+    s.remove_suffix(5);
+  }
   if (s == "none") return c;
   if (s.starts_with("dct:")) {
     const auto body = s.substr(4);
@@ -48,7 +55,7 @@ DpCodec parse_codec_only(std::string_view s) {
     c.codec = parse_codec("qsgd" + std::string(s.substr(5)));
   } else {
     SPARQ_CHECK_AS(InputError, s.starts_with("q"),
-                   "unknown --dp-codec '{}' (none, dct:ETA,L, topk:K/B, q8, q4, q2 with optional +ec, qsgd:BITS)", s);
+                   "unknown --dp-codec '{}' (none, dct:ETA,L and topk:K/B with optional +bf16, q8, q4, q2 with optional +ec, qsgd:BITS)", s);
     c.codec = parse_codec(s);
   }
   return c;
@@ -66,6 +73,8 @@ DpCodec parse_dp_codec(std::string_view s, std::string_view allreduce) {
       case DpCodec::Kind::Dct:
       case DpCodec::Kind::TopK: c.sparse_algo = parse_sparse_algo(allreduce); break;
     }
+    SPARQ_CHECK_AS(InputError, c.values == compress::ValueFormat::F32 || c.sparse_algo != SparseAlgo::Dense,
+                   "+bf16 needs a sparse algorithm; 'dense' sends fp32");
   } catch (const InputError& e) {
     SPARQ_THROW(InputError, "--dp-allreduce '{}' does not fit --dp-codec '{}': {}", allreduce, s, e.what());
   }
@@ -91,7 +100,8 @@ ExchangeStats& ExchangeStats::operator+=(const ExchangeStats& o) {
 
 GradExchange::GradExchange(DpCodec codec, compress::ErrorFeedbackStore& residuals)
     : codec_(std::move(codec)), residuals_(residuals) {
-  if (codec_.kind == DpCodec::Kind::Dct) dct_.emplace(compress::DctDpOptions{codec_.eta, codec_.life_span, 0.0}, residuals_);
+  if (codec_.kind == DpCodec::Kind::Dct)
+    dct_.emplace(compress::DctDpOptions{codec_.eta, codec_.life_span, 0.0, codec_.values}, residuals_);
 }
 
 ExchangeStats GradExchange::exchange(Transport& t, std::string_view name, std::span<float> grad, std::uint64_t step) {
@@ -133,11 +143,13 @@ ExchangeStats GradExchange::exchange(Transport& t, std::string_view name, std::s
         for (std::uint32_t i : idx_) e[i] = 0;
         st.kept = idx_.size();
         stream_.assign_sparse(n, idx_, val_);
+        compress::round_with_feedback(stream_, e, codec_.values);
       }
       st.compress_seconds = seconds_since(t0);
       t0 = Clock::now();
       SparseAllreduceOptions o;
       o.algo = codec_.sparse_algo;
+      o.values = codec_.values;
       cs = sparse_allreduce(t, stream_, sum_, o);
       sum_.to_dense(grad);
       st.comm_seconds = seconds_since(t0);

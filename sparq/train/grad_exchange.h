@@ -46,10 +46,12 @@ struct DpCodec {
   AllreduceAlgo dense_algo = AllreduceAlgo::Auto;  // none
   QuantAlgo quant_algo = QuantAlgo::Ring;          // quantized
   SparseAlgo sparse_algo = SparseAlgo::Auto;       // dct, topk
+  compress::ValueFormat values = compress::ValueFormat::F32;  // dct, topk: "+bf16"
   std::string text;             // as given, for reports
 };
 
-// "none", "dct:0.99,1000", "topk:5/512", "q8", "q4+ec", "q2", "qsgd:4", and
+// "none", "dct:0.99,1000", "topk:5/512", "q8", "q4+ec", "q2", "qsgd:4" (dct
+// and topk take "+bf16": bfloat16 values in their sparse streams), and
 // the collective `allreduce` for it (see above; "auto" fits every codec).
 // Throws InputError naming what is wrong.
 DpCodec parse_dp_codec(std::string_view s, std::string_view allreduce = "auto");

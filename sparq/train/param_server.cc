@@ -83,7 +83,7 @@ PsWorker::PsWorker(Transport& t, Dlrm<float>& model, const PsLayout& layout, DpC
   SPARQ_CHECK_AS(InputError, codec_.kind == DpCodec::Kind::None || codec_.kind == DpCodec::Kind::Dct,
                  "--dp-mode ps pushes dense gradients with --dp-codec none or dct:ETA,L, not '{}'", codec_.text);
   if (codec_.kind == DpCodec::Kind::Dct)
-    dct_.emplace(compress::DctDpOptions{codec_.eta, codec_.life_span, 0.0}, residuals_);
+    dct_.emplace(compress::DctDpOptions{codec_.eta, codec_.life_span, 0.0, codec_.values}, residuals_);
 }
 
 void PsWorker::send(int server, std::vector<std::byte> msg) {
@@ -176,8 +176,8 @@ PsWorkerStats PsWorker::step(const Batch& global, std::uint64_t k) {
         st.w_grad.kept += g.size();
       }
       st.w_grad.compress_seconds += seconds_since(t0);
-      std::vector<std::byte> enc(compress::encoded_size(stream));
-      compress::encode_stream(stream, enc);
+      std::vector<std::byte> enc(compress::encoded_size(stream, codec_.values));
+      compress::encode_stream(stream, enc, codec_.values);
       m.put(static_cast<std::uint32_t>(enc.size()));
       m.put_span(std::span<const std::byte>(enc));
       st.w_grad.dense_bytes += g.size() * sizeof(float);

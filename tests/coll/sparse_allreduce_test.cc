@@ -10,6 +10,7 @@
 
 #include "sparq/coll/broadcast.h"
 #include "sparq/coll/sparse_allreduce.h"
+#include "sparq/compress/half.h"
 #include "sparq/compress/stream_codec.h"
 #include "sparq/transport/local_transport.h"
 #include "tests/support/ranks.h"
@@ -110,6 +111,77 @@ std::vector<Case> cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, SparseSweep, testing::ValuesIn(cases()), [](const auto& info) {
+  return std::string(sparse_algo_name(info.param.algo)) + "_P" + std::to_string(info.param.ranks);
+});
+
+// Rank r's input with values that bf16 cannot hold exactly.
+SparseStream lossy_input(std::size_t n, std::size_t k, int rank, int p) {
+  SparseStream s = make_input(n, k, rank, p, Overlap::Partial);
+  const auto idx = s.indices();
+  auto val = s.mutable_values();
+  for (std::size_t j = 0; j < val.size(); ++j) val[j] = val[j] * 1.0123457f + static_cast<float>(idx[j] % 97) * 1e-3f;
+  return s;
+}
+
+// bf16 values on the wire: every rank holds the same result, each element is
+// a bf16 value within (rounds) * 2^-8 * sum |x_i| of the exact sum, where
+// rounds bounds the roundings one contribution meets (its own, once per
+// stage, and the result's), and the messages are smaller than with f32.
+class SparseBf16 : public testing::TestWithParam<Case> {};
+
+TEST_P(SparseBf16, AgreesAcrossRanksWithinRoundingBound) {
+  const auto [algo, p] = GetParam();
+  SPARQ_NEED_RANKS(p);
+  const std::size_t n = 50000, k = 400;
+  std::vector<double> exact(n, 0.0), mag(n, 0.0);
+  for (int r = 0; r < p; ++r) {
+    const SparseStream s = lossy_input(n, k, r, p);
+    for (std::size_t j = 0; j < s.nnz(); ++j) {
+      exact[s.indices()[j]] += s.values()[j];
+      mag[s.indices()[j]] += std::fabs(s.values()[j]);
+    }
+  }
+  int stages = 0;
+  while ((1 << stages) < p) ++stages;
+  const double rounds = stages + 3;
+  std::uint64_t bytes[2] = {0, 0};
+  for (compress::ValueFormat vf : {compress::ValueFormat::F32, compress::ValueFormat::Bf16})
+    test::run_ranks(p, [&](Transport& t) {
+      SparseAllreduceOptions opts;
+      opts.algo = algo;
+      opts.values = vf;
+      SparseStream out;
+      const CollStats st = sparse_allreduce(t, lossy_input(n, k, t.rank(), p), out, opts);
+      if (t.rank() == 0) bytes[static_cast<int>(vf)] = st.wire.bytes_sent;
+      if (vf == compress::ValueFormat::F32) return;
+      std::vector<float> got(n);
+      out.to_dense(got);
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_LE(std::fabs(got[i] - exact[i]), rounds * 0x1p-8 * mag[i]) << i;
+        ASSERT_EQ(got[i], compress::bf16_to_float(compress::float_to_bf16(got[i]))) << i;
+      }
+      auto mine = encoded(out);
+      std::uint64_t size = mine.size();
+      broadcast(t, std::span<std::uint64_t>(&size, 1), 0);
+      std::vector<std::byte> root = mine;
+      root.resize(size);
+      broadcast(t, std::span<std::byte>(root), 0);
+      EXPECT_EQ(root, mine) << "rank " << t.rank() << " holds a different result";
+    });
+  // Pairs of 4 + ~1.5 bytes become 2 + ~1.5: well under 80%, where messages are sparse.
+  if (algo == SparseAlgo::SsarRecursiveDouble || algo == SparseAlgo::SsarSplitAllgather)
+    EXPECT_LT(static_cast<double>(bytes[1]), 0.8 * static_cast<double>(bytes[0]));
+}
+
+std::vector<Case> bf16_cases() {
+  std::vector<Case> v;
+  for (SparseAlgo a : {SparseAlgo::SsarRecursiveDouble, SparseAlgo::SsarSplitAllgather,
+                       SparseAlgo::DsarSplitAllgather, SparseAlgo::Dense, SparseAlgo::Auto})
+    for (int p : {2, 3, 4, 5}) v.push_back({a, p});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, SparseBf16, testing::ValuesIn(bf16_cases()), [](const auto& info) {
   return std::string(sparse_algo_name(info.param.algo)) + "_P" + std::to_string(info.param.ranks);
 });
 

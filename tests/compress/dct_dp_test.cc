@@ -80,6 +80,32 @@ TEST(DctDp, MatchesAlgorithmOneAndSplitsBitwise) {
   }
 }
 
+// bf16 values: the same mask as fp32, each sent value is bf16(W) and the
+// residual keeps W - bf16(W), so sent + E == W still holds exactly.
+TEST(DctDp, Bf16SendsRoundedValuesAndKeepsTheRest) {
+  const std::size_t n = 5000;
+  const auto g = normal(n, 3);
+  ErrorFeedbackStore s32, s16;
+  DctDp d32({.eta = 0.9, .life_span = 4}, s32), d16({.eta = 0.9, .life_span = 4, .values = ValueFormat::Bf16}, s16);
+  SparseStream o32, o16;
+  d32.step("fc", 1, g, o32);
+  d16.step("fc", 1, g, o16);
+  ASSERT_TRUE(std::ranges::equal(o32.indices(), o16.indices()));
+  std::vector<float> sent(n);
+  o16.to_dense(sent);
+  const auto err = s16.find("fc");
+  std::size_t inexact = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(sent[i] + err[i], g[i]) << i;
+    if (sent[i] == 0.0f) continue;
+    const std::uint32_t b = bits(sent[i]);
+    ASSERT_EQ(b & 0xffffu, 0u) << i;                                   // a bf16 value
+    ASSERT_LE(std::fabs(err[i]), std::fabs(g[i]) * 0x1p-8f) << i;  // nearest: half an ulp
+    inexact += err[i] != 0.0f;
+  }
+  EXPECT_GT(inexact, 0u);
+}
+
 TEST(DctDp, TauChangesOnlyWhenLDividesTheStep) {
   const std::size_t n = 2000;
   ErrorFeedbackStore store;

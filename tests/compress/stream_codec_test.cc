@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -14,13 +18,38 @@
 namespace sparq::compress {
 namespace {
 
-std::vector<std::byte> encode(const SparseStream& s) {
-  std::vector<std::byte> w(encoded_size(s));
-  encode_stream(s, w);
+std::vector<std::byte> encode(const SparseStream& s, ValueFormat vf = ValueFormat::F32) {
+  std::vector<std::byte> w(encoded_size(s, vf));
+  encode_stream(s, w, vf);
   return w;
 }
 
 void put_u32(std::vector<std::byte>& w, std::size_t off, std::uint32_t v) { std::memcpy(w.data() + off, &v, 4); }
+
+// LEB128 written out independently of the codec: 7 bits a byte, low first.
+void put_varint(std::vector<std::byte>& w, std::uint64_t v) {
+  do {
+    w.push_back(std::byte{static_cast<std::uint8_t>((v & 0x7f) | (v >= 0x80 ? 0x80 : 0))});
+    v >>= 7;
+  } while (v);
+}
+
+// A delta-varint message by hand: the first index, then gaps minus one.
+std::vector<std::byte> handmade_varint(std::uint32_t dim, const std::vector<std::uint64_t>& deltas,
+                                       const std::vector<float>& val) {
+  std::vector<std::byte> w(12);
+  w[0] = std::byte{1};
+  w[1] = std::byte{0x80};
+  put_u32(w, 4, dim);
+  put_u32(w, 8, static_cast<std::uint32_t>(deltas.size()));
+  for (auto d : deltas) put_varint(w, d);
+  for (float v : val) {
+    std::byte bytes[4];
+    std::memcpy(bytes, &v, 4);
+    w.insert(w.end(), bytes, bytes + 4);
+  }
+  return w;
+}
 
 // Header and body written by hand from the documented layout.
 std::vector<std::byte> handmade(std::uint8_t kind, std::uint8_t c, std::uint32_t dim,
@@ -41,9 +70,46 @@ std::vector<std::byte> handmade(std::uint8_t kind, std::uint8_t c, std::uint32_t
 }
 
 TEST(StreamCodec, EncodesTheDocumentedLayout) {
-  const SparseStream s = SparseStream::sparse(300, {2, 299}, {1.5f, -2.0f});
-  EXPECT_EQ(encode(s), handmade(1, 2, 300, {2, 299}, {1.5f, -2.0f}));
+  // Both numbers need 2 varint bytes (130, then 168): fixed width on the tie.
+  const SparseStream s = SparseStream::sparse(300, {130, 299}, {1.5f, -2.0f});
+  EXPECT_EQ(encode(s), handmade(1, 2, 300, {130, 299}, {1.5f, -2.0f}));
   EXPECT_EQ(encode(SparseStream::dense({1.0f, 2.0f})), handmade(2, 0, 2, {}, {1.0f, 2.0f}));
+}
+
+TEST(StreamCodec, PicksDeltaVarintWhenShorter) {
+  // dim 100000 (fixed width 4): gaps 1, 127, 128 and 16384 take 1, 1, 2 and 3 bytes.
+  const SparseStream s = SparseStream::sparse(100000, {5, 6, 134, 263, 16648}, {1, 2, 3, 4, 5});
+  EXPECT_EQ(encode(s), handmade_varint(100000, {5, 0, 127, 128, 16384}, {1, 2, 3, 4, 5}));
+  EXPECT_EQ(encoded_size(s), 12u + (1 + 1 + 1 + 2 + 3) + 5 * 4);
+  // Far apart: varint 1 + 5 bytes against fixed 4 + 4.
+  const SparseStream far = SparseStream::sparse(4000000000u, {0, 3999999999u}, {1, 2});
+  EXPECT_EQ(encode(far), handmade_varint(4000000000u, {0, 3999999998u}, {1, 2}));
+  // Both numbers need 5 bytes: fixed width wins.
+  const SparseStream wide = SparseStream::sparse(4000000000u, {300000000u, 3999999999u}, {1, 2});
+  EXPECT_EQ(encode(wide), handmade(1, 4, 4000000000u, {300000000u, 3999999999u}, {1, 2}));
+  // One-byte indices are never beaten.
+  EXPECT_EQ(encode(SparseStream::sparse(200, {0, 1}, {1, 2})), handmade(1, 1, 200, {0, 1}, {1, 2}));
+}
+
+TEST(StreamCodec, Bf16ValuesRoundToNearestEven) {
+  // Exact bf16 values survive; others go to the nearer neighbour, ties to the even one.
+  // (bf16's ulp at 1 is 2^-7.)
+  const float in[] = {1.0f, -2.5f, 1.0f + 0x1p-8f, 1.0f + 0x1p-7f + 0x1p-8f, 1.0f + 0x1p-8f + 0x1p-20f, 3e38f,
+                      1e-40f, std::numeric_limits<float>::infinity()};
+  const float want[] = {1.0f, -2.5f, 1.0f, 1.0f + 0x1p-6f, 1.0f + 0x1p-7f};
+  const SparseStream s = SparseStream::sparse(8, {0, 1, 2, 3, 4, 5, 6, 7}, std::vector<float>(in, in + 8));
+  const std::vector<std::byte> w = encode(s, ValueFormat::Bf16);
+  EXPECT_EQ(w.size(), 12u + 8 + 8 * 2);
+  EXPECT_EQ(w[2], std::byte{1});
+  const SparseStream d = decode_stream(w);
+  for (std::size_t i = 0; i < 5; ++i) EXPECT_EQ(d.values()[i], want[i]) << i;
+  EXPECT_NEAR(d.values()[5], 3e38f, 3e38f * 0x1p-8f);
+  EXPECT_LT(std::fabs(d.values()[6]), 1e-39f);  // bf16 keeps float's subnormal range, at 8 bits
+  EXPECT_TRUE(std::isinf(d.values()[7]));
+  SparseStream r = s;
+  round_values(r, ValueFormat::Bf16);
+  EXPECT_EQ(encode(r), encode(d));  // what the sender holds == what peers decode
+  EXPECT_TRUE(std::isnan(decode_stream(encode(SparseStream::dense({std::nanf("")}), ValueFormat::Bf16)).values()[0]));
 }
 
 TEST(StreamCodec, RoundTripsEveryIndexWidth) {
@@ -83,8 +149,23 @@ TEST(StreamCodec, RejectsEachKindOfCorruption) {
   expect_wire_error(handmade(1, 1, 2, {0, 1, 1}, {1, 2, 3}));         // more pairs than dim
   expect_wire_error(handmade(2, 1, 3, {}, {1, 2, 3}));                // dense with c != 0
   auto reserved = good;
-  reserved[2] = std::byte{1};
+  reserved[3] = std::byte{1};
   expect_wire_error(reserved);
+  auto format = good;
+  format[2] = std::byte{2};  // unknown value format
+  expect_wire_error(format);
+  expect_wire_error(handmade(1, 0x81, 300, {2, 7, 299}, {1, 2, 3}));  // unknown index coding
+  expect_wire_error(handmade(2, 0x80, 3, {}, {1, 2, 3}));             // dense with a varint run
+  ASSERT_NO_THROW(decode_stream(handmade_varint(300, {2, 4, 291}, {1, 2, 3})));
+  expect_wire_error(handmade_varint(300, {2, 4, 292}, {1, 2, 3}));              // delta past dim
+  expect_wire_error(handmade_varint(300, {2, 0xffffffffu, 0}, {1, 2, 3}));      // sum wraps 32 bits
+  expect_wire_error(handmade_varint(300, {2, 1ull << 35, 0}, {1, 2, 3}));       // 6-byte varint
+  auto cut = handmade_varint(300, {2, 4, 5}, {1, 2, 3});
+  cut[12 + 2] |= std::byte{0x80};  // last varint continues into the values
+  expect_wire_error(cut);
+  auto extra = handmade_varint(300, {2, 4, 5}, {1, 2, 3});
+  extra.insert(extra.begin() + 12, std::byte{0});  // a fourth index byte: run not consumed
+  expect_wire_error(extra);
   auto dense_count = handmade(2, 0, 3, {}, {1, 2, 3});
   put_u32(dense_count, 8, 2);  // dense n != dim
   expect_wire_error(dense_count);
@@ -93,12 +174,21 @@ TEST(StreamCodec, RejectsEachKindOfCorruption) {
   expect_wire_error(huge);
 }
 
-// Decoding either succeeds with a stream that re-encodes to the same bytes,
-// or throws WireError; anything else (crash, other exception) fails.
+// Decoding either succeeds with a stream that survives re-encoding in its
+// value format (bit for bit, NaN payloads aside; the index coding may change
+// to the shorter one), or throws WireError; anything else (crash, other
+// exception) fails.
 void decode_or_reject(const std::vector<std::byte>& w) {
   try {
     const SparseStream s = decode_stream(w);
-    ASSERT_EQ(encode(s), w);
+    const SparseStream again = decode_stream(encode(s, static_cast<ValueFormat>(w[2])));
+    ASSERT_EQ(again.is_dense(), s.is_dense());
+    ASSERT_TRUE(std::ranges::equal(again.indices(), s.indices()));
+    ASSERT_EQ(again.nnz(), s.nnz());
+    for (std::size_t i = 0; i < s.nnz(); ++i) {
+      const float a = again.values()[i], b = s.values()[i];
+      ASSERT_TRUE((std::isnan(a) && std::isnan(b)) || std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b));
+    }
   } catch (const WireError&) {
   }
 }
@@ -107,7 +197,8 @@ TEST(StreamCodec, FuzzRandomAndMutatedMessagesNeverCrash) {
   std::mt19937 rng(1234);
   const std::vector<std::vector<std::byte>> seeds = {
       handmade(1, 2, 300, {2, 7, 299}, {1, 2, 3}), handmade(1, 1, 200, {0, 199}, {1, 2}),
-      handmade(1, 4, 70000, {5, 69999}, {1, 2}), handmade(2, 0, 4, {}, {1, 2, 3, 4}), handmade(1, 1, 5, {}, {})};
+      handmade(1, 4, 70000, {5, 69999}, {1, 2}), handmade(2, 0, 4, {}, {1, 2, 3, 4}), handmade(1, 1, 5, {}, {}),
+      handmade_varint(70000, {5, 200, 69000}, {1, 2, 3}), encode(SparseStream::sparse(300, {2, 7}, {1, 2}), ValueFormat::Bf16)};
   for (int iter = 0; iter < 100000; ++iter) {
     std::vector<std::byte> w;
     if (iter % 4 == 0) {

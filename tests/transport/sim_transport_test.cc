@@ -136,10 +136,12 @@ namespace {
 
 // SparCML section 5.3.1: with no overlapping indices, ssar_recursive_double
 // sends 2^(t-1) k pairs at stage t, so T = log2(P) alpha + (P-1) k beta_s
-// (beta_s: one pair of c + 4 bytes), plus our 12-byte stream header per stage.
+// (beta_s: one pair), plus our 12-byte stream header per stage. A pair here
+// is a 4-byte value and a 1-byte index: the disjoint indices are P apart, so
+// every delta-varint gap fits one byte.
 TEST(SimTransport, SparseRecursiveDoubleClosedForm) {
   for (int p : {2, 4, 8, 16, 32}) {
-    const std::size_t n = 1 << 20, k = 1000;  // c = 4 bytes at this N
+    const std::size_t n = 1 << 20, k = 1000;
     const double t = simulate(p, [&](SimTransport& sim) {
       std::vector<std::uint32_t> idx(k);
       for (std::size_t i = 0; i < k; ++i) idx[i] = static_cast<std::uint32_t>(i * p + sim.rank());  // disjoint
@@ -150,12 +152,13 @@ TEST(SimTransport, SparseRecursiveDoubleClosedForm) {
       sparse_allreduce(sim, in, out, o);
       EXPECT_EQ(out.nnz(), k * p);
     });
-    const double lg = std::log2(p), pair = 4 + 4;
+    const double lg = std::log2(p), pair = 1 + 4;
     EXPECT_NEAR(t, lg * kNet.alpha_s + ((p - 1) * k * pair + 12 * lg) * kNet.beta_s_per_b, 1e-12) << p;
   }
 }
 
-// With fully overlapping indices the same algorithm sends k pairs per stage:
+// With fully overlapping indices (7 apart: 1-byte varints) the same algorithm
+// sends k pairs per stage:
 // SparCML's lower bound log2(P) (alpha + k beta_s).
 TEST(SimTransport, SparseRecursiveDoubleFullOverlap) {
   for (int p : {2, 8}) {
@@ -169,7 +172,7 @@ TEST(SimTransport, SparseRecursiveDoubleFullOverlap) {
       o.algo = SparseAlgo::SsarRecursiveDouble;
       sparse_allreduce(sim, in, out, o);
     });
-    EXPECT_NEAR(t, std::log2(p) * (kNet.alpha_s + (12 + k * 8.0) * kNet.beta_s_per_b), 1e-12) << p;
+    EXPECT_NEAR(t, std::log2(p) * (kNet.alpha_s + (12 + k * 5.0) * kNet.beta_s_per_b), 1e-12) << p;
   }
 }
 
