@@ -12,9 +12,9 @@
 //  - dsar_split_allgather: the same split, then the reduced range goes dense
 //    and a dense ring allgather follows, optionally QSGD-quantized.
 //  - dense: densify and run the dense allreduce (for comparison).
-//  - values = Bf16: every sparse message carries bfloat16 values (a sender
-//    rounds its own partial sum first, so partners still agree) and the
-//    result is rounded to bf16 on every rank; the dense phases (dsar's
+//  - values = Bf16 or Fp8: every sparse message carries values in that format
+//    (a sender rounds its own partial sum first, so partners still agree)
+//    and the result is rounded to it on every rank; the dense phases (dsar's
 //    allgather, `dense`) still send fp32, or QSGD where asked.
 //  - auto: the cheapest of the four under an alpha-beta estimate (see
 //    SparseAutoRule), dense unless a sparse one is more than 1% cheaper; it

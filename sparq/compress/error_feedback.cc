@@ -1,7 +1,6 @@
 #include "sparq/compress/error_feedback.h"
 
 #include "sparq/compress/counter_rng.h"
-#include "sparq/compress/half.h"
 #include "sparq/core/error.h"
 
 namespace sparq::compress {
@@ -10,10 +9,11 @@ void round_with_feedback(SparseStream& sent, std::span<float> e, ValueFormat vf)
   SPARQ_CHECK_AS(InputError, !sent.is_dense() && e.size() == sent.dim(),
                  "round_with_feedback: needs a sparse stream and a residual of its dimension");
   if (vf == ValueFormat::F32) return;
+  const int scale = value_scale(sent.values(), vf);
   const auto idx = sent.indices();
   const auto val = sent.mutable_values();
   for (std::size_t j = 0; j < idx.size(); ++j) {
-    const float r = bf16_to_float(float_to_bf16(val[j]));
+    const float r = round_value(val[j], vf, scale);
     e[idx[j]] += val[j] - r;
     val[j] = r;
   }

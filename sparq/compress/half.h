@@ -1,6 +1,7 @@
 #pragma once
 // IEEE 754 binary16 ("fp16") conversions for the row-wise quantizer's optional
-// half-precision scale/bias, and bfloat16 for sparse-stream values. Written out in integer arithmetic because the
+// half-precision scale/bias, and bfloat16 and fp8 (E4M3) for sparse-stream
+// values. Written out in integer arithmetic because the
 // quantizer needs *directed* rounding (round the bias down and the scale up so
 // that every input stays inside the dequantized grid), which no standard
 // conversion offers, and so that results do not depend on the target's F16C.
@@ -23,5 +24,11 @@ std::uint16_t half_round_up(float f);
 // values beyond the largest bf16 round to +-inf.
 std::uint16_t float_to_bf16(float f);
 inline float bf16_to_float(std::uint16_t h) { return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }
+
+// fp8 E4M3 (the OCP "FN" variant: bias 7, 3 mantissa bits, subnormals down
+// to 2^-9, largest finite 448, no infinities, NaN = S.1111.111).
+// Round-to-nearest-even; magnitudes above 448 saturate to 448, NaN stays NaN.
+std::uint8_t float_to_e4m3(float f);
+float e4m3_to_float(std::uint8_t q);
 
 }  // namespace sparq::compress

@@ -1,6 +1,8 @@
 #include "sparq/compress/stream_codec.h"
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -124,11 +126,35 @@ IndexRun index_run(const SparseStream& s) {
 
 }  // namespace
 
-std::size_t value_bytes(ValueFormat vf) { return vf == ValueFormat::Bf16 ? 2 : 4; }
+std::size_t value_bytes(ValueFormat vf) { return vf == ValueFormat::F32 ? 4 : vf == ValueFormat::Bf16 ? 2 : 1; }
+
+int value_scale(std::span<const float> values, ValueFormat vf) {
+  if (vf != ValueFormat::Fp8) return 0;
+  float mx = 0.0f;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    SPARQ_CHECK_AS(InputError, std::isfinite(values[i]), "fp8 stream values: non-finite value {} at {}", values[i],
+                   i);
+    mx = std::max(mx, std::fabs(values[i]));
+  }
+  if (mx == 0.0f) return 0;
+  int e;
+  std::frexp(mx, &e);  // mx = m * 2^e, m in [0.5, 1): mx / 2^(e-8) in [128, 256)
+  return std::clamp(e - 8, -128, 127);
+}
+
+float round_value(float v, ValueFormat vf, int scale) {
+  switch (vf) {
+    case ValueFormat::F32: return v;
+    case ValueFormat::Bf16: return bf16_to_float(float_to_bf16(v));
+    case ValueFormat::Fp8: return std::ldexp(e4m3_to_float(float_to_e4m3(std::ldexp(v, -scale))), scale);
+  }
+  return v;
+}
 
 void round_values(SparseStream& s, ValueFormat vf) {
-  if (vf == ValueFormat::Bf16)
-    for (float& v : s.mutable_values()) v = bf16_to_float(float_to_bf16(v));
+  if (vf == ValueFormat::F32) return;
+  const int scale = value_scale(s.values(), vf);
+  for (float& v : s.mutable_values()) v = round_value(v, vf, scale);
 }
 
 std::size_t encoded_size(const SparseStream& s, ValueFormat vf) {
@@ -143,8 +169,9 @@ void encode_stream(const SparseStream& s, std::span<std::byte> out, ValueFormat 
   const auto dim = static_cast<std::uint32_t>(s.dim()), n = static_cast<std::uint32_t>(s.nnz());
   p[0] = s.is_dense() ? kDense : kSparse;
   p[1] = run.coding;
+  const int scale = value_scale(s.values(), vf);
   p[2] = static_cast<std::uint8_t>(vf);
-  p[3] = 0;
+  p[3] = static_cast<std::uint8_t>(static_cast<std::int8_t>(scale));
   std::memcpy(p + 4, &dim, 4);
   std::memcpy(p + 8, &n, 4);
   std::uint8_t* body = p + kStreamHeaderBytes;
@@ -156,14 +183,20 @@ void encode_stream(const SparseStream& s, std::span<std::byte> out, ValueFormat 
     default: break;  // dense: no run
   }
   std::uint8_t* vals = body + run.bytes;
-  if (vf == ValueFormat::F32) {
-    if (n) std::memcpy(vals, s.values().data(), 4 * static_cast<std::size_t>(n));
-  } else {
-    for (float v : s.values()) {
-      const std::uint16_t h = float_to_bf16(v);
-      std::memcpy(vals, &h, 2);
-      vals += 2;
-    }
+  switch (vf) {
+    case ValueFormat::F32:
+      if (n) std::memcpy(vals, s.values().data(), 4 * static_cast<std::size_t>(n));
+      break;
+    case ValueFormat::Bf16:
+      for (float v : s.values()) {
+        const std::uint16_t h = float_to_bf16(v);
+        std::memcpy(vals, &h, 2);
+        vals += 2;
+      }
+      break;
+    case ValueFormat::Fp8:
+      for (float v : s.values()) *vals++ = float_to_e4m3(std::ldexp(v, -scale));
+      break;
   }
 }
 
@@ -174,15 +207,17 @@ SparseStream decode_stream(std::span<const std::byte> in) {
   const std::uint8_t kind = p[0], coding = p[1], format = p[2];
   const std::uint32_t dim = load_u32(p + 4), n = load_u32(p + 8);
   SPARQ_CHECK_AS(WireError, kind == kSparse || kind == kDense, "sparse stream: unknown kind {}", kind);
-  SPARQ_CHECK_AS(WireError, format <= 1, "sparse stream: unknown value format {}", format);
-  SPARQ_CHECK_AS(WireError, p[3] == 0, "sparse stream: reserved byte {} not zero", p[3]);
+  SPARQ_CHECK_AS(WireError, format <= 2, "sparse stream: unknown value format {}", format);
+  const auto vf = static_cast<ValueFormat>(format);
+  const int scale = static_cast<std::int8_t>(p[3]);
+  SPARQ_CHECK_AS(WireError, vf == ValueFormat::Fp8 || scale == 0, "sparse stream: scale byte {} not zero", p[3]);
   const bool dense = kind == kDense;
   const std::size_t c = dense ? 0 : index_bytes(dim);
   SPARQ_CHECK_AS(WireError, coding == c || (!dense && coding == kVarint),
                  "sparse stream: index coding {} for a {} stream of dimension {} (expected {}{})", coding,
                  dense ? "dense" : "sparse", dim, c, dense ? "" : " or 128");
   SPARQ_CHECK_AS(WireError, dense ? n == dim : n <= dim, "sparse stream: {} entries for dimension {}", n, dim);
-  const std::size_t vb = value_bytes(static_cast<ValueFormat>(format));
+  const std::size_t vb = value_bytes(vf);
   // 64-bit arithmetic: n < 2^32 and c + vb <= 8, so no overflow.
   const std::uint64_t values_bytes = static_cast<std::uint64_t>(n) * vb;
   std::uint64_t run_bytes = static_cast<std::uint64_t>(n) * c;
@@ -209,14 +244,20 @@ SparseStream decode_stream(std::span<const std::byte> in) {
   }
   s.values_.resize(n);
   const std::uint8_t* vals = body + run_bytes;
-  if (vb == 4) {
-    if (n) std::memcpy(s.values_.data(), vals, 4 * static_cast<std::size_t>(n));
-  } else {
-    for (std::size_t i = 0; i < n; ++i) {
-      std::uint16_t h;
-      std::memcpy(&h, vals + 2 * i, 2);
-      s.values_[i] = bf16_to_float(h);
-    }
+  switch (vf) {
+    case ValueFormat::F32:
+      if (n) std::memcpy(s.values_.data(), vals, 4 * static_cast<std::size_t>(n));
+      break;
+    case ValueFormat::Bf16:
+      for (std::size_t i = 0; i < n; ++i) {
+        std::uint16_t h;
+        std::memcpy(&h, vals + 2 * i, 2);
+        s.values_[i] = bf16_to_float(h);
+      }
+      break;
+    case ValueFormat::Fp8:
+      for (std::size_t i = 0; i < n; ++i) s.values_[i] = std::ldexp(e4m3_to_float(vals[i]), scale);
+      break;
   }
   return s;
 }

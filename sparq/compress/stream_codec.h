@@ -5,8 +5,8 @@
 //   0      1     kind: 1 = sparse, 2 = dense
 //   1      1     index coding (sparse): c = index_bytes(dim) (1, 2 or 4) for
 //                fixed-width indices, or 0x80 for delta-varint; 0 if dense
-//   2      1     value format: 0 = f32, 1 = bf16
-//   3      1     reserved, 0
+//   2      1     value format: 0 = f32, 1 = bf16, 2 = fp8 (E4M3)
+//   3      1     fp8: scale exponent e (int8), value = fp8 * 2^e; else 0
 //   4      4     dim (u32)
 //   8      4     n: pairs if sparse (<= dim), = dim if dense
 //   12           sparse: the index run, then n values
@@ -17,12 +17,14 @@
 // any decoded run is strictly increasing); no number longer than 5 bytes. The
 // encoder takes whichever run is shorter (fixed on a tie): at the ~2% density
 // of DCT-DP most gaps fit one byte, against 4 for a fixed index of a tensor of
-// more than 65536 values. Values are f32, or bf16 (round to nearest even) when
-// the caller asks for it; a bf16 message is lossy, and a sender that must hold
-// what its peers decode calls round_values() first.
+// more than 65536 values. Values are f32, or on request bf16 or fp8 E4M3
+// (round to nearest even). fp8 shares one power-of-two scale per message,
+// chosen so that the largest magnitude lands in [128, 256): relative error
+// at most 2^-4, values below max * 2^-17 flush to zero. bf16 and fp8 are
+// lossy; a sender that must hold what its peers decode calls round_values().
 //
-// Sizes: 12 + run + n * v with v = 4 (f32) or 2 (bf16); a sparse message with
-// more than delta pairs is legal (just wasteful).
+// Sizes: 12 + run + n * v with v = 4 (f32), 2 (bf16) or 1 (fp8); a sparse
+// message with more than delta pairs is legal (just wasteful).
 #include <cstddef>
 #include <span>
 
@@ -32,9 +34,14 @@ namespace sparq::compress {
 
 inline constexpr std::size_t kStreamHeaderBytes = 12;
 
-enum class ValueFormat : std::uint8_t { F32 = 0, Bf16 = 1 };
+enum class ValueFormat : std::uint8_t { F32 = 0, Bf16 = 1, Fp8 = 2 };
 std::size_t value_bytes(ValueFormat vf);
 
+// The fp8 scale exponent for these values (0 for the other formats); throws
+// InputError on a non-finite value when vf is Fp8.
+int value_scale(std::span<const float> values, ValueFormat vf);
+// v as a peer decodes it from a message of format vf and that scale.
+float round_value(float v, ValueFormat vf, int scale);
 // Rounds s's values to vf in place (no-op for F32).
 void round_values(SparseStream& s, ValueFormat vf);
 

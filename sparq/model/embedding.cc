@@ -44,13 +44,17 @@ template <class T>
 void EmbeddingBag<T>::forward(const SparseBags& bags, std::size_t batch, T* out, std::size_t ld) const {
   SPARQ_CHECK(bags.offsets.size() == batch + 1, "bag offsets {} for batch {}", bags.offsets.size(), batch);
   const std::size_t d = dim_;
+  const std::uint32_t nnz = bags.offsets[batch];
   for (std::size_t b = 0; b < batch; ++b) {
+    if (b + kPrefetchAhead < batch && bags.offsets[b + kPrefetchAhead] < nnz)
+      prefetch(bags.indices[bags.offsets[b + kPrefetchAhead]]);
     T* o = out + b * ld;
     const std::uint32_t lo = bags.offsets[b], hi = bags.offsets[b + 1];
     if (hi - lo == 1) {  // one-hot: a copy
       const std::uint32_t k = bags.indices[lo];
       SPARQ_CHECK(k < rows_, "embedding id {} >= rows {}", k, rows_);
-      std::copy(w_.get() + k * d, w_.get() + (k + 1) * d, o);
+      const T* w = w_.get() + static_cast<std::size_t>(k) * d;
+      for (std::size_t j = 0; j < d; ++j) o[j] = w[j];
       continue;
     }
     std::fill(o, o + d, T(0));

@@ -41,47 +41,73 @@ SPARQ_INLINE void relu_grad_colsum_impl(const T* __restrict y, const T* __restri
 }
 
 template <class T>
+SPARQ_INLINE void relu_grad_colsum_inplace_impl(const T* __restrict y, T* __restrict g, T* __restrict db,
+                                                std::size_t rows, std::size_t cols, std::size_t ld) {
+  std::fill(db, db + cols, T(0));
+  for (std::size_t r = 0; r < rows; ++r) {
+    const T* __restrict yr = y + r * ld;
+    T* __restrict gr = g + r * ld;
+    for (std::size_t c = 0; c < cols; ++c) {
+      const T v = yr[c] > T(0) ? gr[c] : T(0);
+      gr[c] = v;
+      db[c] += v;
+    }
+  }
+}
+
+template <class T>
 SPARQ_INLINE void colsum_impl(const T* __restrict g, T* __restrict db, std::size_t rows, std::size_t cols) {
   std::fill(db, db + cols, T(0));
   for (std::size_t r = 0; r < rows; ++r)
     for (std::size_t c = 0; c < cols; ++c) db[c] += g[r * cols + c];
 }
 
-// Per sample: VT = V^T (d x n), then for each row i the dots with rows j < i
-// accumulate over k with j innermost (contiguous in VT): vectorised across
-// the pairs, each dot summed in k order.
+// Per sample: VT = V^T (d x np, columns zero-padded to np = a multiple of
+// kLanes), then for each row i the dots with rows j < i accumulate over k in
+// blocks of kLanes consecutive j: a fixed-width inner loop the compiler turns
+// into whole vector FMAs (a loop over the i valid j would leave short, mostly
+// scalar remainders). Each dot is still summed in k order.
+constexpr std::size_t kLanes = 16;
+
 template <class T>
 SPARQ_INLINE void interaction_fwd_impl(const T* __restrict v, std::size_t batch, std::size_t n, std::size_t d,
                                        T* __restrict out) {
   const std::size_t w = d + n * (n - 1) / 2;
-  T vt[64 * 64];  // d x n, d, n <= 64 (checked by the caller)
-  T acc[64];
+  const std::size_t np = (n + kLanes - 1) / kLanes * kLanes;
+  alignas(64) T vt[64 * 64];  // d x np, d, n <= 64 (checked by the caller)
+  std::fill(vt, vt + d * np, T(0));
   for (std::size_t b = 0; b < batch; ++b) {
     const T* __restrict V = v + b * n * d;
     T* __restrict o = out + b * w;
     for (std::size_t i = 0; i < n; ++i)
-      for (std::size_t k = 0; k < d; ++k) vt[k * n + i] = V[i * d + k];
+      for (std::size_t k = 0; k < d; ++k) vt[k * np + i] = V[i * d + k];
     for (std::size_t k = 0; k < d; ++k) o[k] = V[k];
     std::size_t p = d;
     for (std::size_t i = 1; i < n; ++i) {
-      for (std::size_t j = 0; j < i; ++j) acc[j] = T(0);
-      for (std::size_t k = 0; k < d; ++k) {
-        const T a = V[i * d + k];
-        const T* __restrict row = vt + k * n;
-        for (std::size_t j = 0; j < i; ++j) acc[j] += a * row[j];
+      for (std::size_t j0 = 0; j0 < i; j0 += kLanes) {
+        T acc[kLanes] = {};
+        for (std::size_t k = 0; k < d; ++k) {
+          const T a = V[i * d + k];
+          const T* __restrict row = vt + k * np + j0;
+          for (std::size_t l = 0; l < kLanes; ++l) acc[l] += a * row[l];
+        }
+        const std::size_t cnt = std::min(kLanes, i - j0);
+        for (std::size_t l = 0; l < cnt; ++l) o[p + j0 + l] = acc[l];
       }
-      for (std::size_t j = 0; j < i; ++j) o[p + j] = acc[j];
       p += i;
     }
   }
 }
 
 // dV = (G + G^T) V per sample, G the strictly lower triangle of dout's pair
-// part; plus dout's first d values into dV[0]. Vectorised along k.
+// part; plus dout's first d values into dV[0]. Each dV[i] row is built in
+// registers, kLanes values of k at a time (when d is a multiple of kLanes),
+// summing over j in order from dout (i = 0) or zero.
 template <class T>
 SPARQ_INLINE void interaction_bwd_impl(const T* __restrict v, const T* __restrict dout, std::size_t batch,
                                        std::size_t n, std::size_t d, T* __restrict dv) {
   const std::size_t w = d + n * (n - 1) / 2;
+  const std::size_t kb = d % kLanes == 0 ? kLanes : 1;  // block of k
   T s[64 * 64];  // n x n symmetric
   for (std::size_t b = 0; b < batch; ++b) {
     const T* __restrict V = v + b * n * d;
@@ -92,12 +118,25 @@ SPARQ_INLINE void interaction_bwd_impl(const T* __restrict v, const T* __restric
     for (std::size_t i = 1; i < n; ++i)
       for (std::size_t j = 0; j < i; ++j, ++p) s[i * n + j] = s[j * n + i] = g[p];
     for (std::size_t i = 0; i < n; ++i) {
-      T* __restrict di = dV + i * d;
-      for (std::size_t k = 0; k < d; ++k) di[k] = i == 0 ? g[k] : T(0);
-      for (std::size_t j = 0; j < n; ++j) {
-        const T sij = s[i * n + j];
-        const T* __restrict vj = V + j * d;
-        for (std::size_t k = 0; k < d; ++k) di[k] += sij * vj[k];
+      if (kb == kLanes) {
+        for (std::size_t k0 = 0; k0 < d; k0 += kLanes) {
+          T acc[kLanes];
+          for (std::size_t l = 0; l < kLanes; ++l) acc[l] = i == 0 ? g[k0 + l] : T(0);
+          for (std::size_t j = 0; j < n; ++j) {
+            const T sij = s[i * n + j];
+            const T* __restrict vj = V + j * d + k0;
+            for (std::size_t l = 0; l < kLanes; ++l) acc[l] += sij * vj[l];
+          }
+          for (std::size_t l = 0; l < kLanes; ++l) dV[i * d + k0 + l] = acc[l];
+        }
+      } else {
+        T* __restrict di = dV + i * d;
+        for (std::size_t k = 0; k < d; ++k) di[k] = i == 0 ? g[k] : T(0);
+        for (std::size_t j = 0; j < n; ++j) {
+          const T sij = s[i * n + j];
+          const T* __restrict vj = V + j * d;
+          for (std::size_t k = 0; k < d; ++k) di[k] += sij * vj[k];
+        }
       }
     }
   }
@@ -123,6 +162,14 @@ SPARQ_CLONES void relu_grad_colsum(const float* y, const float* g, float* dz, fl
 void relu_grad_colsum(const double* y, const double* g, double* dz, double* db, std::size_t rows, std::size_t cols,
                       std::size_t ld) {
   relu_grad_colsum_impl(y, g, dz, db, rows, cols, ld);
+}
+SPARQ_CLONES void relu_grad_colsum_inplace(const float* y, float* g, float* db, std::size_t rows, std::size_t cols,
+                                           std::size_t ld) {
+  relu_grad_colsum_inplace_impl(y, g, db, rows, cols, ld);
+}
+void relu_grad_colsum_inplace(const double* y, double* g, double* db, std::size_t rows, std::size_t cols,
+                              std::size_t ld) {
+  relu_grad_colsum_inplace_impl(y, g, db, rows, cols, ld);
 }
 SPARQ_CLONES void colsum(const float* g, float* db, std::size_t rows, std::size_t cols) {
   colsum_impl(g, db, rows, cols);

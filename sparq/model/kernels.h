@@ -25,6 +25,11 @@ void relu_grad_colsum(const float* y, const float* g, float* dz, float* db, std:
 void relu_grad_colsum(const double* y, const double* g, double* dz, double* db, std::size_t rows, std::size_t cols,
                       std::size_t ld);
 
+// The same with dz written over g (one memory stream fewer).
+void relu_grad_colsum_inplace(const float* y, float* g, float* db, std::size_t rows, std::size_t cols, std::size_t ld);
+void relu_grad_colsum_inplace(const double* y, double* g, double* db, std::size_t rows, std::size_t cols,
+                              std::size_t ld);
+
 // db[c] = sum_r g[r, c]  (db overwritten)
 void colsum(const float* g, float* db, std::size_t rows, std::size_t cols);
 void colsum(const double* g, double* db, std::size_t rows, std::size_t cols);

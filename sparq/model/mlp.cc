@@ -87,27 +87,28 @@ const T* Mlp<T>::backward(const T* dy, bool want_dx, Tape& tape, bool accumulate
   const T* g = dy;
   if (layers_.empty()) return want_dx ? dy : nullptr;
   SPARQ_CHECK(tape.acts.size() == layers_.size(), "MLP backward without a forward on this tape");
-  tape.dz.resize(layers_.size());
   tape.dx.resize(layers_.size());
   for (std::size_t i = layers_.size(); i-- > 0;) {
     const Layer& L = layers_[i];
     const T* x = i == 0 ? tape.x : tape.acts[i - 1].data();
     const auto& y = tape.acts[i];
-    // One buffer per layer (not a ping-pong pair): each keeps its size from
-    // step to step, so no re-growth and zero-fill per call.
-    std::vector<T>& dz_buf = tape.dz[i];
     const T* dz = g;
     const std::span<T> bias_grad = store_->grad(L.b);
     if (accumulate) tape.db.resize(L.out);
     T* db = accumulate ? tape.db.data() : bias_grad.data();
     if (L.relu) {  // mask and bias gradient in one pass
-      dz_buf.resize(B * L.out);
-      T* dzp = dz_buf.data();
+      // Below the last layer g is this tape's dx of the layer above, needed
+      // for nothing else: dz overwrites it. The caller's dy is left alone.
+      const bool in_place = i + 1 < layers_.size();
+      T* dzp = in_place ? tape.dx[i + 1].data() : (tape.dz.resize(B * L.out), tape.dz.data());
       // Column blocks (each column still summed over the rows in order); split
       // only when each thread gets >= kMinSplit elements.
       parallel_for(L.out, std::max<std::size_t>(16, kMinSplit / std::max<std::size_t>(B, 1)),
                    [&](std::size_t c0, std::size_t c1) {
-                     kernels::relu_grad_colsum(y.data() + c0, g + c0, dzp + c0, db + c0, B, c1 - c0, L.out);
+                     if (in_place)
+                       kernels::relu_grad_colsum_inplace(y.data() + c0, dzp + c0, db + c0, B, c1 - c0, L.out);
+                     else
+                       kernels::relu_grad_colsum(y.data() + c0, g + c0, dzp + c0, db + c0, B, c1 - c0, L.out);
                    });
       dz = dzp;
     } else {
@@ -119,6 +120,8 @@ const T* Mlp<T>::backward(const T* dy, bool want_dx, Tape& tape, bool accumulate
             store_->grad(L.w).data(), L.in);
     if (hook_ && notify) hook_(L.w, L.b);
     if (i == 0 && !want_dx) return nullptr;
+    // One buffer per layer (not a ping-pong pair): each keeps its size from
+    // step to step, so no re-growth and zero-fill per call.
     std::vector<T>& dx_buf = tape.dx[i];
     dx_buf.resize(B * L.in);
     gemm<T>(false, false, B, L.in, L.out, T(1), dz, L.out, store_->param(L.w).data(), L.in, T(0), dx_buf.data(),

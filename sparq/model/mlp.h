@@ -47,7 +47,8 @@ class Mlp {
     std::size_t batch = 0;
     const T* x = nullptr;
     std::vector<std::vector<T>> acts;    // acts[l] = output of layer l, [B x out_l]
-    std::vector<std::vector<T>> dz, dx;  // per layer: ReLU-masked gradient, input gradient
+    std::vector<std::vector<T>> dx;      // per layer: input gradient (below the top, reused as dz)
+    std::vector<T> dz;                   // the top layer's ReLU-masked gradient
     std::vector<T> db;                   // bias gradient scratch when accumulating
   };
 

@@ -29,7 +29,9 @@ void sgd_dense(std::span<T> params, std::span<const T> grads, T lr) {
 template <class T>
 void sgd_rows(EmbeddingBag<T>& table, const SparseGrad<T>& g, T lr) {
   const std::size_t d = table.dim();
+  const std::size_t ahead = EmbeddingBag<T>::kPrefetchAhead;
   for (std::size_t i = 0; i < g.rows.size(); ++i) {
+    if (i + ahead < g.rows.size()) table.prefetch(g.rows[i + ahead]);
     kernels::sub_scaled(table.row(g.rows[i]).data(), g.values.data() + i * d, lr, d);
   }
 }
@@ -39,6 +41,7 @@ void rowwise_adagrad_rows(EmbeddingBag<T>& table, std::span<T> state, const Spar
   const std::size_t d = table.dim();
   SPARQ_CHECK(state.size() == table.rows(), "adagrad state {} for {} rows", state.size(), table.rows());
   for (std::size_t i = 0; i < g.rows.size(); ++i) {
+    if (i + EmbeddingBag<T>::kPrefetchAhead < g.rows.size()) table.prefetch(g.rows[i + EmbeddingBag<T>::kPrefetchAhead]);
     const std::uint32_t r = g.rows[i];
     T* w = table.row(r).data();
     const T* gr = g.values.data() + i * d;

@@ -22,12 +22,16 @@ DpCodec parse_codec_only(std::string_view spec) {
   DpCodec c;
   c.text = std::string(spec);
   std::string_view s = spec;
-  if (s.ends_with("+bf16")) {
-    SPARQ_CHECK_AS(InputError, s.starts_with("dct:") || s.starts_with("topk:"),
-                   "bad --dp-codec '{}': +bf16 applies to the sparse codecs dct and topk", spec);
-    c.values = compress::ValueFormat::Bf16;
-    s.remove_suffix(5);
-  }
+  // At most one value-format suffix.
+  for (const auto& [suffix, vf] : {std::pair{std::string_view("+bf16"), compress::ValueFormat::Bf16},
+                                    std::pair{std::string_view("+fp8"), compress::ValueFormat::Fp8}})
+    if (s.ends_with(suffix)) {
+      SPARQ_CHECK_AS(InputError, s.starts_with("dct:") || s.starts_with("topk:"),
+                     "bad --dp-codec '{}': {} applies to the sparse codecs dct and topk", spec, suffix);
+      c.values = vf;
+      s.remove_suffix(suffix.size());
+      break;
+    }
   if (s == "none") return c;
   if (s.starts_with("dct:")) {
     const auto body = s.substr(4);
@@ -55,7 +59,7 @@ DpCodec parse_codec_only(std::string_view spec) {
     c.codec = parse_codec("qsgd" + std::string(s.substr(5)));
   } else {
     SPARQ_CHECK_AS(InputError, s.starts_with("q"),
-                   "unknown --dp-codec '{}' (none, dct:ETA,L and topk:K/B with optional +bf16, q8, q4, q2 with optional +ec, qsgd:BITS)", s);
+                   "unknown --dp-codec '{}' (none, dct:ETA,L and topk:K/B with optional +bf16 or +fp8, q8, q4, q2 with optional +ec, qsgd:BITS)", s);
     c.codec = parse_codec(s);
   }
   return c;
@@ -74,7 +78,7 @@ DpCodec parse_dp_codec(std::string_view s, std::string_view allreduce) {
       case DpCodec::Kind::TopK: c.sparse_algo = parse_sparse_algo(allreduce); break;
     }
     SPARQ_CHECK_AS(InputError, c.values == compress::ValueFormat::F32 || c.sparse_algo != SparseAlgo::Dense,
-                   "+bf16 needs a sparse algorithm; 'dense' sends fp32");
+                   "+bf16 and +fp8 need a sparse algorithm; 'dense' sends fp32");
   } catch (const InputError& e) {
     SPARQ_THROW(InputError, "--dp-allreduce '{}' does not fit --dp-codec '{}': {}", allreduce, s, e.what());
   }

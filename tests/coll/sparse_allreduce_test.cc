@@ -4,13 +4,13 @@
 // exact and the comparison can be exact too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <set>
 
 #include "sparq/coll/broadcast.h"
 #include "sparq/coll/sparse_allreduce.h"
-#include "sparq/compress/half.h"
 #include "sparq/compress/stream_codec.h"
 #include "sparq/transport/local_transport.h"
 #include "tests/support/ranks.h"
@@ -123,29 +123,35 @@ SparseStream lossy_input(std::size_t n, std::size_t k, int rank, int p) {
   return s;
 }
 
-// bf16 values on the wire: every rank holds the same result, each element is
-// a bf16 value within (rounds) * 2^-8 * sum |x_i| of the exact sum, where
-// rounds bounds the roundings one contribution meets (its own, once per
-// stage, and the result's), and the messages are smaller than with f32.
-class SparseBf16 : public testing::TestWithParam<Case> {};
+// Low-precision values on the wire (bf16, fp8): every rank holds the same
+// result, each element a value of the format within rounds * (rel * sum |x_i|
+// + 2^-16 max) of the exact sum, where rounds bounds the roundings one
+// contribution meets (its own, once per stage, and the result's), rel is the
+// format's half ulp (2^-8, 2^-4) and the second term covers fp8's flush of
+// values below 2^-17 of a message's largest; and the messages shrink with the
+// value width.
+class SparseLowPrecision : public testing::TestWithParam<Case> {};
 
-TEST_P(SparseBf16, AgreesAcrossRanksWithinRoundingBound) {
+TEST_P(SparseLowPrecision, AgreesAcrossRanksWithinRoundingBound) {
+  using compress::ValueFormat;
   const auto [algo, p] = GetParam();
   SPARQ_NEED_RANKS(p);
   const std::size_t n = 50000, k = 400;
   std::vector<double> exact(n, 0.0), mag(n, 0.0);
+  double max_mag = 0;
   for (int r = 0; r < p; ++r) {
     const SparseStream s = lossy_input(n, k, r, p);
     for (std::size_t j = 0; j < s.nnz(); ++j) {
       exact[s.indices()[j]] += s.values()[j];
       mag[s.indices()[j]] += std::fabs(s.values()[j]);
+      max_mag = std::max(max_mag, mag[s.indices()[j]]);
     }
   }
   int stages = 0;
   while ((1 << stages) < p) ++stages;
   const double rounds = stages + 3;
-  std::uint64_t bytes[2] = {0, 0};
-  for (compress::ValueFormat vf : {compress::ValueFormat::F32, compress::ValueFormat::Bf16})
+  std::uint64_t bytes[3] = {0, 0, 0};
+  for (ValueFormat vf : {ValueFormat::F32, ValueFormat::Bf16, ValueFormat::Fp8})
     test::run_ranks(p, [&](Transport& t) {
       SparseAllreduceOptions opts;
       opts.algo = algo;
@@ -153,13 +159,15 @@ TEST_P(SparseBf16, AgreesAcrossRanksWithinRoundingBound) {
       SparseStream out;
       const CollStats st = sparse_allreduce(t, lossy_input(n, k, t.rank(), p), out, opts);
       if (t.rank() == 0) bytes[static_cast<int>(vf)] = st.wire.bytes_sent;
-      if (vf == compress::ValueFormat::F32) return;
+      if (vf == ValueFormat::F32) return;
+      const double rel = vf == ValueFormat::Bf16 ? 0x1p-8 : 0x1p-4;
       std::vector<float> got(n);
       out.to_dense(got);
-      for (std::size_t i = 0; i < n; ++i) {
-        ASSERT_LE(std::fabs(got[i] - exact[i]), rounds * 0x1p-8 * mag[i]) << i;
-        ASSERT_EQ(got[i], compress::bf16_to_float(compress::float_to_bf16(got[i]))) << i;
-      }
+      for (std::size_t i = 0; i < n; ++i)
+        ASSERT_LE(std::fabs(got[i] - exact[i]), rounds * (rel * mag[i] + 0x1p-16 * max_mag)) << i;
+      SparseStream again = out;
+      compress::round_values(again, vf);
+      EXPECT_TRUE(std::ranges::equal(again.values(), out.values())) << "result not in the format";
       auto mine = encoded(out);
       std::uint64_t size = mine.size();
       broadcast(t, std::span<std::uint64_t>(&size, 1), 0);
@@ -168,12 +176,14 @@ TEST_P(SparseBf16, AgreesAcrossRanksWithinRoundingBound) {
       broadcast(t, std::span<std::byte>(root), 0);
       EXPECT_EQ(root, mine) << "rank " << t.rank() << " holds a different result";
     });
-  // Pairs of 4 + ~1.5 bytes become 2 + ~1.5: well under 80%, where messages are sparse.
-  if (algo == SparseAlgo::SsarRecursiveDouble || algo == SparseAlgo::SsarSplitAllgather)
+  // Pairs of 4 + ~1.5 bytes become 2 + ~1.5 and 1 + ~1.5, where messages are sparse.
+  if (algo == SparseAlgo::SsarRecursiveDouble || algo == SparseAlgo::SsarSplitAllgather) {
     EXPECT_LT(static_cast<double>(bytes[1]), 0.8 * static_cast<double>(bytes[0]));
+    EXPECT_LT(static_cast<double>(bytes[2]), 0.8 * static_cast<double>(bytes[1]));
+  }
 }
 
-std::vector<Case> bf16_cases() {
+std::vector<Case> low_precision_cases() {
   std::vector<Case> v;
   for (SparseAlgo a : {SparseAlgo::SsarRecursiveDouble, SparseAlgo::SsarSplitAllgather,
                        SparseAlgo::DsarSplitAllgather, SparseAlgo::Dense, SparseAlgo::Auto})
@@ -181,7 +191,7 @@ std::vector<Case> bf16_cases() {
   return v;
 }
 
-INSTANTIATE_TEST_SUITE_P(All, SparseBf16, testing::ValuesIn(bf16_cases()), [](const auto& info) {
+INSTANTIATE_TEST_SUITE_P(All, SparseLowPrecision, testing::ValuesIn(low_precision_cases()), [](const auto& info) {
   return std::string(sparse_algo_name(info.param.algo)) + "_P" + std::to_string(info.param.ranks);
 });
 

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "sparq/compress/stream_codec.h"
 #include "sparq/compress/topk.h"
 #include "sparq/core/error.h"
 
@@ -80,30 +81,38 @@ TEST(DctDp, MatchesAlgorithmOneAndSplitsBitwise) {
   }
 }
 
-// bf16 values: the same mask as fp32, each sent value is bf16(W) and the
-// residual keeps W - bf16(W), so sent + E == W still holds exactly.
-TEST(DctDp, Bf16SendsRoundedValuesAndKeepsTheRest) {
+// bf16 / fp8 values: the same mask as fp32, each sent value is W rounded to
+// the format, and the residual keeps the rest, so sent + E == W still holds
+// exactly; the rounding is to nearest (half an ulp: 2^-8 bf16, 2^-4 fp8, or
+// fp8's flush to zero below 2^-17 of the largest).
+TEST(DctDp, LowPrecisionSendsRoundedValuesAndKeepsTheRest) {
   const std::size_t n = 5000;
   const auto g = normal(n, 3);
-  ErrorFeedbackStore s32, s16;
-  DctDp d32({.eta = 0.9, .life_span = 4}, s32), d16({.eta = 0.9, .life_span = 4, .values = ValueFormat::Bf16}, s16);
-  SparseStream o32, o16;
-  d32.step("fc", 1, g, o32);
-  d16.step("fc", 1, g, o16);
-  ASSERT_TRUE(std::ranges::equal(o32.indices(), o16.indices()));
-  std::vector<float> sent(n);
-  o16.to_dense(sent);
-  const auto err = s16.find("fc");
-  std::size_t inexact = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    ASSERT_EQ(sent[i] + err[i], g[i]) << i;
-    if (sent[i] == 0.0f) continue;
-    const std::uint32_t b = bits(sent[i]);
-    ASSERT_EQ(b & 0xffffu, 0u) << i;                                   // a bf16 value
-    ASSERT_LE(std::fabs(err[i]), std::fabs(g[i]) * 0x1p-8f) << i;  // nearest: half an ulp
-    inexact += err[i] != 0.0f;
+  for (ValueFormat vf : {ValueFormat::Bf16, ValueFormat::Fp8}) {
+    ErrorFeedbackStore s32, slow;
+    DctDp d32({.eta = 0.9, .life_span = 4}, s32), dlow({.eta = 0.9, .life_span = 4, .values = vf}, slow);
+    SparseStream o32, olow;
+    d32.step("fc", 1, g, o32);
+    dlow.step("fc", 1, g, olow);
+    ASSERT_TRUE(std::ranges::equal(o32.indices(), olow.indices()));
+    SparseStream again = olow;
+    round_values(again, vf);
+    ASSERT_TRUE(std::ranges::equal(again.values(), olow.values())) << "sent values not in the format";
+    const double rel = vf == ValueFormat::Bf16 ? 0x1p-8 : 0x1p-4;
+    float mx = 0;
+    for (float v : olow.values()) mx = std::max(mx, std::fabs(v));
+    std::vector<float> sent(n);
+    olow.to_dense(sent);
+    const auto err = slow.find("fc");
+    std::size_t inexact = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(sent[i] + err[i], g[i]) << i;
+      if (sent[i] == 0.0f && err[i] == g[i]) continue;
+      ASSERT_LE(std::fabs(err[i]), std::max(std::fabs(g[i]) * rel, mx * 0x1p-16)) << i;
+      inexact += err[i] != 0.0f;
+    }
+    EXPECT_GT(inexact, 0u);
   }
-  EXPECT_GT(inexact, 0u);
 }
 
 TEST(DctDp, TauChangesOnlyWhenLDividesTheStep) {

@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <vector>
 
 namespace sparq::compress {
 namespace {
@@ -73,6 +75,71 @@ TEST(Half, DirectedRoundingBracketsTheInput) {
   }
   EXPECT_EQ(half_to_float(half_round_down(1e6f)), 65504.0f);
   EXPECT_TRUE(std::isinf(half_to_float(half_round_up(1e6f))));
+}
+
+
+// bfloat16 against nearest-by-distance in double (ties to the even pattern).
+TEST(Bf16, RoundsToNearestEven) {
+  std::mt19937 rng(8);
+  std::uniform_int_distribution<std::uint32_t> bits(0, 0x7f7fffffu);  // finite, positive
+  for (int i = 0; i < 200000; ++i) {
+    const std::uint32_t x = i < 1000 ? (static_cast<std::uint32_t>(i) << 16) | 0x8000u : bits(rng);  // exact ties first
+    const float f = std::bit_cast<float>(x);
+    const std::uint32_t lo = x & 0xffff0000u, hi = lo + 0x10000u;
+    const double dl = f - static_cast<double>(std::bit_cast<float>(lo));
+    // Past the largest bf16 the next value up is 2^128 (which rounds to inf).
+    const double dh = (hi == 0x7f800000u ? std::ldexp(1.0, 128) : static_cast<double>(std::bit_cast<float>(hi))) - f;
+    const std::uint32_t want = dl < dh ? lo : dh < dl ? hi : ((lo >> 16) & 1 ? hi : lo);
+    ASSERT_EQ(static_cast<std::uint32_t>(float_to_bf16(f)) << 16, want) << f;
+    ASSERT_EQ(float_to_bf16(-f), (want >> 16) | 0x8000u) << f;
+    ASSERT_EQ(bf16_to_float(static_cast<std::uint16_t>(want >> 16)), std::bit_cast<float>(want));
+  }
+  EXPECT_TRUE(std::isnan(bf16_to_float(float_to_bf16(std::nanf("")))));
+}
+
+// E4M3 from its definition: (1 + m/8) 2^(e-7), subnormal m 2^-9, S.1111.111 NaN.
+double e4m3_reference(int code) {
+  const int e = (code >> 3) & 15, m = code & 7;
+  const double v = e == 0 ? m * std::ldexp(1.0, -9) : (1 + m / 8.0) * std::ldexp(1.0, e - 7);
+  return code & 0x80 ? -v : v;
+}
+
+TEST(Fp8, EveryCodeDecodesAsDefinedAndRoundTrips) {
+  for (int c = 0; c < 256; ++c) {
+    if ((c & 0x7f) == 0x7f) {
+      EXPECT_TRUE(std::isnan(e4m3_to_float(static_cast<std::uint8_t>(c))));
+      continue;
+    }
+    ASSERT_EQ(static_cast<double>(e4m3_to_float(static_cast<std::uint8_t>(c))), e4m3_reference(c)) << c;
+    ASSERT_EQ(float_to_e4m3(e4m3_to_float(static_cast<std::uint8_t>(c))), c) << c;
+  }
+  EXPECT_EQ(e4m3_to_float(0x7e), 448.0f);
+  EXPECT_EQ(e4m3_to_float(0x01), 0x1p-9f);
+}
+
+// Encoding picks the nearest code by distance (ties: even mantissa), and
+// saturates beyond 448.
+TEST(Fp8, RoundsToNearestEvenAndSaturates) {
+  std::vector<double> codes;  // the non-negative finite values, ascending
+  for (int c = 0; c < 0x7f; ++c) codes.push_back(e4m3_reference(c));
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  for (int i = 0; i < 100000; ++i) {
+    float f = i < 126 ? static_cast<float>((codes[i] + codes[i + 1]) / 2)  // exact midpoints
+                      : std::ldexp(u(rng), static_cast<int>(rng() % 22) - 12);
+    if (i % 7 == 0) f = u(rng) * 600.0f;
+    int want = 0x7e;
+    if (f < 448.0f) {
+      const auto up = std::lower_bound(codes.begin(), codes.end(), static_cast<double>(f)) - codes.begin();
+      const int hi = static_cast<int>(up), lo = hi > 0 ? hi - 1 : 0;
+      const double dl = f - codes[lo], dh = codes[hi] - f;
+      want = dl < dh ? lo : dh < dl ? hi : (lo % 2 == 0 ? lo : hi);
+    }
+    ASSERT_EQ(float_to_e4m3(f), want) << f;
+    ASSERT_EQ(float_to_e4m3(-f), want | 0x80) << f;
+  }
+  EXPECT_EQ(float_to_e4m3(1e30f), 0x7e);
+  EXPECT_EQ(e4m3_to_float(float_to_e4m3(std::nanf(""))) != e4m3_to_float(float_to_e4m3(std::nanf(""))), true);
 }
 
 }  // namespace

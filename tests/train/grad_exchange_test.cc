@@ -31,11 +31,12 @@ TEST(DpCodec, Parses) {
   EXPECT_EQ(b.values, compress::ValueFormat::Bf16);
   EXPECT_DOUBLE_EQ(b.eta, 0.98);
   EXPECT_EQ(parse_dp_codec("topk:5/512+bf16").values, compress::ValueFormat::Bf16);
+  EXPECT_EQ(parse_dp_codec("dct:0.98,1000+fp8").values, compress::ValueFormat::Fp8);
   EXPECT_EQ(d.values, compress::ValueFormat::F32);
   EXPECT_THROW(parse_dp_codec("dct:0.9,10+bf16", "dense"), InputError);  // dense would send fp32
   EXPECT_NO_THROW(parse_dp_codec("dct:0.9,10+bf16", "ssar_recursive_double"));
   for (const char* bad : {"dct", "dct:1.0,10", "dct:0.9,0", "dct:0.9", "topk:0/512", "topk:600/512", "topk:5",
-                          "q3", "qsgd:3", "gzip", "dct:x,1", "q8+bf16", "none+bf16", "dct:0.9,10+bf8"})
+                          "q3", "qsgd:3", "gzip", "dct:x,1", "q8+bf16", "none+bf16", "dct:0.9,10+bf8", "q4+fp8", "dct:0.9,10+fp8+bf16"})
     EXPECT_THROW(parse_dp_codec(bad), InputError) << bad;
 }
 
@@ -62,11 +63,12 @@ TEST(GradExchange, SparsifiersConserveGradientMass) {
   const int p = 3, steps = 12;
   SPARQ_NEED_RANKS(p);
   const std::size_t n = 2048;
-  // With +bf16 the partial sums are rounded on the way (not fed back), so the
-  // books balance only to bf16's precision.
-  for (const char* spec : {"dct:0.9,5", "topk:8/512", "dct:0.9,5+bf16", "topk:8/512+bf16"}) {
+  // With +bf16 / +fp8 the partial sums are rounded on the way (not fed
+  // back), so the books balance only to the format's precision.
+  for (const char* spec : {"dct:0.9,5", "topk:8/512", "dct:0.9,5+bf16", "topk:8/512+bf16", "dct:0.9,5+fp8"}) {
     SCOPED_TRACE(spec);
-    const double tol = std::string_view(spec).ends_with("+bf16") ? 2e-2 : 1e-4;
+    const std::string_view sv(spec);
+    const double tol = sv.ends_with("+bf16") ? 2e-2 : sv.ends_with("+fp8") ? 0.3 : 1e-4;
     test::run_ranks(p, [&](Transport& t) {
       compress::ErrorFeedbackStore store;
       GradExchange x(parse_dp_codec(spec), store);
