@@ -54,7 +54,8 @@ def table2(g):
         rs = g[key]
         loss = mean(rs, lambda r: r["test"]["loss"])
         kept = mean(rs, lambda r: r["acct"]["W_grad"].get("kept_percent", 100))
-        name = "none" if key == "t2_none" else f"dct:{key[6:]},1000"
+        m = re.match(r"t2_dct([\d.]+)(\w*)$", key)  # t2_dct0.98bf16: dct:0.98,1000+bf16
+        name = "none" if key == "t2_none" else f"dct:{m.group(1)},1000" + (f"+{m.group(2)}" if m.group(2) else "")
         n = min(len(rs), len(base))  # paired: the same seeds (files sort by seed)
         rel = mean(rs[:n], lambda r: r["test"]["loss"]) / mean(base[:n], lambda r: r["test"]["loss"]) - 1
         print(f"| {name} | {len(rs)} | {loss:.6f} | {100 * rel:+.3f} % | "

@@ -16,6 +16,7 @@
 #include "sparq/core/error.h"
 #include "sparq/data/binary_format.h"
 #include "sparq/model/blas.h"
+#include "sparq/model/parallel.h"
 #include "sparq/model/dlrm.h"
 #include "sparq/model/loss.h"
 #include "sparq/model/metrics.h"
@@ -75,6 +76,7 @@ void write_split(Teacher& t, std::uint64_t first, std::size_t count, const std::
 
 void run_gen(const GenArgs& a) {
   set_blas_threads(a.threads);
+  set_compute_threads(a.threads);
   SyntheticOptions so = synthetic_options(a.seed, a.zipf, a.cardinalities);
   TeacherOptions to;
   to.seed = a.seed;

@@ -67,7 +67,7 @@ float e4m3_to_float(std::uint8_t q) {
   float v;
   if (e == 0) v = static_cast<float>(m) * 0x1p-9f;
   else if (e == 15 && m == 7) v = std::numeric_limits<float>::quiet_NaN();
-  else v = std::ldexp(static_cast<float>(8 + m), static_cast<int>(e) - 10);
+  else v = std::bit_cast<float>(((e + 120u) << 23) | (m << 20));  // rebias 7 -> 127
   return (q & 0x80u) ? -v : v;
 }
 

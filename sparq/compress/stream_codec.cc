@@ -108,6 +108,13 @@ void load_varints(const std::uint8_t* p, std::size_t run_bytes, std::size_t n, s
   SPARQ_CHECK_AS(WireError, p == end, "sparse stream: {} bytes left after the index run", end - p);
 }
 
+// 2^e as a double (exact for the int8 scales), and the fp8 scaling both
+// ways: products with a power of two are exact in double, so each side
+// rounds once, in the float conversion, the same on sender and receiver.
+double pow2(int e) { return std::bit_cast<double>(static_cast<std::uint64_t>(1023 + e) << 52); }
+float to_fp8_range(float v, int scale) { return static_cast<float>(static_cast<double>(v) * pow2(-scale)); }
+float from_fp8(std::uint8_t q, int scale) { return static_cast<float>(static_cast<double>(e4m3_to_float(q)) * pow2(scale)); }
+
 // The index coding byte and run length encode_stream will use.
 struct IndexRun {
   std::uint8_t coding;
@@ -146,7 +153,7 @@ float round_value(float v, ValueFormat vf, int scale) {
   switch (vf) {
     case ValueFormat::F32: return v;
     case ValueFormat::Bf16: return bf16_to_float(float_to_bf16(v));
-    case ValueFormat::Fp8: return std::ldexp(e4m3_to_float(float_to_e4m3(std::ldexp(v, -scale))), scale);
+    case ValueFormat::Fp8: return from_fp8(float_to_e4m3(to_fp8_range(v, scale)), scale);
   }
   return v;
 }
@@ -195,7 +202,7 @@ void encode_stream(const SparseStream& s, std::span<std::byte> out, ValueFormat 
       }
       break;
     case ValueFormat::Fp8:
-      for (float v : s.values()) *vals++ = float_to_e4m3(std::ldexp(v, -scale));
+      for (float v : s.values()) *vals++ = float_to_e4m3(to_fp8_range(v, scale));
       break;
   }
 }
@@ -256,7 +263,7 @@ SparseStream decode_stream(std::span<const std::byte> in) {
       }
       break;
     case ValueFormat::Fp8:
-      for (std::size_t i = 0; i < n; ++i) s.values_[i] = std::ldexp(e4m3_to_float(vals[i]), scale);
+      for (std::size_t i = 0; i < n; ++i) s.values_[i] = from_fp8(vals[i], scale);
       break;
   }
   return s;

@@ -12,11 +12,11 @@ template <class T>
 void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha,
           const T* a, std::size_t lda, const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc);
 
-// Threads OpenBLAS may use for one large call (small calls use one thread,
-// see blas.cc). Process-wide, as OpenBLAS's own setting: call it before the
+// n > 1 lets a large call be split over the compute pool (parallel.h:
+// compute_threads() single-threaded sgemm calls on blocks of C, see blas.cc);
+// 1 keeps every call on the calling thread. Process-wide: call it before the
 // model runs. Several models running as threads of one process (one per
-// LocalTransport rank) must use 1: gemm() then never changes the setting.
+// LocalTransport rank) must use 1.
 void set_blas_threads(int n);
-int blas_threads();
 
 }  // namespace sparq
