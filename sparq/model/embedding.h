@@ -65,7 +65,7 @@ class EmbeddingBag {
   // lookups hit random rows, and with 4 KiB pages nearly every one of them
   // is a TLB miss (26 tables x 100000 rows x 64 B = 166 MB).
   std::unique_ptr<T[], Free> w_;
-  std::vector<std::uint64_t> keys_;   // scratch for coalescing: (row << 32) | position
+  std::vector<std::uint64_t> keys_, sort_tmp_;  // scratch for coalescing: (row << 32) | position
   std::vector<std::uint32_t> owner_;  // scratch: sample of each index position
 };
 
