@@ -25,23 +25,7 @@ SPARQ_INLINE void bias_act_impl(T* __restrict y, const T* __restrict b, std::siz
 }
 
 template <class T>
-SPARQ_INLINE void relu_grad_colsum_impl(const T* __restrict y, const T* __restrict g, T* __restrict dz,
-                                        T* __restrict db, std::size_t rows, std::size_t cols, std::size_t ld) {
-  std::fill(db, db + cols, T(0));
-  for (std::size_t r = 0; r < rows; ++r) {
-    const T* __restrict yr = y + r * ld;
-    const T* __restrict gr = g + r * ld;
-    T* __restrict dr = dz + r * ld;
-    for (std::size_t c = 0; c < cols; ++c) {
-      const T v = yr[c] > T(0) ? gr[c] : T(0);
-      dr[c] = v;
-      db[c] += v;
-    }
-  }
-}
-
-template <class T>
-SPARQ_INLINE void relu_grad_colsum_inplace_impl(const T* __restrict y, T* __restrict g, T* __restrict db,
+SPARQ_INLINE void relu_grad_colsum_impl(const T* __restrict y, T* __restrict g, T* __restrict db,
                                                 std::size_t rows, std::size_t cols, std::size_t ld) {
   std::fill(db, db + cols, T(0));
   for (std::size_t r = 0; r < rows; ++r) {
@@ -155,21 +139,13 @@ SPARQ_CLONES void bias_act(float* y, const float* b, std::size_t rows, std::size
 void bias_act(double* y, const double* b, std::size_t rows, std::size_t cols, bool relu) {
   bias_act_impl(y, b, rows, cols, relu);
 }
-SPARQ_CLONES void relu_grad_colsum(const float* y, const float* g, float* dz, float* db, std::size_t rows,
-                                   std::size_t cols, std::size_t ld) {
-  relu_grad_colsum_impl(y, g, dz, db, rows, cols, ld);
-}
-void relu_grad_colsum(const double* y, const double* g, double* dz, double* db, std::size_t rows, std::size_t cols,
-                      std::size_t ld) {
-  relu_grad_colsum_impl(y, g, dz, db, rows, cols, ld);
-}
-SPARQ_CLONES void relu_grad_colsum_inplace(const float* y, float* g, float* db, std::size_t rows, std::size_t cols,
+SPARQ_CLONES void relu_grad_colsum(const float* y, float* g, float* db, std::size_t rows, std::size_t cols,
                                            std::size_t ld) {
-  relu_grad_colsum_inplace_impl(y, g, db, rows, cols, ld);
+  relu_grad_colsum_impl(y, g, db, rows, cols, ld);
 }
-void relu_grad_colsum_inplace(const double* y, double* g, double* db, std::size_t rows, std::size_t cols,
+void relu_grad_colsum(const double* y, double* g, double* db, std::size_t rows, std::size_t cols,
                               std::size_t ld) {
-  relu_grad_colsum_inplace_impl(y, g, db, rows, cols, ld);
+  relu_grad_colsum_impl(y, g, db, rows, cols, ld);
 }
 SPARQ_CLONES void colsum(const float* g, float* db, std::size_t rows, std::size_t cols) {
   colsum_impl(g, db, rows, cols);

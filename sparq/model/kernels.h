@@ -18,17 +18,11 @@ namespace sparq::kernels {
 void bias_act(float* y, const float* b, std::size_t rows, std::size_t cols, bool relu);
 void bias_act(double* y, const double* b, std::size_t rows, std::size_t cols, bool relu);
 
-// dz = g * [y > 0]; db[c] = sum_r dz[r, c] in row order (db overwritten).
-// All [rows x cols] with row stride ld (a column block of a wider matrix).
-void relu_grad_colsum(const float* y, const float* g, float* dz, float* db, std::size_t rows, std::size_t cols,
-                      std::size_t ld);
-void relu_grad_colsum(const double* y, const double* g, double* dz, double* db, std::size_t rows, std::size_t cols,
-                      std::size_t ld);
-
-// The same with dz written over g (one memory stream fewer).
-void relu_grad_colsum_inplace(const float* y, float* g, float* db, std::size_t rows, std::size_t cols, std::size_t ld);
-void relu_grad_colsum_inplace(const double* y, double* g, double* db, std::size_t rows, std::size_t cols,
-                              std::size_t ld);
+// g = g * [y > 0] (in place: g becomes dz); db[c] = sum_r dz[r, c] in row
+// order (db overwritten). All [rows x cols] with row stride ld (a column
+// block of a wider matrix).
+void relu_grad_colsum(const float* y, float* g, float* db, std::size_t rows, std::size_t cols, std::size_t ld);
+void relu_grad_colsum(const double* y, double* g, double* db, std::size_t rows, std::size_t cols, std::size_t ld);
 
 // db[c] = sum_r g[r, c]  (db overwritten)
 void colsum(const float* g, float* db, std::size_t rows, std::size_t cols);

@@ -97,18 +97,15 @@ const T* Mlp<T>::backward(const T* dy, bool want_dx, Tape& tape, bool accumulate
     if (accumulate) tape.db.resize(L.out);
     T* db = accumulate ? tape.db.data() : bias_grad.data();
     if (L.relu) {  // mask and bias gradient in one pass
-      // Below the last layer g is this tape's dx of the layer above, needed
-      // for nothing else: dz overwrites it. The caller's dy is left alone.
-      const bool in_place = i + 1 < layers_.size();
-      T* dzp = in_place ? tape.dx[i + 1].data() : (tape.dz.resize(B * L.out), tape.dz.data());
+      // dz overwrites g: below the last layer g is this tape's dx of the
+      // layer above, needed for nothing else; the caller's dy (the last
+      // layer's g, narrow where a ReLU ends an MLP) is copied first.
+      T* dzp = g == dy ? (tape.dz.assign(g, g + B * L.out), tape.dz.data()) : tape.dx[i + 1].data();
       // Column blocks (each column still summed over the rows in order); split
       // only when each thread gets >= kMinSplit elements.
       parallel_for(L.out, std::max<std::size_t>(16, kMinSplit / std::max<std::size_t>(B, 1)),
                    [&](std::size_t c0, std::size_t c1) {
-                     if (in_place)
-                       kernels::relu_grad_colsum_inplace(y.data() + c0, dzp + c0, db + c0, B, c1 - c0, L.out);
-                     else
-                       kernels::relu_grad_colsum(y.data() + c0, g + c0, dzp + c0, db + c0, B, c1 - c0, L.out);
+                     kernels::relu_grad_colsum(y.data() + c0, dzp + c0, db + c0, B, c1 - c0, L.out);
                    });
       dz = dzp;
     } else {
