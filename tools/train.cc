@@ -70,7 +70,7 @@ void run_train(const TrainArgs& a) {
   SPARQ_CHECK_AS(InputError, a.threads >= 1, "--threads must be >= 1");
   SPARQ_CHECK_AS(InputError, a.batch >= 1, "--mini-batch-size must be >= 1");
   set_blas_threads(a.threads);
-  set_compute_threads(a.compute_threads > 0 ? a.compute_threads : a.threads);
+  set_compute_threads(a.threads);
   DlrmConfig cfg;
   cfg.emb_dim = a.emb_dim;
   cfg.bot_mlp = parse_dash_list(a.mlp_bot);
@@ -541,10 +541,9 @@ void add_train(CLI::App& app, Run& run) {
   c->add_option("--zipf", a->zipf, "Synthetic: Zipf exponent")->capture_default_str();
   c->add_option("--cardinalities", a->cardinalities, "Synthetic: distinct values per table");
   c->add_option("--seed", a->seed, "Seed of model init, data order and synthetic data")->capture_default_str();
-  c->add_option("--threads", a->threads, "BLAS threads")->capture_default_str();
-  c->add_option("--compute-threads", a->compute_threads,
-                "Threads for the non-GEMM loops (interaction, embeddings, SGD; 0 = --threads); results do not "
-                "depend on it")
+  c->add_option("--threads", a->threads,
+                 "Threads of the step: each large GEMM is split over them, and the interaction, embedding and "
+                 "SGD loops")
       ->capture_default_str();
   c->add_flag("--skip-bad-lines", a->skip_bad_lines, "Skip and count malformed TSV lines");
   c->add_flag("--no-shuffle", a->no_shuffle, "Keep the training set's order");

@@ -28,7 +28,6 @@ struct TrainArgs {
   std::string cardinalities;
   std::uint64_t seed = 1;
   int threads = 2;
-  int compute_threads = 0;  // 0 = --threads
   bool skip_bad_lines = false;
   bool no_shuffle = false;
   bool stream = false;

@@ -59,6 +59,13 @@ grep -q "^  emb_fwd " "$D/out" && grep -q "^  emb_bwd " "$D/out" && grep -q "^  
 run train "${dp[@]}" --nepochs 1 --save "$D/dp_half.ck" || fail "table-wise half"
 run train "${dp[@]}" --nepochs 2 --load "$D/dp_half.ck" --save "$D/dp_res.ck" || fail "table-wise resume"
 cmp -s "$D/dp_full.ck" "$D/dp_res.ck" || fail "table-wise resume must equal the uninterrupted run bitwise"
+# Low-precision sparse-stream values keep the replicas identical (checked every
+# step) and send fewer W_grad bytes than fp32 values.
+wratio() { awk '$1 == "W_grad" { sub("x", "", $5); print $5 }' "$D/out"; }
+run train "${common[@]}" --ranks 2 --dp-codec dct:0.9,10 --verify-freq 1 || fail "dct fp32: $(cat "$D/err")"
+r32=$(wratio)
+run train "${common[@]}" --ranks 2 --dp-codec dct:0.9,10+fp8 --verify-freq 1 || fail "dct fp8: $(cat "$D/err")"
+awk -v a="$(wratio)" -v b="$r32" 'BEGIN { exit !(a > b) }' || fail "fp8 W_grad ratio $(wratio) not above fp32's $r32"
 # Model and hybrid parallel: 3 stages, and 2 replicas x 2 stages with DCT-MP
 # and DCT-DP, end with per-rank busy/idle lines and the accounting of every entity.
 run train "${common[@]}" --ranks 3 --mp-splits bot:1,top:1 \
@@ -86,7 +93,7 @@ grep -Eq "error: .*(parameter server 0: no message from workers|waiting to recei
 for bad in "--emb-placement row-wise" "--emb-codec-fwd q4" "--ranks 2 --emb-placement table-wise --emb-codec-bwd q3" \
            "--dp-codec dct:0.9,10 --dp-allreduce ring" "--fuse-bytes 12parsecs" "--mp-splits bot:9" \
            "--ranks 3 --mp-splits bot:1" "--mp-codec dct:0.9" "--ranks 2 --mp-splits bot:1 --mp-codec sketch:1.5" \
-           "--ranks 2 --mp-splits bot:1 --dp-codec q4" \
+           "--ranks 2 --mp-splits bot:1 --dp-codec q4" "--dp-codec q4+fp8" "--dp-codec dct:0.9,10+bf16 --dp-allreduce dense" \
            "--dp-mode gossip" "--ranks 2 --dp-mode ps --servers 2" "--ranks 3 --dp-mode ps --dp-codec q4" \
            "--servers 2" "--max-staleness 3" "--mp-threshold-eta 0.9" "--ranks 2 --mp-splits bot:1 --dp-allreduce ring"; do
   # shellcheck disable=SC2086
