@@ -36,8 +36,7 @@ template <class T>
 void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
           std::size_t lda, const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc) {
   if (m == 0 || n == 0) return;
-  static const bool single = (openblas_set_num_threads(1), true);  // parallelism is ours (see above)
-  (void)single;
+  [[maybe_unused]] static const bool single = (openblas_set_num_threads(1), true);  // parallelism is ours (see above)
   const auto gemm_fn = [] {
     if constexpr (std::is_same_v<T, float>) return cblas_sgemm;
     else return cblas_dgemm;

@@ -25,8 +25,8 @@ SPARQ_INLINE void bias_act_impl(T* __restrict y, const T* __restrict b, std::siz
 }
 
 template <class T>
-SPARQ_INLINE void relu_grad_colsum_impl(const T* __restrict y, T* __restrict g, T* __restrict db,
-                                                std::size_t rows, std::size_t cols, std::size_t ld) {
+SPARQ_INLINE void relu_grad_colsum_impl(const T* __restrict y, T* __restrict g, T* __restrict db, std::size_t rows,
+                                        std::size_t cols, std::size_t ld) {
   std::fill(db, db + cols, T(0));
   for (std::size_t r = 0; r < rows; ++r) {
     const T* __restrict yr = y + r * ld;
@@ -91,7 +91,7 @@ template <class T>
 SPARQ_INLINE void interaction_bwd_impl(const T* __restrict v, const T* __restrict dout, std::size_t batch,
                                        std::size_t n, std::size_t d, T* __restrict dv) {
   const std::size_t w = d + n * (n - 1) / 2;
-  const std::size_t kb = d % kLanes == 0 ? kLanes : 1;  // block of k
+  const bool blocked = d % kLanes == 0;
   T s[64 * 64];  // n x n symmetric
   for (std::size_t b = 0; b < batch; ++b) {
     const T* __restrict V = v + b * n * d;
@@ -102,7 +102,7 @@ SPARQ_INLINE void interaction_bwd_impl(const T* __restrict v, const T* __restric
     for (std::size_t i = 1; i < n; ++i)
       for (std::size_t j = 0; j < i; ++j, ++p) s[i * n + j] = s[j * n + i] = g[p];
     for (std::size_t i = 0; i < n; ++i) {
-      if (kb == kLanes) {
+      if (blocked) {
         for (std::size_t k0 = 0; k0 < d; k0 += kLanes) {
           T acc[kLanes];
           for (std::size_t l = 0; l < kLanes; ++l) acc[l] = i == 0 ? g[k0 + l] : T(0);
