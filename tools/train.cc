@@ -158,8 +158,17 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     metrics = std::make_unique<std::ofstream>(a.metrics);
     SPARQ_CHECK_AS(InputError, metrics->good(), "cannot create '{}'", a.metrics);
   }
-  auto emit = [&](const nlohmann::json& j) {
-    if (metrics) *metrics << j.dump() << "\n" << std::flush;
+  // Every event carries the seconds since training started (wall_s) and the
+  // same less the time spent testing (train_s): time to a target is train_s,
+  // so how often a run tests does not change it.
+  Clock::time_point train_start = Clock::now();
+  double eval_s = 0;
+  auto emit = [&](nlohmann::json j) {
+    if (!metrics) return;
+    const double wall = seconds_since(train_start);
+    j["wall_s"] = wall;
+    j["train_s"] = wall - eval_s;
+    *metrics << j.dump() << "\n" << std::flush;
   };
 
   if (!data.stream_file.empty())
@@ -171,6 +180,8 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     say(fmt::format("teacher (ceiling): test loss {:.6f}, accuracy {:.3f} %, auc {:.4f}\n", data.teacher->loss,
                100 * data.teacher->accuracy, data.teacher->auc));
   SPARQ_CHECK_AS(InputError, data.train.size() > 0 || data.stream_lines > 0, "no training samples");
+  SPARQ_CHECK_AS(InputError, (a.target_loss == 0 && a.target_auc == 0) || data.test.size() > 0,
+                 "--target-loss/--target-auc are checked on the test set: this run has no test samples");
 
   const std::vector<DlrmStage> stages = plan_stages(cfg, a.mp_splits);
   const bool mp = stages.size() > 1;  // then this rank is stage t.rank()
@@ -324,9 +335,14 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
   double best_auc = 0;
   EvalResult last_eval;
   bool evaluated = false;
-  const auto train_start = Clock::now();
-  auto test_now = [&](std::size_t it, std::size_t epoch) {
-    if (data.test.size() == 0) return;
+  // --target-loss / --target-auc: the first test that reaches it ends training.
+  const bool has_target = a.target_loss > 0 || a.target_auc > 0;
+  bool reached = false;
+  auto reaches = [&](const EvalResult& r) {
+    return (a.target_loss > 0 && r.loss <= a.target_loss) || (a.target_auc > 0 && r.auc >= a.target_auc);
+  };
+  train_start = Clock::now();
+  auto test_and_report = [&](std::size_t it, std::size_t epoch) {
     std::optional<EvalResult> r;
     if (ps) {
       if (!lead) return;
@@ -360,6 +376,27 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
                nbatches, epoch, last_eval.loss, 100 * last_eval.accuracy, last_eval.auc, best_auc));
     emit({{"event", "test"}, {"epoch", epoch}, {"it", it}, {"nbatches", nbatches}, {"step", epoch * nbatches + it},
           {"loss", last_eval.loss}, {"accuracy", last_eval.accuracy}, {"auc", last_eval.auc}});
+  };
+  auto test_now = [&](std::size_t it, std::size_t epoch) {
+    if (data.test.size() == 0) return;
+    const auto e0 = Clock::now();
+    test_and_report(it, epoch);
+    if (has_target && !reached) {  // every training rank learns what the lead saw
+      double hit = lead && evaluated && reaches(last_eval) ? 1 : 0;
+      if (peers.size() > 1) allreduce(peers, std::span<double>(&hit, 1), {.op = ReduceOp::Max});
+      reached = hit > 0;
+    }
+    eval_s += seconds_since(e0);
+    if (!reached) return;
+    const double wall = seconds_since(train_start);
+    say(fmt::format("target reached: test {} at step {} (epoch {}, it {}/{}): {:.3f} s of training ({:.3f} s with "
+                    "tests)\n",
+                    a.target_loss > 0 && last_eval.loss <= a.target_loss
+                        ? fmt::format("loss {:.6f} <= {}", last_eval.loss, a.target_loss)
+                        : fmt::format("auc {:.4f} >= {}", last_eval.auc, a.target_auc),
+                    step, epoch, it, nbatches, wall - eval_s, wall));
+    emit({{"event", "target"}, {"step", step}, {"loss", last_eval.loss}, {"auc", last_eval.auc},
+          {"target_loss", a.target_loss}, {"target_auc", a.target_auc}});
   };
 
   for (std::size_t epoch = step / nbatches; epoch < a.nepochs; ++epoch) {
@@ -440,10 +477,18 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
       }
       if (a.test_freq > 0 && (it + 1) % static_cast<std::size_t>(a.test_freq) == 0 && it + 1 != nbatches) {
         test_now(it + 1, epoch);
+        if (reached) break;
       }
     }
+    if (reached) break;
     test_now(nbatches, epoch);
+    if (reached) break;
   }
+  if (has_target && !reached)
+    say(fmt::format("target not reached: {} after {} steps (last test: loss {:.6f}, auc {:.4f})\n",
+                    a.target_loss > 0 ? fmt::format("test loss <= {}", a.target_loss)
+                                      : fmt::format("test auc >= {}", a.target_auc),
+                    step, last_eval.loss, last_eval.auc));
   const double train_wall = seconds_since(train_start);
   if (tot_samples > 0) {
     const double compute = tot_fwd + tot_bwd + tot_opt + tot_comm;
@@ -454,7 +499,8 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
         tot_samples, static_cast<double>(tot_samples) / compute,
         static_cast<double>(tot_samples) / (compute + tot_data), 100 * tot_data / (compute + tot_data),
         mp ? "" : fmt::format(", MLP {:.1f} GFLOP/s over fwd+bwd", flops / (tot_fwd + tot_bwd) / 1e9)));
-    emit({{"event", "summary"}, {"samples", tot_samples}, {"train_wall_s", train_wall},
+    emit({{"event", "summary"}, {"samples", tot_samples}, {"train_wall_s", train_wall}, {"steps", step},
+          {"target_reached", has_target ? nlohmann::json(reached) : nlohmann::json()},
           {"compute_samples_per_s", static_cast<double>(tot_samples) / compute},
           {"samples_per_s_with_data", static_cast<double>(tot_samples) / (compute + tot_data)},
           {"load_s", data.load_secs}, {"bad_lines", data.bad_lines}});
@@ -612,6 +658,13 @@ void add_train(CLI::App& app, Run& run) {
       ->check(CLI::Range(0.0, 1.0));
   c->add_option("--fail-at", a->fail_at,
                 "Testing: rank R dies at step S (R:S; under mpiexec it kills itself, in-process it falls silent)");
+  c->add_option("--target-loss", a->target_loss,
+                 "Stop at the first test whose loss is <= this and print the training time to reach it (tests at "
+                 "--test-freq)")
+      ->check(CLI::PositiveNumber);
+  c->add_option("--target-auc", a->target_auc,
+                 "Stop at the first test whose AUC is >= this and print the training time to reach it")
+      ->check(CLI::Range(0.0, 1.0));
   c->add_option("--verify-freq", a->verify_freq, "Check every N steps that all ranks hold identical parameters")
       ->capture_default_str();
   c->add_option("--timeout", a->timeout_s, "Seconds a rank waits for a peer before failing")

@@ -55,6 +55,7 @@ struct TrainArgs {
   std::uint64_t ef_drain_every = 0;
   double ef_drain_fraction = 1.0;
   std::string fail_at;  // testing aid: "RANK:STEP"
+  double target_loss = 0, target_auc = 0;  // 0: train the whole --nepochs
   std::size_t verify_freq = 1000;
   double timeout_s = 300;
 };

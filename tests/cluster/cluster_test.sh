@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# scripts/cluster end to end: its one-line errors, cleanup after a failed
+# `up`, and 2 unshaped hosts training 20 steps on 2 ranks through `run`.
+# Needs root, ip and tc; otherwise it says why and is skipped (exit 77).
+#   tests/cluster/cluster_test.sh path/to/scripts/cluster path/to/sparq
+set -uo pipefail
+CLUSTER=$1
+SPARQ=$2
+export CLUSTER_PREFIX=sqct  # its own objects: a cluster of the user's stays untouched
+D=$(mktemp -d)
+trap '"$CLUSTER" down > /dev/null 2>&1; rm -rf "$D"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+leftovers() { ip netns list | grep -E "^${CLUSTER_PREFIX}_" || true; }
+
+[ "$(id -u)" -eq 0 ] || { echo "skipped: not root (network namespaces need it)"; exit 77; }
+command -v ip > /dev/null && command -v tc > /dev/null || { echo "skipped: ip or tc not installed"; exit 77; }
+ip netns add "${CLUSTER_PREFIX}_probe" 2> /dev/null || { echo "skipped: cannot create network namespaces here"; exit 77; }
+ip netns del "${CLUSTER_PREFIX}_probe"
+
+expect_error() {  # expect_error "message part" args...: exit 1, one line naming the problem, nothing left behind
+  local want=$1
+  shift
+  "$CLUSTER" "$@" > "$D/out" 2> "$D/err" && fail "'cluster $*' must fail"
+  [ "$(wc -l < "$D/err")" -eq 1 ] || fail "'cluster $*' must say one line, said: $(cat "$D/err")"
+  grep -q -- "$want" "$D/err" || fail "'cluster $*' must say '$want', said: $(cat "$D/err")"
+}
+expect_error "N must be 2..64" up 1 1gbit
+expect_error "bad RATE '1gbt'" up 2 1gbt
+expect_error "RATE missing" up 2
+expect_error "no cluster is up" run -- true
+[ -z "$(leftovers)" ] || fail "refused commands left namespaces: $(leftovers)"
+
+# An `up` that fails half-way (an address ip refuses) removes what it made.
+CLUSTER_NET=10.250.300 "$CLUSTER" up 2 none > "$D/out" 2> "$D/err" && fail "up with a bad address must fail"
+[ -z "$(leftovers)" ] || fail "a failed up left: $(leftovers)"
+
+"$CLUSTER" up 2 none 2> "$D/err" || fail "up 2 none: $(cat "$D/err")"
+expect_error "already up" up 2 1gbit
+[ "$(leftovers | wc -l)" -eq 3 ] || fail "a refused second up must keep the first cluster: $(leftovers)"
+"$CLUSTER" exec 1 -- ip -br addr > "$D/out" || fail "exec"
+grep -q "10.250.77.2/24" "$D/out" || fail "host 1 has 10.250.77.2: $(cat "$D/out")"
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+CLUSTER_TIMEOUT=300 "$CLUSTER" run -- "$SPARQ" train --data-generation random --data-size 10000 --num-test 0 \
+  --mini-batch-size 256 --num-batches 20 --print-freq 20 --threads 1 --dp-codec dct:0.9,10 \
+  --emb-placement table-wise --emb-codec-fwd q4 > "$D/out" 2> "$D/err" || fail "2-host training: $(tail -5 "$D/err")"
+grep -q "data parallel: 2 ranks" "$D/out" || fail "two ranks, one per host: $(cat "$D/out")"
+grep -q "Finished training it 20/20" "$D/out" || fail "20 steps: $(cat "$D/out")"
+
+"$CLUSTER" down 2> "$D/err" || fail "down: $(cat "$D/err")"
+[ -z "$(leftovers)" ] || fail "down left: $(leftovers)"
+echo "cluster: all checks passed"
