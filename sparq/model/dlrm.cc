@@ -166,7 +166,11 @@ void Dlrm<T>::stage_begin(const Batch& batch, std::size_t micro_batches) {
   M_ = micro_batches;
   mb_done_ = 0;
   micro_.resize(M_);
-  if (!stage_.middle || external_pooled_) return;
+  if (!stage_.middle) return;
+  if (external_pooled_) {  // the tables' owners compute these, maybe during backward()
+    for (auto& g : sgrads_) g.rows.clear(), g.values.clear();
+    return;
+  }
   SPARQ_CHECK(batch.sparse.size() == m, "batch has {} sparse features, model has {} tables", batch.sparse.size(), m);
   if (M_ == 1) return;  // stage_forward looks up straight into the interaction's input
   pooled_.resize(B * m * d);
@@ -194,7 +198,12 @@ std::span<const T> Dlrm<T>::stage_forward(std::size_t mb, const T* x) {
     u.v.resize(b * ld);
     for (std::size_t i = 0; i < b; ++i) std::copy_n(h + i * d, d, u.v.data() + i * ld);
     if (external_pooled_ || M_ > 1) {
-      const T* src = external_pooled_ ? ext_pooled_.data() : pooled_.data();
+      const T* src = pooled_.data();
+      if (external_pooled_) {
+        const std::span<const T> ext = ext_source_();
+        SPARQ_CHECK(ext.size() == B_ * m * d, "{} pooled values for {} samples x {} tables x {}", ext.size(), B_, m, d);
+        src = ext.data();
+      }
       for (std::size_t i = 0; i < b; ++i) std::copy_n(src + (o + i) * m * d, m * d, u.v.data() + i * ld + d);
     } else {
       parallel_for(m, 4, [&](std::size_t t0, std::size_t t1) {  // tables are independent
@@ -225,6 +234,7 @@ const T* Dlrm<T>::stage_backward(std::size_t mb, const T* dy) {
     if (external_pooled_ || M_ > 1) {
       dpooled_.resize(B_ * m * d);
       for (std::size_t i = 0; i < b; ++i) std::copy_n(u.dv.data() + i * ld + d, m * d, dpooled_.data() + (o + i) * m * d);
+      if (external_pooled_ && notify && pooled_grad_hook_) pooled_grad_hook_();
     }
     u.dx.resize(b * d);
     for (std::size_t i = 0; i < b; ++i) std::copy_n(u.dv.data() + i * ld, d, u.dx.data() + i * d);
@@ -241,11 +251,7 @@ template <class T>
 void Dlrm<T>::stage_end() {
   SPARQ_CHECK(mb_done_ == M_, "stage_end() after {} of {} micro-batch backwards", mb_done_, M_);
   const std::size_t d = cfg_.emb_dim, m = cfg_.num_tables();
-  if (!stage_.middle) return;
-  if (external_pooled_) {
-    for (auto& g : sgrads_) g.rows.clear(), g.values.clear();  // the tables' owners compute these
-    return;
-  }
+  if (!stage_.middle || external_pooled_) return;
   const bool direct = M_ == 1;  // gradients still in the interaction's layout
   const T* src = direct ? micro_[0].dv.data() + d : dpooled_.data();
   const std::size_t ld = direct ? (m + 1) * d : m * d;
@@ -264,11 +270,14 @@ std::span<const T> Dlrm<T>::forward(const Batch& batch) {
 
 template <class T>
 std::span<const T> Dlrm<T>::forward(const Batch& batch, std::span<const T> pooled) {
+  return forward(batch, [pooled] { return pooled; });
+}
+
+template <class T>
+std::span<const T> Dlrm<T>::forward(const Batch& batch, const PooledSource& pooled) {
   SPARQ_CHECK(whole(), "forward(batch, pooled) on a model-parallel stage");
-  const std::size_t B = batch.size, d = cfg_.emb_dim, m = cfg_.num_tables();
-  SPARQ_CHECK(pooled.size() == B * m * d, "{} pooled values for {} samples x {} tables x {}", pooled.size(), B, m, d);
   external_pooled_ = true;
-  ext_pooled_ = pooled;
+  ext_source_ = pooled;
   stage_begin(batch, 1);
   return stage_forward(0, nullptr);
 }

@@ -12,6 +12,7 @@
 // Embedding tables are separate (large, updated sparsely).
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <span>
@@ -84,8 +85,17 @@ class Dlrm {
   // read). The next backward() computes no table gradients; pooled_grad()
   // then gives dLoss/d(pooled).
   std::span<const T> forward(const Batch& batch, std::span<const T> pooled);
+  // The same, with the lookups asked for only once the bottom MLP has run,
+  // so that the exchange bringing them overlaps it: `pooled` may block until
+  // they arrive; what it returns must stay valid until backward() is done.
+  using PooledSource = std::function<std::span<const T>()>;
+  std::span<const T> forward(const Batch& batch, const PooledSource& pooled);
   // out [B x m x d] <- dLoss/d(pooled) of the last backward().
   void pooled_grad(std::span<T> out) const;
+  // Table-wise: called inside backward() as soon as pooled_grad() is
+  // complete, before the bottom MLP's backward, so that the gradients'
+  // exchange overlaps it. nullptr: none.
+  void set_pooled_grad_hook(std::function<void()> h) { pooled_grad_hook_ = std::move(h); }
 
   // dlogits [B] (dLoss/dlogit) -> overwrites all dense gradients and each
   // table's sparse gradient for the batch of the last forward().
@@ -160,7 +170,8 @@ class Dlrm {
   std::vector<T> pooled_;   // [B x m x d] lookups: given (table-wise) or of the whole batch (M > 1)
   std::vector<T> dpooled_;  // [B x m x d] their gradients (M > 1)
   bool external_pooled_ = false;
-  std::span<const T> ext_pooled_;  // table-wise: the lookups given to forward()
+  PooledSource ext_source_;        // table-wise: where forward() gets the lookups
+  std::function<void()> pooled_grad_hook_;
   std::vector<T> input_grad_;
   std::vector<SparseGrad<T>> sgrads_;
   bool want_input_grad_ = false;

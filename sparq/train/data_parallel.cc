@@ -26,16 +26,19 @@ DataParallel::DataParallel(Transport& t, Dlrm<float>& model, Optimizer<float>& o
   if (opts_.placement == EmbPlacement::TableWise)
     table_wise_.emplace(t, model, opts_.emb_fwd, opts_.emb_bwd, opts_.emb_row_len);
   engine_ = std::make_unique<CommEngine>(t);
-  if (opts_.overlap)
+  if (opts_.overlap) {
     model_.set_grad_hook([this](std::size_t w, std::size_t b) {
       SPARQ_CHECK(b == w + 1, "layer views {} and {} are not adjacent", w, b);
       view_ready(b);
       view_ready(w);
     });
+    if (table_wise_) model_.set_pooled_grad_hook([this] { pooled_grad_ready(); });
+  }
 }
 
 DataParallel::~DataParallel() {
   model_.set_grad_hook(nullptr);
+  model_.set_pooled_grad_hook(nullptr);
   engine_.reset();  // runs (or fails) what is queued before the slots it writes go away
 }
 
@@ -58,6 +61,22 @@ void DataParallel::submit_bucket() {
   const std::span<float> g = model_.dense().grads().subspan(open_.lo, open_.hi - open_.lo);
   submit(Entity::WGrad, [this, g, name = open_.name, k = k_](Transport& t) { return exchange_.exchange(t, name, g, k); });
   open_ = {};
+}
+
+void DataParallel::pooled_grad_ready() {
+  dpooled_.resize(pooled_.size());
+  if (!dpooled_.empty()) model_.pooled_grad(dpooled_);
+  submit(Entity::EmbBwd, [this](Transport&) { return table_wise_->backward(dpooled_); });
+}
+
+ExchangeStats& DataParallel::slot_total(DpStepStats& st, Entity e) {
+  switch (e) {
+    case Entity::WGrad: return st.w_grad;
+    case Entity::EmbGrad: return st.emb_grad;
+    case Entity::EmbFwd: return st.emb_fwd;
+    case Entity::EmbBwd: return st.emb_bwd;
+  }
+  SPARQ_THROW(Error, "unknown exchange entity");
 }
 
 void DataParallel::submit(Entity e, std::function<ExchangeStats(Transport&)> f) {
@@ -83,16 +102,24 @@ DpStepStats DataParallel::step(const Batch& global, std::uint64_t k) {
   open_ = {};
 
   auto t0 = Clock::now();
-  if (table_wise_) {  // nothing is in flight: this thread may use the transport
+  double fwd_wait = 0;  // forward blocked on the lookups
+  if (table_wise_) {
+    // The owners pool and exchange the lookups on the communication thread
+    // while this one runs the bottom MLP; forward() asks for them after it.
     pooled_.resize(local.size * m * d);
-    st.emb_fwd = table_wise_->forward(global, pooled_);
-    st.emb_fwd.wait_seconds = st.emb_fwd.comm_seconds;
-    t0 = Clock::now();
+    submit(Entity::EmbFwd, [this, &global](Transport&) { return table_wise_->forward(global, pooled_); });
   }
   const bool computes = local.size > 0;
   if (computes) {
-    const auto logits = table_wise_ ? model_.forward(local, pooled_) : model_.forward(local);
-    st.forward_s = seconds_since(t0);
+    const auto logits = table_wise_ ? model_.forward(local,
+                                                     [&] {
+                                                       const auto w0 = Clock::now();
+                                                       works_.front().wait();
+                                                       fwd_wait = seconds_since(w0);
+                                                       return std::span<const float>(pooled_);
+                                                     })
+                                    : model_.forward(local);
+    st.forward_s = seconds_since(t0) - fwd_wait;
     t0 = Clock::now();
     dlogits_.resize(local.size);
     st.loss = bce_with_logits<float>(logits, local.labels, dlogits_);
@@ -103,7 +130,9 @@ DpStepStats DataParallel::step(const Batch& global, std::uint64_t k) {
       if (w != 1.0f)
         for (float& x : dlogits_) x *= w;
     }
-    model_.backward(dlogits_);  // with overlap, the hook starts the dense exchanges
+    // With overlap, the hooks start the dense exchanges layer by layer and
+    // the lookups' gradients before the bottom MLP's backward.
+    model_.backward(dlogits_);
     st.backward_s = seconds_since(t0);
   }
   if (p > 1) {
@@ -112,15 +141,16 @@ DpStepStats DataParallel::step(const Batch& global, std::uint64_t k) {
       // rank contributes zero gradients but still takes part in every exchange.
       std::fill(model_.dense().grads().begin(), model_.dense().grads().end(), 0.0f);
       for (std::size_t tb = 0; tb < m; ++tb) model_.sparse_grad(tb).rows.clear(), model_.sparse_grad(tb).values.clear();
+      dpooled_.clear();
     }
-    if (!opts_.overlap || !computes)
-      for (std::size_t v = model_.dense().views().size(); v-- > 0;) view_ready(v);
+    if (!opts_.overlap || !computes) {  // the order the hooks give: top layers, lookups' gradients, bottom layers
+      const std::size_t bottom_views = 2 * model_.config().bot_spec().num_layers();
+      for (std::size_t v = model_.dense().views().size(); v-- > bottom_views;) view_ready(v);
+      if (table_wise_) pooled_grad_ready();
+      for (std::size_t v = bottom_views; v-- > 0;) view_ready(v);
+    }
     submit_bucket();
-    if (table_wise_) {
-      dpooled_.resize(local.size * m * d);
-      if (computes) model_.pooled_grad(dpooled_);
-      submit(Entity::EmbBwd, [this](Transport&) { return table_wise_->backward(dpooled_); });
-    } else {
+    if (!table_wise_) {
       for (std::size_t tb = 0; tb < m; ++tb)
         submit(Entity::EmbGrad, [this, tb](Transport& t) {
           return exchange_embedding_grad(t, model_.sparse_grad(tb), model_.tables()[tb].rows(),
@@ -128,13 +158,13 @@ DpStepStats DataParallel::step(const Batch& global, std::uint64_t k) {
         });
     }
     // Wait in submission order; what a wait blocks is that exchange's cost
-    // to the training thread (the rest ran behind backward).
+    // to the training thread (the rest ran behind compute).
     for (std::size_t i = 0; i < works_.size(); ++i) {
       t0 = Clock::now();
       works_[i].wait();
       Slot& s = slots_[i];
-      s.stats.wait_seconds = seconds_since(t0);
-      (s.entity == Entity::WGrad ? st.w_grad : s.entity == Entity::EmbGrad ? st.emb_grad : st.emb_bwd) += s.stats;
+      s.stats.wait_seconds = s.entity == Entity::EmbFwd && computes ? fwd_wait : seconds_since(t0);
+      slot_total(st, s.entity) += s.stats;
     }
   }
   t0 = Clock::now();

@@ -78,7 +78,7 @@ class DataParallel {
     std::size_t lo = 0, hi = 0;  // range of the dense gradient buffer
     std::string name;            // its views' names joined by '+' (keys the codec's residuals)
   };
-  enum class Entity { WGrad, EmbGrad, EmbBwd };
+  enum class Entity { WGrad, EmbGrad, EmbFwd, EmbBwd };
   struct Slot {
     Entity entity;
     ExchangeStats stats;
@@ -87,6 +87,9 @@ class DataParallel {
   // group once it holds --fuse-bytes.
   void view_ready(std::size_t v);
   void submit_bucket();
+  // Table-wise: this step's lookup gradients are final; send them to the owners.
+  void pooled_grad_ready();
+  static ExchangeStats& slot_total(DpStepStats& st, Entity e);
   // Runs `f` on the communication thread; its stats land in a new slot.
   void submit(Entity e, std::function<ExchangeStats(Transport&)> f);
 
