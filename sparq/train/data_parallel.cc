@@ -45,13 +45,14 @@ DataParallel::~DataParallel() {
 void DataParallel::view_ready(std::size_t v) {
   const auto& view = model_.dense().views()[v];
   if (open_.hi == open_.lo) {
-    open_ = {view.offset, view.offset + view.size, view.name};
+    open_ = {view.offset, view.offset + view.size, view.name, {{view.name, view.size}}};
   } else {
     // Views arrive last first: a group grows downwards in the buffer.
     SPARQ_CHECK(view.offset + view.size == open_.lo, "gradient view {} does not precede the group {}", view.name,
                 open_.name);
     open_.lo = view.offset;
     open_.name = view.name + "+" + open_.name;
+    open_.pieces.insert(open_.pieces.begin(), {view.name, view.size});
   }
   if ((open_.hi - open_.lo) * sizeof(float) >= opts_.fuse_bytes) submit_bucket();
 }
@@ -59,7 +60,9 @@ void DataParallel::view_ready(std::size_t v) {
 void DataParallel::submit_bucket() {
   if (open_.hi == open_.lo) return;
   const std::span<float> g = model_.dense().grads().subspan(open_.lo, open_.hi - open_.lo);
-  submit(Entity::WGrad, [this, g, name = open_.name, k = k_](Transport& t) { return exchange_.exchange(t, name, g, k); });
+  submit(Entity::WGrad, [this, g, b = std::move(open_), k = k_](Transport& t) {
+    return exchange_.exchange(t, b.name, b.pieces, g, k);
+  });
   open_ = {};
 }
 

@@ -75,8 +75,9 @@ class DataParallel {
 
  private:
   struct Bucket {
-    std::size_t lo = 0, hi = 0;  // range of the dense gradient buffer
-    std::string name;            // its views' names joined by '+' (keys the codec's residuals)
+    std::size_t lo = 0, hi = 0;              // range of the dense gradient buffer
+    std::string name;                        // its views' names joined by '+' (keys the quantized codecs' residuals)
+    std::vector<GradExchange::Piece> pieces;  // its views, in buffer order
   };
   enum class Entity { WGrad, EmbGrad, EmbFwd, EmbBwd };
   struct Slot {

@@ -104,11 +104,72 @@ ExchangeStats& ExchangeStats::operator+=(const ExchangeStats& o) {
 
 GradExchange::GradExchange(DpCodec codec, compress::ErrorFeedbackStore& residuals)
     : codec_(std::move(codec)), residuals_(residuals) {
+  // fp32 selection; the value format is applied to the bucket's whole stream (below).
   if (codec_.kind == DpCodec::Kind::Dct)
-    dct_.emplace(compress::DctDpOptions{codec_.eta, codec_.life_span, 0.0, codec_.values}, residuals_);
+    dct_.emplace(compress::DctDpOptions{codec_.eta, codec_.life_span, 0.0, compress::ValueFormat::F32}, residuals_);
+}
+
+std::size_t GradExchange::select(std::string_view name, std::span<const float> grad, std::uint64_t step,
+                                 compress::SparseStream& out) {
+  if (codec_.kind == DpCodec::Kind::Dct) return dct_->step(name, step, grad, out).kept;
+  // TopK SGD with error accumulation: W = g + E; send the top K of every
+  // bucket of W; E = W - sent.
+  const std::size_t n = grad.size();
+  std::span<float> e = residuals_.residual(name, n);
+  for (std::size_t i = 0; i < n; ++i) e[i] += grad[i];
+  compress::bucket_topk(e, codec_.bucket, codec_.k, idx_, val_);
+  for (std::uint32_t i : idx_) e[i] = 0;
+  out.assign_sparse(n, idx_, val_);
+  return idx_.size();
+}
+
+std::size_t GradExchange::select_bucket(std::span<const Piece> pieces, std::span<const float> grad,
+                                        std::uint64_t step) {
+  const std::size_t n = grad.size();
+  if (pieces.size() == 1) {
+    const std::size_t kept = select(pieces[0].name, grad, step, stream_);
+    compress::round_with_feedback(stream_, residuals_.residual(pieces[0].name, n), codec_.values);
+    return kept;
+  }
+  std::vector<std::uint32_t>& idx = bucket_idx_;
+  std::vector<float>& val = bucket_val_;
+  idx.clear();
+  val.clear();
+  std::size_t off = 0;
+  for (const Piece& pc : pieces) {
+    select(pc.name, grad.subspan(off, pc.size), step, piece_);
+    for (std::uint32_t i : piece_.indices()) idx.push_back(static_cast<std::uint32_t>(off + i));
+    val.insert(val.end(), piece_.values().begin(), piece_.values().end());
+    off += pc.size;
+  }
+  SPARQ_CHECK(off == n, "bucket pieces cover {} of {} values", off, n);
+  stream_.assign_sparse(n, idx, val);
+  if (codec_.values != compress::ValueFormat::F32) {
+    // One value scale for the whole message: round, then hand each rounding
+    // error to the residual of the tensor it came from.
+    round_err_.resize(n);
+    compress::round_with_feedback(stream_, round_err_, codec_.values);
+    off = 0;
+    auto it = stream_.indices().begin();
+    for (const Piece& pc : pieces) {
+      std::span<float> e = residuals_.residual(pc.name, pc.size);
+      for (; it != stream_.indices().end() && *it < off + pc.size; ++it) {
+        e[*it - off] += round_err_[*it];
+        round_err_[*it] = 0;  // all zero again for the next bucket
+      }
+      off += pc.size;
+    }
+  }
+  return idx.size();
 }
 
 ExchangeStats GradExchange::exchange(Transport& t, std::string_view name, std::span<float> grad, std::uint64_t step) {
+  const Piece whole{std::string(name), grad.size()};
+  return exchange(t, name, std::span<const Piece>(&whole, 1), grad, step);
+}
+
+ExchangeStats GradExchange::exchange(Transport& t, std::string_view name, std::span<const Piece> pieces,
+                                     std::span<float> grad, std::uint64_t step) {
   const int p = t.size();
   const std::size_t n = grad.size();
   ExchangeStats st;
@@ -136,19 +197,7 @@ ExchangeStats GradExchange::exchange(Transport& t, std::string_view name, std::s
     }
     case DpCodec::Kind::Dct:
     case DpCodec::Kind::TopK: {
-      if (codec_.kind == DpCodec::Kind::Dct) {
-        st.kept = dct_->step(name, step, grad, stream_).kept;
-      } else {
-        // TopK SGD with error accumulation: W = g + E; send the top K of
-        // every bucket of W; E = W - sent.
-        std::span<float> e = residuals_.residual(name, n);
-        for (std::size_t i = 0; i < n; ++i) e[i] += grad[i];
-        compress::bucket_topk(e, codec_.bucket, codec_.k, idx_, val_);
-        for (std::uint32_t i : idx_) e[i] = 0;
-        st.kept = idx_.size();
-        stream_.assign_sparse(n, idx_, val_);
-        compress::round_with_feedback(stream_, e, codec_.values);
-      }
+      st.kept = select_bucket(pieces, grad, step);
       st.compress_seconds = seconds_since(t0);
       t0 = Clock::now();
       SparseAllreduceOptions o;

@@ -84,13 +84,33 @@ class GradExchange {
   // same order.
   ExchangeStats exchange(Transport& t, std::string_view name, std::span<float> grad, std::uint64_t step);
 
+  // The same for a bucket of adjacent tensors in one collective: `grad` is
+  // their concatenation, `pieces` name them in order. dct and topk still
+  // select per tensor (DCT-DP's per-layer threshold, a residual per tensor)
+  // and send one sparse stream for the bucket, so fusing saves messages
+  // without changing what is selected; the quantized codecs and none treat
+  // the bucket as one tensor named `name`.
+  struct Piece {
+    std::string name;
+    std::size_t size;
+  };
+  ExchangeStats exchange(Transport& t, std::string_view name, std::span<const Piece> pieces, std::span<float> grad,
+                         std::uint64_t step);
+
  private:
+  // dct / topk: this step's pairs of one tensor into `out` (fp32 values;
+  // residual updated), returns how many.
+  std::size_t select(std::string_view name, std::span<const float> grad, std::uint64_t step,
+                     compress::SparseStream& out);
+  // stream_ <- the pieces' selections, each shifted to its offset in the bucket.
+  std::size_t select_bucket(std::span<const Piece> pieces, std::span<const float> grad, std::uint64_t step);
+
   DpCodec codec_;
   compress::ErrorFeedbackStore& residuals_;
   std::optional<compress::DctDp> dct_;
-  compress::SparseStream stream_, sum_;
-  std::vector<std::uint32_t> idx_;
-  std::vector<float> val_;
+  compress::SparseStream stream_, sum_, piece_;
+  std::vector<std::uint32_t> idx_, bucket_idx_;
+  std::vector<float> val_, bucket_val_, round_err_;
 };
 
 }  // namespace sparq

@@ -92,6 +92,64 @@ TEST(GradExchange, SparsifiersConserveGradientMass) {
   }
 }
 
+// A fused bucket selects per tensor, as if each were exchanged alone: with
+// fp32 values the result, every residual and the count kept are identical
+// (sums of the same values, no overlap between tensors); with +fp8 the one
+// message scale rounds differently, but each rounding error still lands in
+// the residual of its own tensor, so the books balance per tensor (to the
+// fp8 rounding of partial sums inside the allreduce, which is not fed back,
+// as in SparsifiersConserveGradientMass).
+TEST(GradExchange, FusedBucketSelectsPerTensor) {
+  const int p = 3;
+  SPARQ_NEED_RANKS(p);
+  const std::vector<GradExchange::Piece> pieces{{"a", 700}, {"b", 5}, {"c", 1500}};
+  const std::size_t n = 2205;
+  for (const char* spec : {"dct:0.9,3", "topk:4/128", "dct:0.9,3+fp8"}) {
+    SCOPED_TRACE(spec);
+    const bool exact = !std::string_view(spec).ends_with("+fp8");
+    test::run_ranks(p, [&](Transport& t) {
+      compress::ErrorFeedbackStore fused_store, alone_store;
+      GradExchange fused(parse_dp_codec(spec), fused_store), alone(parse_dp_codec(spec), alone_store);
+      std::vector<double> applied(n, 0.0), truth(n, 0.0);
+      for (int k = 0; k < 7; ++k) {
+        // Scaled per tensor, so a bucket-wide threshold would pick differently.
+        auto g = test::rank_input<float>(n, t.rank(), 40 + k);
+        for (std::size_t i = 700; i < 705; ++i) g[i] *= 100;
+        for (std::size_t i = 705; i < n; ++i) g[i] *= 0.01f;
+        for (int r = 0; r < p; ++r) {
+          auto gr = test::rank_input<float>(n, r, 40 + k);
+          for (std::size_t i = 0; i < n; ++i) truth[i] += gr[i] * (i >= 705 ? 0.01f : i >= 700 ? 100.0f : 1.0f) / p;
+        }
+        std::vector<float> h = g;
+        const ExchangeStats fs = fused.exchange(t, "a+b+c", pieces, g, k);
+        std::size_t off = 0, kept = 0;
+        for (const auto& pc : pieces) {
+          kept += alone.exchange(t, pc.name, std::span<float>(h).subspan(off, pc.size), k).kept;
+          off += pc.size;
+        }
+        if (exact) {
+          EXPECT_EQ(fs.kept, kept);
+          for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(g[i], h[i]) << "step " << k << " value " << i;
+        }
+        for (std::size_t i = 0; i < n; ++i) applied[i] += g[i];
+      }
+      std::size_t off = 0;
+      for (const auto& pc : pieces) {
+        const auto fr = fused_store.find(pc.name), ar = alone_store.find(pc.name);
+        ASSERT_EQ(fr.size(), pc.size) << pc.name;
+        if (exact)
+          for (std::size_t i = 0; i < pc.size; ++i) ASSERT_EQ(fr[i], ar[i]) << pc.name << " " << i;
+        std::vector<float> resid(fr.begin(), fr.end());
+        allreduce(t, std::span<float>(resid));
+        for (std::size_t i = 0; i < pc.size; ++i)
+          ASSERT_NEAR(applied[off + i] + resid[i] / p, truth[off + i], (exact ? 1e-3 : 0.3) * (pc.name == "b" ? 100 : 1))
+              << pc.name;
+        off += pc.size;
+      }
+    });
+  }
+}
+
 TEST(GradExchange, DctCompressesAndQuantizedStaysClose) {
   const int p = 4;
   SPARQ_NEED_RANKS(p);
