@@ -153,13 +153,8 @@ DpStepStats DataParallel::step(const Batch& global, std::uint64_t k) {
       for (std::size_t v = bottom_views; v-- > 0;) view_ready(v);
     }
     submit_bucket();
-    if (!table_wise_) {
-      for (std::size_t tb = 0; tb < m; ++tb)
-        submit(Entity::EmbGrad, [this, tb](Transport& t) {
-          return exchange_embedding_grad(t, model_.sparse_grad(tb), model_.tables()[tb].rows(),
-                                         model_.tables()[tb].dim());
-        });
-    }
+    if (!table_wise_)  // every table's row-sparse gradient in one sparse allreduce
+      submit(Entity::EmbGrad, [this](Transport& t) { return exchange_embedding_grads(t, embedding_grads(model_)); });
     // Wait in submission order; what a wait blocks is that exchange's cost
     // to the training thread (the rest ran behind compute).
     for (std::size_t i = 0; i < works_.size(); ++i) {

@@ -24,7 +24,12 @@ Hybrid::Hybrid(Transport& t, std::size_t stages, Dlrm<float>& model, Optimizer<f
       replica_group_(grid(t, stages, GridAxis::Replica)),
       stage_group_(grid(t, stages, GridAxis::Stage)),
       pipe_(*replica_group_, model, opt, micro_batches, std::move(mp)),
-      exchange_(std::move(dp), residuals) {}
+      exchange_(std::move(dp), residuals) {
+  for (const auto& v : model_.dense().views()) {
+    pieces_.push_back({v.name, v.size});
+    bucket_name_ += (bucket_name_.empty() ? "" : "+") + v.name;
+  }
+}
 
 HybridStepStats Hybrid::step(const Batch& global, std::uint64_t k) {
   HybridStepStats st;
@@ -37,12 +42,12 @@ HybridStepStats Hybrid::step(const Batch& global, std::uint64_t k) {
   const double weight = static_cast<double>(local.size) * d / static_cast<double>(global.size);
   auto average_over_replicas = [&] {
     if (d == 1) return;
+    // The backward pass is over: one exchange of the stage's whole gradient
+    // buffer costs one collective's latency instead of one per tensor
+    // (selection stays per tensor, GradExchange::exchange).
     DenseParams<float>& dense = model_.dense();
-    for (std::size_t i = dense.views().size(); i-- > 0;)
-      st.w_grad += exchange_.exchange(*stage_group_, dense.views()[i].name, dense.grad(i), k);
-    for (std::size_t tb = 0; tb < model_.tables().size(); ++tb)
-      st.emb_grad += exchange_embedding_grad(*stage_group_, model_.sparse_grad(tb), model_.tables()[tb].rows(),
-                                            model_.tables()[tb].dim());
+    if (!dense.views().empty()) st.w_grad += exchange_.exchange(*stage_group_, bucket_name_, pieces_, dense.grads(), k);
+    if (!model_.tables().empty()) st.emb_grad += exchange_embedding_grads(*stage_group_, embedding_grads(model_));
   };
   st.pipe = pipe_.step(local, weight, average_over_replicas);
   st.loss_sum = st.pipe.loss_sum;

@@ -3,9 +3,9 @@
 // Each of the D replicas is an M-stage pipeline (Pipeline, over the replica's
 // ranks) and trains on its share of the global batch; after the backward pass
 // every stage averages its parameter gradients over its D replicas (over the
-// stage's ranks): the dense ones with the --dp-codec (GradExchange, tensor by
-// tensor, last layer first), the tables' row-sparse ones (on the stage that
-// holds them) with the sparse allreduce. D = 1 is plain model parallelism.
+// stage's ranks): the dense ones with the --dp-codec (GradExchange, in one
+// bucket), the tables' row-sparse ones (on the stage that holds them) with
+// one sparse allreduce. D = 1 is plain model parallelism.
 //
 // The exchange runs on the training thread after the pipeline's backward
 // (not overlapped): the pipeline's point-to-point traffic and the stage's
@@ -52,6 +52,8 @@ class Hybrid {
   std::unique_ptr<GroupTransport> replica_group_, stage_group_;
   Pipeline pipe_;
   GradExchange exchange_;
+  std::vector<GradExchange::Piece> pieces_;  // the stage's dense views, one bucket
+  std::string bucket_name_;
   Batch local_;
 };
 

@@ -172,33 +172,56 @@ TEST(GradExchange, DctCompressesAndQuantizedStaysClose) {
 }
 
 
-// Rank r touched rows {r, r+2, 7} of a 10 x 3 table with values r+1: the
-// average has every row any rank touched, with the mean of the gradients.
-TEST(EmbeddingGradExchange, AveragesRowSparseGradients) {
-  for (int p : {1, 2, 3, 4}) {
-    if (!test::ranks_available(p)) continue;
-    test::run_ranks(p, [&](Transport& t) {
-      const std::size_t rows = 10, dim = 3;
-      SparseGrad<float> g;
-      g.dim = dim;
-      std::set<std::uint32_t> mine = {static_cast<std::uint32_t>(t.rank()), static_cast<std::uint32_t>(t.rank() + 2), 7};
-      for (std::uint32_t r : mine) {
-        g.rows.push_back(r);
-        for (std::size_t j = 0; j < dim; ++j) g.values.push_back(static_cast<float>(t.rank() + 1) + 0.5f * j);
-      }
-      exchange_embedding_grad(t, g, rows, dim);
-      std::vector<double> expect(rows * dim, 0.0);
-      std::set<std::uint32_t> any;
-      for (int r = 0; r < p; ++r)
-        for (std::uint32_t row : {static_cast<std::uint32_t>(r), static_cast<std::uint32_t>(r + 2), 7u}) {
-          any.insert(row);
-          for (std::size_t j = 0; j < dim; ++j) expect[row * dim + j] += (r + 1 + 0.5 * j) / p;
+// Three tables in one exchange: rank r touches rows {r, r+2, 7} of a 10 x 3
+// table, every row of a 4 x 2 table (or, with `all`, every row of every
+// table, so the sum comes back dense), and none of a 6 x 3 one, each value
+// a function of (rank, table, row, column). Each table's result has the rows
+// some rank touched, with the mean over ranks.
+TEST(EmbeddingGradExchange, AveragesRowSparseGradientsOfSeveralTables) {
+  const std::size_t rows[3] = {10, 4, 6}, dims[3] = {3, 2, 3};
+  auto touched = [&](int r, std::size_t tb, bool all) {
+    std::set<std::uint32_t> s;
+    if (all || tb == 1)
+      for (std::uint32_t x = 0; x < rows[tb]; ++x) s.insert(x);
+    else if (tb == 0)
+      s = {static_cast<std::uint32_t>(r), static_cast<std::uint32_t>(r + 2), 7};
+    return s;
+  };
+  auto value = [](int r, std::size_t tb, std::uint32_t row, std::size_t j) {
+    return static_cast<float>(r + 1) + 0.5f * j + 0.25f * row + 10.0f * tb;
+  };
+  for (bool all : {false, true})
+    for (int p : {1, 2, 3, 4}) {
+      if (!test::ranks_available(p)) continue;
+      test::run_ranks(p, [&](Transport& t) {
+        SparseGrad<float> g[3];
+        std::vector<EmbGradRef> refs;
+        for (std::size_t tb = 0; tb < 3; ++tb) {
+          g[tb].dim = dims[tb];
+          for (std::uint32_t row : touched(t.rank(), tb, all)) {
+            g[tb].rows.push_back(row);
+            for (std::size_t j = 0; j < dims[tb]; ++j) g[tb].values.push_back(value(t.rank(), tb, row, j));
+          }
+          refs.push_back({&g[tb], rows[tb], dims[tb]});
         }
-      ASSERT_EQ(std::set<std::uint32_t>(g.rows.begin(), g.rows.end()), any);
-      for (std::size_t i = 0; i < g.rows.size(); ++i)
-        for (std::size_t j = 0; j < dim; ++j) EXPECT_NEAR(g.values[i * dim + j], expect[g.rows[i] * dim + j], 1e-6);
-    });
-  }
+        const ExchangeStats st = exchange_embedding_grads(t, refs);
+        EXPECT_EQ(st.values, 10u * 3 + 4 * 2 + 6 * 3);
+        for (std::size_t tb = 0; tb < 3; ++tb) {
+          std::vector<double> expect(rows[tb] * dims[tb], 0.0);
+          std::set<std::uint32_t> any;
+          for (int r = 0; r < p; ++r)
+            for (std::uint32_t row : touched(r, tb, all)) {
+              any.insert(row);
+              for (std::size_t j = 0; j < dims[tb]; ++j) expect[row * dims[tb] + j] += value(r, tb, row, j) / p;
+            }
+          ASSERT_EQ(std::set<std::uint32_t>(g[tb].rows.begin(), g[tb].rows.end()), any) << "table " << tb;
+          ASSERT_EQ(g[tb].values.size(), g[tb].rows.size() * dims[tb]);
+          for (std::size_t i = 0; i < g[tb].rows.size(); ++i)
+            for (std::size_t j = 0; j < dims[tb]; ++j)
+              EXPECT_NEAR(g[tb].values[i * dims[tb] + j], expect[g[tb].rows[i] * dims[tb] + j], 1e-5);
+        }
+      });
+    }
 }
 
 TEST(VerifyReplicas, PassesWhenEqualAndNamesTheStepWhenNot) {
