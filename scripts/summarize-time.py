@@ -35,7 +35,7 @@ FLAGS = {
     "dct-tablewise-q4q2": "--emb-placement table-wise --fuse-bytes 1MiB --dp-codec dct:0.98,1000 "
                           "--emb-codec-fwd q4 --emb-codec-bwd q2",
     "dct-tablewise-q4q2-fp8": "... --dp-codec dct:0.98,1000+fp8 ...",
-    "hybrid-dct": "--mp-splits bot:2 --mp-codec dct:0.9 --dp-codec dct:0.99,1000",
+    "hybrid-dct": "--mp-splits bot:2 --micro-batches 4 --mp-codec dct:0.9 --dp-codec dct:0.99,1000",
 }
 BASE = "fp32-tablewise"
 
