@@ -116,8 +116,10 @@ void run_train(const TrainArgs& a) {
     SPARQ_CHECK_AS(InputError, static_cast<std::size_t>(world) % nstages == 0,
                    "--mp-splits '{}' makes {} stages: run on a multiple of {} ranks (replicas x stages), not {}",
                    a.mp_splits, nstages, nstages, world);
-    SPARQ_CHECK_AS(InputError, dpo.placement == EmbPlacement::Replicated,
-                   "--emb-placement table-wise with --mp-splits is not built yet");
+    SPARQ_CHECK_AS(InputError, dpo.placement == EmbPlacement::Replicated || static_cast<std::size_t>(world) > nstages,
+                   "--emb-placement table-wise spreads the tables over the replicas: --mp-splits over {} ranks has "
+                   "one replica",
+                   world);
     SPARQ_CHECK_AS(InputError, dpo.overlap && dpo.fuse_bytes == 0,
                    "--no-overlap/--fuse-bytes shape the pure data-parallel exchange; with --mp-splits the replicas "
                    "exchange each stage's gradients after the pipeline's backward pass");
@@ -223,10 +225,11 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
   }
 
   if (mp)
-    say(fmt::format("{}: {} replicas x {} stages (--mp-splits {}), {} micro-batches, --mp-codec {}, --dp-codec {}\n",
+    say(fmt::format("{}: {} replicas x {} stages (--mp-splits {}), {} micro-batches, --mp-codec {}, --dp-codec {}, "
+                    "--emb-placement {}\n",
                     nranks > static_cast<int>(stages.size()) ? "hybrid parallel" : "model parallel",
                     static_cast<std::size_t>(nranks) / stages.size(), stages.size(), a.mp_splits, a.micro_batches,
-                    mpc.text, dpo.codec.text));
+                    mpc.text, dpo.codec.text, emb_placement_name(dpo.placement)));
   else if (nranks > 1 && a.dp_mode != "ps")
     say(fmt::format("data parallel: {} ranks, --dp-codec {}, --emb-placement {}, overlap {}, fuse {} bytes\n", nranks,
                     dpo.codec.text, emb_placement_name(dpo.placement), dpo.overlap ? "on" : "off", dpo.fuse_bytes));
@@ -251,7 +254,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     workers_group.emplace(t, members);
     ps.emplace(t, model, *layout, dpo.codec, residuals);
   } else if (mp) {
-    hybrid.emplace(t, stages.size(), model, opt, a.micro_batches, mpc, dpo.codec, residuals);
+    hybrid.emplace(t, stages.size(), model, opt, a.micro_batches, mpc, dpo, residuals);
     hybrid->pipeline().track_threshold(a.mp_threshold_eta);
   } else {
     dp.emplace(t, model, opt, dpo, residuals);
@@ -300,8 +303,13 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
       o.traffic.add("X_grad", s.x_grad);
       if (hybrid->replicas() > 1) {
         o.traffic.add("W_grad", h.w_grad);
-        o.traffic.add("emb_grad", h.emb_grad);
-        o.wait += h.w_grad.wait_seconds + h.emb_grad.wait_seconds;
+        if (dpo.placement == EmbPlacement::TableWise) {
+          o.traffic.add("emb_fwd", h.emb_fwd);
+          o.traffic.add("emb_bwd", h.emb_bwd);
+        } else {
+          o.traffic.add("emb_grad", h.emb_grad);
+        }
+        o.wait += h.w_grad.wait_seconds + h.emb_grad.wait_seconds + h.emb_fwd.wait_seconds + h.emb_bwd.wait_seconds;
       }
       busy_total += s.forward_s + s.backward_s + s.optimizer_s;
       idle_total += o.wait;
@@ -354,6 +362,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
           },
           data.test, cfg, a.test_batch);
     } else if (hybrid) {  // replica 0's stages run the test batches; its last scores them and tells rank 0
+      hybrid->gather_tables();
       r = evaluate([&](const Batch& b) { return hybrid->predict(b); }, data.test, cfg, a.test_batch);
       double m[3] = {r ? r->loss : 0, r ? r->accuracy : 0, r ? r->auc : 0};
       allreduce(t, std::span<double>(m));
@@ -524,8 +533,8 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
             {"idle_s", bi[2 * s + 1]}});
     }
     report_accounting(sum_over_ranks(t, acct), step,
-                      fmt::format("all ranks; --mp-splits {}, --mp-codec {}, --dp-codec {}", a.mp_splits, mpc.text,
-                                  dpo.codec.text),
+                      fmt::format("all ranks; --mp-splits {}, --mp-codec {}, --dp-codec {}, --emb-placement {}",
+                                  a.mp_splits, mpc.text, dpo.codec.text, emb_placement_name(dpo.placement)),
                       say, emit);
   } else if (ps) {
     report_accounting(acct, step,
@@ -549,6 +558,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     std::unique_ptr<Dlrm<float>> whole;
     std::unique_ptr<Optimizer<float>> whole_opt;
     if (lead) whole = std::make_unique<Dlrm<float>>(cfg, a.seed), whole_opt = std::make_unique<Optimizer<float>>(oo, *whole);
+    hybrid->gather_tables();
     gather_whole(t, stages, model, opt, whole.get(), whole_opt.get());
     if (lead) save_checkpoint(a.save, *whole, *whole_opt, checkpoint_meta(step, a, cfg));
     say(fmt::format("saved {} at step {}\n", a.save, step));
@@ -659,11 +669,11 @@ void add_train(CLI::App& app, Run& run) {
   c->add_option("--fail-at", a->fail_at,
                 "Testing: rank R dies at step S (R:S; under mpiexec it kills itself, in-process it falls silent)");
   c->add_option("--target-loss", a->target_loss,
-                 "Stop at the first test whose loss is <= this and print the training time to reach it (tests at "
-                 "--test-freq)")
+                "Stop at the first test whose loss is <= this and print the training time to reach it (tests at "
+                "--test-freq)")
       ->check(CLI::PositiveNumber);
   c->add_option("--target-auc", a->target_auc,
-                 "Stop at the first test whose AUC is >= this and print the training time to reach it")
+                "Stop at the first test whose AUC is >= this and print the training time to reach it")
       ->check(CLI::Range(0.0, 1.0));
   c->add_option("--verify-freq", a->verify_freq, "Check every N steps that all ranks hold identical parameters")
       ->capture_default_str();

@@ -152,7 +152,7 @@ std::size_t micro_offset(std::size_t B, std::size_t M, std::size_t mb) { return 
 }  // namespace
 
 template <class T>
-void Dlrm<T>::stage_begin(const Batch& batch, std::size_t micro_batches) {
+void Dlrm<T>::stage_begin(const Batch& batch, std::size_t micro_batches, const PooledSource* pooled) {
   const std::size_t B = batch.size, nd = cfg_.num_dense(), d = cfg_.emb_dim, m = cfg_.num_tables();
   SPARQ_CHECK(micro_batches >= 1, "a step needs at least one micro-batch");
   SPARQ_CHECK(batch.labels.size() >= B, "batch arrays shorter than its size");
@@ -161,11 +161,15 @@ void Dlrm<T>::stage_begin(const Batch& batch, std::size_t micro_batches) {
     SPARQ_CHECK(batch.dense.size() >= B * nd, "batch arrays shorter than its size");
     if constexpr (!std::is_same_v<T, float>) xin_.assign(batch.dense.begin(), batch.dense.begin() + B * nd);
   }
+  SPARQ_CHECK(pooled == nullptr || stage_.middle, "lookups given to a stage without the embeddings");
   batch_ = &batch;
   B_ = B;
   M_ = micro_batches;
   mb_done_ = 0;
   micro_.resize(M_);
+  external_pooled_ = pooled != nullptr;
+  ext_fetched_ = false;
+  if (pooled) ext_source_ = *pooled;
   if (!stage_.middle) return;
   if (external_pooled_) {  // the tables' owners compute these, maybe during backward()
     for (auto& g : sgrads_) g.rows.clear(), g.values.clear();
@@ -200,9 +204,13 @@ std::span<const T> Dlrm<T>::stage_forward(std::size_t mb, const T* x) {
     if (external_pooled_ || M_ > 1) {
       const T* src = pooled_.data();
       if (external_pooled_) {
-        const std::span<const T> ext = ext_source_();
-        SPARQ_CHECK(ext.size() == B_ * m * d, "{} pooled values for {} samples x {} tables x {}", ext.size(), B_, m, d);
-        src = ext.data();
+        if (!ext_fetched_) {
+          ext_pooled_ = ext_source_();
+          ext_fetched_ = true;
+          SPARQ_CHECK(ext_pooled_.size() == B_ * m * d, "{} pooled values for {} samples x {} tables x {}",
+                      ext_pooled_.size(), B_, m, d);
+        }
+        src = ext_pooled_.data();
       }
       for (std::size_t i = 0; i < b; ++i) std::copy_n(src + (o + i) * m * d, m * d, u.v.data() + i * ld + d);
     } else {
@@ -263,7 +271,6 @@ void Dlrm<T>::stage_end() {
 template <class T>
 std::span<const T> Dlrm<T>::forward(const Batch& batch) {
   SPARQ_CHECK(whole(), "forward(batch) on a model-parallel stage: use stage_forward");
-  external_pooled_ = false;
   stage_begin(batch, 1);
   return stage_forward(0, nullptr);
 }
@@ -276,9 +283,7 @@ std::span<const T> Dlrm<T>::forward(const Batch& batch, std::span<const T> poole
 template <class T>
 std::span<const T> Dlrm<T>::forward(const Batch& batch, const PooledSource& pooled) {
   SPARQ_CHECK(whole(), "forward(batch, pooled) on a model-parallel stage");
-  external_pooled_ = true;
-  ext_source_ = pooled;
-  stage_begin(batch, 1);
+  stage_begin(batch, 1, &pooled);
   return stage_forward(0, nullptr);
 }
 

@@ -88,8 +88,7 @@ class Dlrm {
   // The same, with the lookups asked for only once the bottom MLP has run,
   // so that the exchange bringing them overlaps it: `pooled` may block until
   // they arrive; what it returns must stay valid until backward() is done.
-  using PooledSource = std::function<std::span<const T>()>;
-  std::span<const T> forward(const Batch& batch, const PooledSource& pooled);
+  std::span<const T> forward(const Batch& batch, const std::function<std::span<const T>()>& pooled);
   // out [B x m x d] <- dLoss/d(pooled) of the last backward().
   void pooled_grad(std::span<T> out) const;
   // Table-wise: called inside backward() as soon as pooled_grad() is
@@ -114,7 +113,12 @@ class Dlrm {
   const DlrmStage& stage() const { return stage_; }
   std::size_t stage_in_width() const;   // 0 on the first stage
   std::size_t stage_out_width() const;  // 1 on the last stage
-  void stage_begin(const Batch& batch, std::size_t micro_batches);
+  // `pooled` (the middle stage, table-wise placement): the lookups of the
+  // whole batch [B x m x d] come from it, asked for once, after the first
+  // micro-batch's bottom layers, instead of from this stage's tables; the
+  // tables' gradients are then left to their owners (pooled_grad()).
+  using PooledSource = std::function<std::span<const T>()>;
+  void stage_begin(const Batch& batch, std::size_t micro_batches, const PooledSource* pooled = nullptr);
   std::span<const T> stage_forward(std::size_t mb, const T* x);
   const T* stage_backward(std::size_t mb, const T* dy);
   void stage_end();
@@ -170,7 +174,9 @@ class Dlrm {
   std::vector<T> pooled_;   // [B x m x d] lookups: given (table-wise) or of the whole batch (M > 1)
   std::vector<T> dpooled_;  // [B x m x d] their gradients (M > 1)
   bool external_pooled_ = false;
-  PooledSource ext_source_;        // table-wise: where forward() gets the lookups
+  PooledSource ext_source_;        // table-wise: where the lookups come from ...
+  std::span<const T> ext_pooled_;  // ... and what it gave this step
+  bool ext_fetched_ = false;
   std::function<void()> pooled_grad_hook_;
   std::vector<T> input_grad_;
   std::vector<SparseGrad<T>> sgrads_;

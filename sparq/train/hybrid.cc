@@ -19,12 +19,15 @@ std::unique_ptr<GroupTransport> grid(Transport& t, std::size_t stages, GridAxis 
 }  // namespace
 
 Hybrid::Hybrid(Transport& t, std::size_t stages, Dlrm<float>& model, Optimizer<float>& opt, std::size_t micro_batches,
-               MpCodec mp, DpCodec dp, compress::ErrorFeedbackStore& residuals)
+               MpCodec mp, const DataParallelOptions& dp, compress::ErrorFeedbackStore& residuals)
     : model_(model),
+      opt_(opt),
       replica_group_(grid(t, stages, GridAxis::Replica)),
       stage_group_(grid(t, stages, GridAxis::Stage)),
       pipe_(*replica_group_, model, opt, micro_batches, std::move(mp)),
-      exchange_(std::move(dp), residuals) {
+      exchange_(dp.codec, residuals) {
+  if (dp.placement == EmbPlacement::TableWise && model.stage().middle)
+    table_wise_.emplace(*stage_group_, model, dp.emb_fwd, dp.emb_bwd, dp.emb_row_len);
   for (const auto& v : model_.dense().views()) {
     pieces_.push_back({v.name, v.size});
     bucket_name_ += (bucket_name_.empty() ? "" : "+") + v.name;
@@ -47,9 +50,22 @@ HybridStepStats Hybrid::step(const Batch& global, std::uint64_t k) {
     // (selection stays per tensor, GradExchange::exchange).
     DenseParams<float>& dense = model_.dense();
     if (!dense.views().empty()) st.w_grad += exchange_.exchange(*stage_group_, bucket_name_, pieces_, dense.grads(), k);
-    if (!model_.tables().empty()) st.emb_grad += exchange_embedding_grads(*stage_group_, embedding_grads(model_));
+    if (table_wise_) {  // the lookups' gradients to the tables' owners
+      dpooled_.resize(pooled_.size());
+      if (!dpooled_.empty()) model_.pooled_grad(dpooled_);
+      st.emb_bwd = table_wise_->backward(dpooled_);
+      st.emb_bwd.wait_seconds = st.emb_bwd.comm_seconds;
+    } else if (!model_.tables().empty()) {
+      st.emb_grad += exchange_embedding_grads(*stage_group_, embedding_grads(model_));
+    }
   };
-  st.pipe = pipe_.step(local, weight, average_over_replicas);
+  if (table_wise_) {  // this replica's lookups, from the tables' owners
+    pooled_.resize(local.size * model_.config().num_tables() * model_.config().emb_dim);
+    st.emb_fwd = table_wise_->forward(global, pooled_);
+    st.emb_fwd.wait_seconds = st.emb_fwd.comm_seconds;
+  }
+  const Dlrm<float>::PooledSource lookups = [this] { return std::span<const float>(pooled_); };
+  st.pipe = pipe_.step(local, weight, average_over_replicas, table_wise_ ? &lookups : nullptr);
   st.loss_sum = st.pipe.loss_sum;
   st.samples = st.pipe.samples;
   return st;
@@ -60,9 +76,14 @@ std::vector<float> Hybrid::predict(const Batch& batch) {
   return pipe_.predict(batch);
 }
 
+void Hybrid::gather_tables() {
+  if (table_wise_) table_wise_->gather(0, opt_);
+}
+
 void Hybrid::verify(std::uint64_t step) {
   std::uint64_t h = hash_bytes(std::as_bytes(std::as_const(model_).dense().params()));
-  for (const auto& tb : std::as_const(model_).tables()) h = hash_bytes(std::as_bytes(tb.weights()), h);
+  if (!table_wise_)
+    for (const auto& tb : std::as_const(model_).tables()) h = hash_bytes(std::as_bytes(tb.weights()), h);
   verify_replica_hash(*stage_group_, h, step);
 }
 

@@ -7,21 +7,32 @@
 // bucket), the tables' row-sparse ones (on the stage that holds them) with
 // one sparse allreduce. D = 1 is plain model parallelism.
 //
+// With --emb-placement table-wise the middle stage's D replicas spread the
+// tables over themselves (TableWise over the stage's ranks): before the
+// pipeline runs, the owners pool their tables for the global batch and an
+// alltoall gives each replica the lookups of its share (`emb_fwd`); after
+// the backward pass the lookups' gradients go back to the owners
+// (`emb_bwd`), and no table gradient is averaged.
+//
 // The exchange runs on the training thread after the pipeline's backward
 // (not overlapped): the pipeline's point-to-point traffic and the stage's
 // collectives then never use the transport from two threads at once.
 #include <memory>
+#include <optional>
 
 #include "sparq/transport/group_transport.h"
+#include "sparq/train/data_parallel.h"
 #include "sparq/train/grad_exchange.h"
 #include "sparq/train/pipeline.h"
+#include "sparq/train/table_wise.h"
 
 namespace sparq {
 
 struct HybridStepStats {
   PipelineStepStats pipe;  // X_act, X_grad, this stage's busy/idle time
   ExchangeStats w_grad;    // this stage's dense gradients among its replicas
-  ExchangeStats emb_grad;  // the tables' gradients among the middle stage's replicas
+  ExchangeStats emb_grad;  // replicated tables: their gradients among the middle stage's replicas
+  ExchangeStats emb_fwd, emb_bwd;  // table-wise: the lookups alltoall, and their gradients
   double loss_sum = 0;     // last stage: summed loss of its replica's share
   std::size_t samples = 0;
 };
@@ -29,9 +40,11 @@ struct HybridStepStats {
 class Hybrid {
  public:
   // `model` holds stage t.rank() % M of plan_stages(); all references must
-  // outlive this object.
+  // outlive this object. Of `dp`, the codec acts on the dense gradients and
+  // the placement (and its alltoall codecs) on the tables; it has no overlap
+  // or fusion: a stage's gradients are one bucket.
   Hybrid(Transport& t, std::size_t stages, Dlrm<float>& model, Optimizer<float>& opt, std::size_t micro_batches,
-         MpCodec mp, DpCodec dp, compress::ErrorFeedbackStore& residuals);
+         MpCodec mp, const DataParallelOptions& dp, compress::ErrorFeedbackStore& residuals);
 
   std::size_t replicas() const { return static_cast<std::size_t>(stage_group_->size()); }
   int stage() const { return replica_group_->rank(); }
@@ -41,19 +54,25 @@ class Hybrid {
   // Step k on `global` (the same batch on every rank).
   HybridStepStats step(const Batch& global, std::uint64_t k);
   // Forward only on replica 0: the logits on its last stage, empty elsewhere.
-  // Every rank calls it.
+  // Every rank calls it; with table-wise tables, after gather_tables().
   std::vector<float> predict(const Batch& batch);
-  // Hash of this stage's parameters (dense and tables), to compare among its
-  // replicas; verify() throws when they differ.
+  // Table-wise: brings every table (and its optimizer state) to replica 0's
+  // middle stage, for testing or saving. Every rank calls it.
+  void gather_tables();
+  // Hash of this stage's replicated parameters (dense, and the tables unless
+  // table-wise), to compare among its replicas; verify() throws when they differ.
   void verify(std::uint64_t step);
 
  private:
   Dlrm<float>& model_;
+  Optimizer<float>& opt_;
   std::unique_ptr<GroupTransport> replica_group_, stage_group_;
   Pipeline pipe_;
   GradExchange exchange_;
   std::vector<GradExchange::Piece> pieces_;  // the stage's dense views, one bucket
   std::string bucket_name_;
+  std::optional<TableWise> table_wise_;  // the middle stage, table-wise placement
+  std::vector<float> pooled_, dpooled_;
   Batch local_;
 };
 

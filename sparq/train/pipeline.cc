@@ -187,14 +187,14 @@ void Pipeline::wait_sends() {
 }
 
 void Pipeline::forward_all(const Batch& batch, std::size_t micro, double weight, PipelineStepStats& st,
-                           std::vector<float>* logits) {
+                           std::vector<float>* logits, const Dlrm<float>::PooledSource* pooled) {
   const bool last = stage_ + 1 == stages_;
   const std::size_t in_w = model_.stage_in_width(), out_w = model_.stage_out_width();
   for (auto* v : {&in_acts_, &in_grads_, &dlogits_}) v->resize(micro);
   out_masks_.resize(micro);
   in_masks_.resize(micro);
   auto t0 = Clock::now();
-  model_.stage_begin(batch, micro);
+  model_.stage_begin(batch, micro, pooled);
   st.forward_s += seconds_since(t0);
   for (std::size_t mb = 0; mb < micro; ++mb) {
     const std::size_t rows = model_.micro_size(mb);
@@ -221,7 +221,8 @@ void Pipeline::forward_all(const Batch& batch, std::size_t micro, double weight,
   }
 }
 
-PipelineStepStats Pipeline::step(const Batch& batch, double weight, const std::function<void()>& before_update) {
+PipelineStepStats Pipeline::step(const Batch& batch, double weight, const std::function<void()>& before_update,
+                                 const Dlrm<float>::PooledSource* pooled) {
   PipelineStepStats st;
   if (batch.size == 0) {
     // Hybrid: a global batch smaller than the replica count leaves this
@@ -235,7 +236,7 @@ PipelineStepStats Pipeline::step(const Batch& batch, double weight, const std::f
   }
   const std::size_t micro = std::min(micro_, batch.size);  // the same on every stage
   const bool last = stage_ + 1 == stages_;
-  forward_all(batch, micro, weight, st, nullptr);
+  forward_all(batch, micro, weight, st, nullptr, pooled);
   const std::size_t in_w = model_.stage_in_width(), out_w = model_.stage_out_width();
   for (std::size_t mb = micro; mb-- > 0;) {
     const std::size_t rows = model_.micro_size(mb);

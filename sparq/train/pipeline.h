@@ -62,7 +62,10 @@ class Pipeline {
   // mean times `weight` (hybrid: replicas with uneven shares). Between the
   // backward pass and the update, `before_update` runs (hybrid: the stage's
   // gradients are averaged over its replicas there).
-  PipelineStepStats step(const Batch& batch, double weight = 1, const std::function<void()>& before_update = {});
+  // `pooled` (the middle stage, table-wise embeddings): where its lookups
+  // come from (Dlrm::stage_begin).
+  PipelineStepStats step(const Batch& batch, double weight = 1, const std::function<void()>& before_update = {},
+                         const Dlrm<float>::PooledSource* pooled = nullptr);
 
   // Also measure, for every sample of X_act this stage sends, the top-K
   // threshold at sparsity `eta` (the |value| below which a fraction eta of
@@ -75,7 +78,7 @@ class Pipeline {
  private:
   // Runs the forward passes (and the last stage's loss) of every micro-batch.
   void forward_all(const Batch& batch, std::size_t micro, double weight, PipelineStepStats& st,
-                   std::vector<float>* logits);
+                   std::vector<float>* logits, const Dlrm<float>::PooledSource* pooled = nullptr);
   // X_act of micro-batch mb to the next stage / X_grad to the previous one,
   // encoded with the codec (DCT-MP: the mask chosen forward is reused back).
   void send_act(std::size_t mb, std::span<const float> y, std::size_t cols, PipelineStepStats& st);

@@ -38,6 +38,29 @@ run train "${common[@]}" --nepochs 2 --metrics "$D/m.jsonl" --save "$D/full.ck" 
 grep -q "^Finished training it 20/20 of epoch 1, .* ms/it, loss " "$D/out" || fail "training line"
 grep -q "^Testing at - 20/20 of epoch 1, loss .*, accuracy .* %, auc " "$D/out" || fail "testing line"
 grep -q '"event":"test"' "$D/m.jsonl" || fail "metrics JSON lines"
+# Every event carries the seconds since training started, and the same less testing.
+[ "$(grep -c '"wall_s":' "$D/m.jsonl")" -eq "$(wc -l < "$D/m.jsonl")" ] || fail "wall_s on every event"
+[ "$(grep -c '"train_s":' "$D/m.jsonl")" -eq "$(wc -l < "$D/m.jsonl")" ] || fail "train_s on every event"
+# --target-loss / --target-auc: the first test that reaches it ends training
+# (on every rank) and says when; a target never reached is said too.
+run train "${common[@]}" --test-freq 5 --metrics "$D/t.jsonl" || fail "test-freq run: $(cat "$D/err")"
+first_test=$(grep -m1 '"event":"test"' "$D/t.jsonl")
+loss5=$(echo "$first_test" | grep -o '"loss":[0-9.e+-]*' | cut -d: -f2)
+auc5=$(echo "$first_test" | grep -o '"auc":[0-9.e+-]*' | cut -d: -f2)
+for ranks in 1 2; do
+  run train "${common[@]}" --nepochs 2 --test-freq 5 --ranks $ranks --target-loss "$loss5" --metrics "$D/tl.jsonl" ||
+    fail "target loss: $(cat "$D/err")"
+  grep -q "^target reached: test loss .* <= .* at step 5 (epoch 0, it 5/20): .* s of training" "$D/out" ||
+    fail "target loss reached at the first test ($ranks ranks): $(cat "$D/out")"
+  grep -q "epoch 1" "$D/out" && fail "training must stop at the target"
+  grep -q '"event":"target"' "$D/tl.jsonl" || fail "target event in the metrics"
+done
+run train "${common[@]}" --test-freq 5 --target-auc "$auc5" || fail "target auc: $(cat "$D/err")"
+grep -q "^target reached: test auc .* >= .* at step 5 " "$D/out" || fail "target auc reached: $(cat "$D/out")"
+run train "${common[@]}" --test-freq 5 --target-loss 0.0001 || fail "unreached target: $(cat "$D/err")"
+grep -q "^target not reached: test loss <= 0.0001 after 20 steps" "$D/out" || fail "unreached target said: $(cat "$D/out")"
+run train --data-path "$D/a/train.tsv" --num-batches 2 --target-loss 0.5 && fail "a target needs test samples"
+[ "$(wc -l < "$D/err")" -eq 1 ] && grep -q "no test samples" "$D/err" || fail "target without tests: $(cat "$D/err")"
 run train "${common[@]}" --nepochs 1 --save "$D/half.ck" || fail "train half"
 run train "${common[@]}" --nepochs 2 --load "$D/half.ck" --save "$D/resumed.ck" || fail "resume: $(cat "$D/err")"
 cmp -s "$D/full.ck" "$D/resumed.ck" || fail "resumed run must equal the uninterrupted one bitwise"
@@ -81,6 +104,15 @@ run train "${common[@]}" --nepochs 2 --load "$D/mp_half.ck" || fail "a model-par
 run train "${common[@]}" --ranks 4 --mp-splits bot:1 --mp-codec dct:0.9 \
   --dp-codec dct:0.99,100 || fail "hybrid: $(cat "$D/err")"
 for e in X_act X_grad W_grad emb_grad; do grep -q "^ *$e " "$D/out" || fail "hybrid accounting lacks $e"; done
+# Hybrid with the tables spread over the replicas: alltoalls instead of a
+# table gradient average, and a checkpointed run resumes bitwise.
+hyt=("${common[@]}" --ranks 4 --mp-splits bot:1 --micro-batches 2 --emb-placement table-wise --emb-codec-fwd q4)
+run train "${hyt[@]}" --nepochs 2 --save "$D/hyt_full.ck" || fail "hybrid table-wise: $(cat "$D/err")"
+for e in X_act X_grad W_grad emb_fwd emb_bwd; do grep -q "^ *$e " "$D/out" || fail "hybrid table-wise lacks $e"; done
+grep -q "^ *emb_grad " "$D/out" && fail "hybrid table-wise averages no table gradient"
+run train "${hyt[@]}" --nepochs 1 --save "$D/hyt_half.ck" || fail "hybrid table-wise half"
+run train "${hyt[@]}" --nepochs 2 --load "$D/hyt_half.ck" --save "$D/hyt_res.ck" || fail "hybrid table-wise resume"
+cmp -s "$D/hyt_full.ck" "$D/hyt_res.ck" || fail "hybrid table-wise resume must equal the uninterrupted run bitwise"
 # Parameter server: 2 workers + 1 server train and report; a worker that dies
 # mid-run ends the job with an error naming the silent workers, within the timeout.
 run train "${common[@]}" --ranks 3 --dp-mode ps --servers 1 --max-staleness 1 --dp-codec dct:0.9,10 --save "$D/ps.ck" ||
@@ -95,7 +127,8 @@ for bad in "--emb-placement row-wise" "--emb-codec-fwd q4" "--ranks 2 --emb-plac
            "--ranks 3 --mp-splits bot:1" "--mp-codec dct:0.9" "--ranks 2 --mp-splits bot:1 --mp-codec sketch:1.5" \
            "--ranks 2 --mp-splits bot:1 --dp-codec q4" "--dp-codec q4+fp8" "--dp-codec dct:0.9,10+bf16 --dp-allreduce dense" \
            "--dp-mode gossip" "--ranks 2 --dp-mode ps --servers 2" "--ranks 3 --dp-mode ps --dp-codec q4" \
-           "--servers 2" "--max-staleness 3" "--mp-threshold-eta 0.9" "--ranks 2 --mp-splits bot:1 --dp-allreduce ring"; do
+           "--servers 2" "--max-staleness 3" "--mp-threshold-eta 0.9" "--ranks 2 --mp-splits bot:1 --dp-allreduce ring" \
+           "--ranks 2 --mp-splits bot:1 --emb-placement table-wise"; do
   # shellcheck disable=SC2086
   run train "${common[@]}" $bad && fail "'$bad' must fail"
   [ "$(wc -l < "$D/err")" -eq 1 ] && grep -q "error" "$D/err" || fail "'$bad': one-line error: $(cat "$D/err")"

@@ -4,6 +4,8 @@
 // accumulate gradients in another order); DCT-MP sends what it promises.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "sparq/model/blas.h"
 #include "sparq/model/loss.h"
 #include "sparq/train/hybrid.h"
@@ -111,12 +113,53 @@ TEST(Hybrid, EqualsSingleRankTraining) {
       Dlrm<float> stage(cfg, 3, plan[t.rank() % plan.size()]);
       Optimizer<float> opt({.lr = 0.1}, stage);
       compress::ErrorFeedbackStore store;
-      Hybrid hy(t, plan.size(), stage, opt, 2, parse_mp_codec("none"), parse_dp_codec("none"), store);
+      Hybrid hy(t, plan.size(), stage, opt, 2, parse_mp_codec("none"), {.codec = parse_dp_codec("none")}, store);
       EXPECT_EQ(hy.replicas(), static_cast<std::size_t>(d));
       // The last batch has 2 samples: with 3 replicas one of them gets none.
       for (std::size_t k = 0; k < kSteps; ++k) hy.step(make_batch(cfg, k, k + 1 == kSteps ? 2 : B), k);
       hy.verify(kSteps);
       EXPECT_LT(stage_vs_whole(stage, *single), 1e-5) << "rank " << t.rank();
+    });
+  }
+}
+
+// The same with table-wise tables: the middle stage's replicas own the
+// tables between them and trade lookups and their gradients by alltoall;
+// once gathered, replica 0's middle stage holds the single rank's tables,
+// and predict() gives its logits.
+TEST(Hybrid, TableWiseEqualsSingleRankTraining) {
+  set_blas_threads(1);
+  const DlrmConfig cfg = config();
+  const std::size_t B = kBatch + 1;
+  const auto single =
+      test::train_single(cfg, 3, kSteps, [&](std::size_t k) { return make_batch(cfg, k, k + 1 == kSteps ? 2 : B); });
+  for (const auto& [splits, d, micro] :
+       {std::tuple{"bot:2", 2, 1}, std::tuple{"bot:2", 2, 3}, std::tuple{"top:1", 3, 2}, std::tuple{"bot:1,top:1", 2, 2}}) {
+    const auto plan = plan_stages(cfg, splits);
+    const int p = static_cast<int>(plan.size()) * d;
+    if (!test::ranks_available(p)) continue;
+    SCOPED_TRACE(testing::Message() << splits << " x " << d << " replicas, " << micro << " micro-batches");
+    test::run_ranks(p, [&](Transport& t) {
+      Dlrm<float> stage(cfg, 3, plan[t.rank() % plan.size()]);
+      Optimizer<float> opt({.lr = 0.1}, stage);
+      compress::ErrorFeedbackStore store;
+      DataParallelOptions dp{.codec = parse_dp_codec("none"), .placement = EmbPlacement::TableWise};
+      Hybrid hy(t, plan.size(), stage, opt, micro, parse_mp_codec("none"), dp, store);
+      HybridStepStats st;
+      for (std::size_t k = 0; k < kSteps; ++k) st = hy.step(make_batch(cfg, k, k + 1 == kSteps ? 2 : B), k);
+      hy.verify(kSteps);
+      EXPECT_EQ(st.emb_grad.bytes_sent, 0u);  // no table is averaged
+      if (stage.stage().middle) EXPECT_GT(st.emb_fwd.values, 0u);
+      hy.gather_tables();
+      const int replica = t.rank() / static_cast<int>(plan.size());
+      if (replica == 0) EXPECT_LT(stage_vs_whole(stage, *single), 1e-5) << "rank " << t.rank();
+      const Batch test = make_batch(cfg, 1000, 9);
+      const auto z = hy.predict(test);
+      if (t.rank() + 1 == static_cast<int>(plan.size())) {
+        const auto want = single->forward(test);
+        ASSERT_EQ(z.size(), want.size());
+        for (std::size_t i = 0; i < z.size(); ++i) EXPECT_NEAR(z[i], want[i], 1e-4);
+      }
     });
   }
 }
