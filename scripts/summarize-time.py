@@ -26,7 +26,7 @@ PLANS = [
     ("fp32-tablewise-native", "fp32, table-wise (Open MPI ring)"),
     ("dct-tablewise-q4q2", "DCT-DP 98% L=1000, table-wise q4/q2"),
     ("dct-tablewise-q4q2-fp8", "same, +fp8 values"),
-    ("hybrid-dct", "hybrid 2x2, DCT-MP 90% + DCT-DP 99%"),
+    ("hybrid-dct", "hybrid 2x2, DCT-MP 90% + DCT-DP 99%, table-wise q4/q2"),
 ]
 FLAGS = {
     "fp32-replicated": "--fuse-bytes 1MiB",
@@ -35,7 +35,8 @@ FLAGS = {
     "dct-tablewise-q4q2": "--emb-placement table-wise --fuse-bytes 1MiB --dp-codec dct:0.98,1000 "
                           "--emb-codec-fwd q4 --emb-codec-bwd q2",
     "dct-tablewise-q4q2-fp8": "... --dp-codec dct:0.98,1000+fp8 ...",
-    "hybrid-dct": "--mp-splits bot:2 --micro-batches 4 --mp-codec dct:0.9 --dp-codec dct:0.99,1000",
+    "hybrid-dct": "--mp-splits bot:2 --micro-batches 4 --mp-codec dct:0.9 --dp-codec dct:0.99,1000 "
+                  "--emb-placement table-wise --emb-codec-fwd q4 --emb-codec-bwd q2",
 }
 BASE = "fp32-tablewise"
 
