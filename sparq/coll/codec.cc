@@ -45,6 +45,17 @@ void Codec::encode(std::span<const float> x, std::span<std::byte> out, std::uint
   }
 }
 
+void Codec::encode_ec(std::span<const float> x, std::span<float> err, std::span<std::byte> out) const {
+  SPARQ_CHECK(kind == Kind::Rowwise, "codec {}: error compensation is row-wise only", name());
+  SPARQ_CHECK(out.size() == bytes(x.size()) && err.size() == x.size(), "codec {}: {} bytes, {} residuals for {} values",
+              name(), out.size(), err.size(), x.size());
+  const Rows r = rows_of(x.size(), row_len);
+  const std::size_t head = compress::RowwiseLayout{row_len, rowwise}.bytes(r.full);
+  const std::size_t split = r.full * row_len;
+  if (r.full) compress::rowwise_quantize_ec(x.first(split), err.first(split), row_len, rowwise, out.first(head));
+  if (r.tail) compress::rowwise_quantize_ec(x.subspan(split), err.subspan(split), r.tail, rowwise, out.subspan(head));
+}
+
 void Codec::decode(std::span<const std::byte> in, std::span<float> out) const {
   SPARQ_CHECK_AS(WireError, in.size() == bytes(out.size()), "codec {}: {} bytes received for {} values, expected {}",
                  name(), in.size(), out.size(), bytes(out.size()));

@@ -25,6 +25,9 @@ struct Codec {
   std::size_t bytes(std::size_t n) const;
   // x -> out (out.size() == bytes(x.size())). QSGD draws from (step, key).
   void encode(std::span<const float> x, std::span<std::byte> out, std::uint64_t step, std::uint64_t key) const;
+  // Row-wise with error compensation, fused: out <- enc(x + err), err <- the
+  // part of x + err the encoding leaves out (rowwise_quantize_ec).
+  void encode_ec(std::span<const float> x, std::span<float> err, std::span<std::byte> out) const;
   // in -> out (in.size() must be bytes(out.size()); violations are WireError).
   void decode(std::span<const std::byte> in, std::span<float> out) const;
   std::string name() const;  // "fp32", "q4", "q2+ec", "qsgd4"

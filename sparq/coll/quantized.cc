@@ -26,7 +26,8 @@ std::uint64_t name_key(std::string_view s) {
 }
 
 // Puts values on the wire: enc(v + E[pos..]) with E refreshed (error
-// compensation), or plain enc(v). Each call is a new hop for QSGD's key.
+// compensation, one fused pass: Codec::encode_ec), or plain enc(v). Each
+// call is a new hop for QSGD's key.
 class Hop {
  public:
   Hop(const Codec& codec, std::span<float> resid, std::uint64_t step, std::uint64_t key)
@@ -38,12 +39,7 @@ class Hop {
       codec_.encode(v, out, step_, key);
       return;
     }
-    z_.assign(v.begin(), v.end());
-    for (std::size_t i = 0; i < z_.size(); ++i) z_[i] += resid_[pos + i];
-    codec_.encode(z_, out, step_, key);
-    back_.resize(z_.size());
-    codec_.decode(out, back_);
-    for (std::size_t i = 0; i < z_.size(); ++i) resid_[pos + i] = z_[i] - back_[i];
+    codec_.encode_ec(v, resid_.subspan(pos, v.size()), out);
   }
   // v[i] += dec(in)[i]
   void add_decoded(std::span<const std::byte> in, std::span<float> v) {
@@ -57,7 +53,7 @@ class Hop {
   const Codec& codec_;
   std::span<float> resid_;
   std::uint64_t step_, key_, hops_ = 0;
-  std::vector<float> z_, back_;
+  std::vector<float> back_;
 };
 
 // Per-chunk byte offsets of the encodings of a partition.

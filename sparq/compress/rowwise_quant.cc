@@ -136,6 +136,26 @@ void quantize_row(const float* x, std::size_t cols, RowwiseFormat fmt, std::uint
   }
 }
 
+// err <- x + err, quantized into out, then err <- what the codes leave out
+// (the decoder's bias + scale * code, so the same float operations).
+void quantize_row_ec(const float* x, float* err, std::size_t cols, RowwiseFormat fmt, std::uint8_t* out,
+                     std::size_t row) {
+  for (std::size_t i = 0; i < cols; ++i) err[i] += x[i];
+  const RowwiseLayout lay{cols, fmt};
+  const Grid g = make_grid(err, cols, fmt, row);
+  write_header(out, g, fmt.scale);
+  std::uint8_t* codes_out = out + lay.header_bytes();
+  const float levels = static_cast<float>((1 << fmt.bits) - 1);
+  std::uint8_t codes[kChunk];
+  for (std::size_t c0 = 0; c0 < cols; c0 += kChunk) {
+    const std::size_t n = std::min(kChunk, cols - c0);
+    float* z = err + c0;
+    encode_chunk(z, n, g, levels, codes);
+    pack_codes({codes, n}, fmt.bits, {codes_out + packed_bytes(c0, fmt.bits), packed_bytes(n, fmt.bits)});
+    for (std::size_t i = 0; i < n; ++i) z[i] -= g.bias + g.scale * static_cast<float>(codes[i]);
+  }
+}
+
 void dequantize_row(const std::uint8_t* in, std::size_t cols, RowwiseFormat fmt, float* out, std::size_t row) {
   const RowwiseLayout lay{cols, fmt};
   const Grid g = read_header(in, fmt.scale, row);
@@ -166,6 +186,18 @@ void rowwise_quantize(std::span<const float> x, std::size_t cols, RowwiseFormat 
                  out.size(), lay.bytes(rows));
   auto* o = reinterpret_cast<std::uint8_t*>(out.data());
   for (std::size_t r = 0; r < rows; ++r) quantize_row(x.data() + r * cols, cols, fmt, o + r * lay.row_bytes(), r);
+}
+
+void rowwise_quantize_ec(std::span<const float> x, std::span<float> err, std::size_t cols, RowwiseFormat fmt,
+                         std::span<std::byte> out) {
+  const std::size_t rows = checked_rows(x.size(), cols, fmt);
+  const RowwiseLayout lay{cols, fmt};
+  SPARQ_CHECK_AS(InputError, err.size() == x.size() && out.size() == lay.bytes(rows),
+                 "row-wise quantize with error compensation: {} values, {} residuals, {} output bytes (needs {})",
+                 x.size(), err.size(), out.size(), lay.bytes(rows));
+  auto* o = reinterpret_cast<std::uint8_t*>(out.data());
+  for (std::size_t r = 0; r < rows; ++r)
+    quantize_row_ec(x.data() + r * cols, err.data() + r * cols, cols, fmt, o + r * lay.row_bytes(), r);
 }
 
 void rowwise_dequantize(std::span<const std::byte> in, std::size_t cols, RowwiseFormat fmt, std::span<float> out) {

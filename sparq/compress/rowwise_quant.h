@@ -55,6 +55,14 @@ void rowwise_quantize(std::span<const float> x, std::size_t cols, RowwiseFormat 
 // is not the layout's size or a row's scale/bias is not finite (or scale < 0).
 void rowwise_dequantize(std::span<const std::byte> in, std::size_t cols, RowwiseFormat fmt, std::span<float> out);
 
+// Error-compensated Q in one pass per row (the row stays in L1): with
+// z = x + err, out <- Q(z) and err <- z - D(Q(z)), bit for bit what
+// rowwise_quantize(z) and rowwise_dequantize would give, without decoding
+// the bytes just written. On an InputError (NaN or inf) err is left
+// holding x + err for the row that failed.
+void rowwise_quantize_ec(std::span<const float> x, std::span<float> err, std::size_t cols, RowwiseFormat fmt,
+                         std::span<std::byte> out);
+
 // DQ = D(Q(x)) without materializing the whole encoding (bitwise identical to
 // quantize followed by dequantize). out may alias x.
 void rowwise_dq(std::span<const float> x, std::size_t cols, RowwiseFormat fmt, std::span<float> out);

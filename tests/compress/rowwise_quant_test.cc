@@ -80,6 +80,34 @@ TEST(RowwiseQuant, MatchesReferenceBitwise) {
     }
 }
 
+// The fused error-compensated encoder equals the three steps it replaces:
+// z = x + err, Q(z), err = z - D(Q(z)), bit for bit, for every width, both
+// scale types, rows longer than one code chunk, and a constant row.
+TEST(RowwiseQuant, ErrorCompensatedEncodeEqualsQuantizeThenDecode) {
+  for (int bits : {8, 4, 2})
+    for (ScaleType st : {ScaleType::F32, ScaleType::F16})
+      for (std::size_t cols : {1u, 13u, 64u, 1100u}) {
+        const RowwiseFormat fmt{bits, st};
+        const std::size_t rows = 4, n = rows * cols;
+        const auto x = normal(n, static_cast<unsigned>(cols + bits));
+        auto err = normal(n, static_cast<unsigned>(cols * 7 + bits), 0.1f);
+        std::fill(err.begin(), err.begin() + cols, 0.0f);
+        std::vector<float> x0(x);
+        std::fill(x0.begin(), x0.begin() + cols, 0.75f);  // row 0: constant
+        std::vector<float> z(n), back(n), want_err(n);
+        for (std::size_t i = 0; i < n; ++i) z[i] = x0[i] + err[i];
+        const RowwiseLayout lay{cols, fmt};
+        std::vector<std::byte> want(lay.bytes(rows)), got(lay.bytes(rows));
+        rowwise_quantize(z, cols, fmt, want);
+        rowwise_dequantize(want, cols, fmt, back);
+        for (std::size_t i = 0; i < n; ++i) want_err[i] = z[i] - back[i];
+        rowwise_quantize_ec(x0, err, cols, fmt, got);
+        ASSERT_EQ(got, want) << bits << " bits, " << cols << " cols";
+        for (std::size_t i = 0; i < n; ++i)
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(err[i]), std::bit_cast<std::uint32_t>(want_err[i])) << i;
+      }
+}
+
 TEST(RowwiseQuant, EveryElementWithinHalfAStep) {
   for (int bits : {8, 4, 2})
     for (auto fmt : {RowwiseFormat{bits, ScaleType::F32}, RowwiseFormat{bits, ScaleType::F16}}) {
