@@ -161,15 +161,15 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     SPARQ_CHECK_AS(InputError, metrics->good(), "cannot create '{}'", a.metrics);
   }
   // Every event carries the seconds since training started (wall_s) and the
-  // same less the time spent testing (train_s): time to a target is train_s,
-  // so how often a run tests does not change it.
+  // same less the time spent testing (train_s; a test event: when it began):
+  // time to a target is train_s, so how often a run tests does not change it.
   Clock::time_point train_start = Clock::now();
   double eval_s = 0;
   auto emit = [&](nlohmann::json j) {
     if (!metrics) return;
     const double wall = seconds_since(train_start);
     j["wall_s"] = wall;
-    j["train_s"] = wall - eval_s;
+    if (!j.contains("train_s")) j["train_s"] = wall - eval_s;
     *metrics << j.dump() << "\n" << std::flush;
   };
 
@@ -350,6 +350,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     return (a.target_loss > 0 && r.loss <= a.target_loss) || (a.target_auc > 0 && r.auc >= a.target_auc);
   };
   train_start = Clock::now();
+  double test_at = 0;  // train_s when the current test began
   auto test_and_report = [&](std::size_t it, std::size_t epoch) {
     std::optional<EvalResult> r;
     if (ps) {
@@ -384,11 +385,12 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     say(fmt::format("Testing at - {}/{} of epoch {}, loss {:.6f}, accuracy {:.3f} %, auc {:.4f}, best auc {:.4f}\n", it,
                nbatches, epoch, last_eval.loss, 100 * last_eval.accuracy, last_eval.auc, best_auc));
     emit({{"event", "test"}, {"epoch", epoch}, {"it", it}, {"nbatches", nbatches}, {"step", epoch * nbatches + it},
-          {"loss", last_eval.loss}, {"accuracy", last_eval.accuracy}, {"auc", last_eval.auc}});
+          {"loss", last_eval.loss}, {"accuracy", last_eval.accuracy}, {"auc", last_eval.auc}, {"train_s", test_at}});
   };
   auto test_now = [&](std::size_t it, std::size_t epoch) {
     if (data.test.size() == 0) return;
     const auto e0 = Clock::now();
+    test_at = seconds_since(train_start) - eval_s;
     test_and_report(it, epoch);
     if (has_target && !reached) {  // every training rank learns what the lead saw
       double hit = lead && evaluated && reaches(last_eval) ? 1 : 0;
@@ -403,9 +405,9 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
                     a.target_loss > 0 && last_eval.loss <= a.target_loss
                         ? fmt::format("loss {:.6f} <= {}", last_eval.loss, a.target_loss)
                         : fmt::format("auc {:.4f} >= {}", last_eval.auc, a.target_auc),
-                    step, epoch, it, nbatches, wall - eval_s, wall));
+                    step, epoch, it, nbatches, test_at, wall));
     emit({{"event", "target"}, {"step", step}, {"loss", last_eval.loss}, {"auc", last_eval.auc},
-          {"target_loss", a.target_loss}, {"target_auc", a.target_auc}});
+          {"target_loss", a.target_loss}, {"target_auc", a.target_auc}, {"train_s", test_at}});
   };
 
   for (std::size_t epoch = step / nbatches; epoch < a.nepochs; ++epoch) {
