@@ -122,7 +122,11 @@ void encode_chunk(const float* x, std::size_t n, Grid g, float levels, std::uint
   }
 }
 
-void quantize_row(const float* x, std::size_t cols, RowwiseFormat fmt, std::uint8_t* out, std::size_t row) {
+// Q of one row into out. With `left` (which may alias x), also
+// left <- x - D(Q(x)), from the codes just made with the decoder's
+// arithmetic (bias + scale * code), so bit for bit what decoding would give.
+void quantize_row(const float* x, std::size_t cols, RowwiseFormat fmt, std::uint8_t* out, std::size_t row,
+                  float* left = nullptr) {
   const RowwiseLayout lay{cols, fmt};
   const Grid g = make_grid(x, cols, fmt, row);
   write_header(out, g, fmt.scale);
@@ -133,26 +137,8 @@ void quantize_row(const float* x, std::size_t cols, RowwiseFormat fmt, std::uint
     const std::size_t n = std::min(kChunk, cols - c0);
     encode_chunk(x + c0, n, g, levels, codes);
     pack_codes({codes, n}, fmt.bits, {codes_out + packed_bytes(c0, fmt.bits), packed_bytes(n, fmt.bits)});
-  }
-}
-
-// err <- x + err, quantized into out, then err <- what the codes leave out
-// (the decoder's bias + scale * code, so the same float operations).
-void quantize_row_ec(const float* x, float* err, std::size_t cols, RowwiseFormat fmt, std::uint8_t* out,
-                     std::size_t row) {
-  for (std::size_t i = 0; i < cols; ++i) err[i] += x[i];
-  const RowwiseLayout lay{cols, fmt};
-  const Grid g = make_grid(err, cols, fmt, row);
-  write_header(out, g, fmt.scale);
-  std::uint8_t* codes_out = out + lay.header_bytes();
-  const float levels = static_cast<float>((1 << fmt.bits) - 1);
-  std::uint8_t codes[kChunk];
-  for (std::size_t c0 = 0; c0 < cols; c0 += kChunk) {
-    const std::size_t n = std::min(kChunk, cols - c0);
-    float* z = err + c0;
-    encode_chunk(z, n, g, levels, codes);
-    pack_codes({codes, n}, fmt.bits, {codes_out + packed_bytes(c0, fmt.bits), packed_bytes(n, fmt.bits)});
-    for (std::size_t i = 0; i < n; ++i) z[i] -= g.bias + g.scale * static_cast<float>(codes[i]);
+    if (left)
+      for (std::size_t i = 0; i < n; ++i) left[c0 + i] = x[c0 + i] - (g.bias + g.scale * static_cast<float>(codes[i]));
   }
 }
 
@@ -196,8 +182,11 @@ void rowwise_quantize_ec(std::span<const float> x, std::span<float> err, std::si
                  "row-wise quantize with error compensation: {} values, {} residuals, {} output bytes (needs {})",
                  x.size(), err.size(), out.size(), lay.bytes(rows));
   auto* o = reinterpret_cast<std::uint8_t*>(out.data());
-  for (std::size_t r = 0; r < rows; ++r)
-    quantize_row_ec(x.data() + r * cols, err.data() + r * cols, cols, fmt, o + r * lay.row_bytes(), r);
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* z = err.data() + r * cols;  // z = x + err, in place, then what Q(z) leaves out
+    for (std::size_t i = 0; i < cols; ++i) z[i] += x[r * cols + i];
+    quantize_row(z, cols, fmt, o + r * lay.row_bytes(), r, z);
+  }
 }
 
 void rowwise_dequantize(std::span<const std::byte> in, std::size_t cols, RowwiseFormat fmt, std::span<float> out) {
