@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -69,6 +70,10 @@ void run_train(const TrainArgs& a) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines appear as they happen, also when piped
   SPARQ_CHECK_AS(InputError, a.threads >= 1, "--threads must be >= 1");
   SPARQ_CHECK_AS(InputError, a.batch >= 1, "--mini-batch-size must be >= 1");
+  SPARQ_CHECK_AS(InputError, std::isfinite(a.target_loss) && a.target_loss >= 0,
+                 "--target-loss must be a test loss > 0 (or 0: none), got {}", a.target_loss);
+  SPARQ_CHECK_AS(InputError, a.target_auc >= 0 && a.target_auc <= 1, "--target-auc must be in (0, 1] (or 0: none), got {}",
+                 a.target_auc);
   set_blas_threads(a.threads);
   set_compute_threads(a.threads);
   DlrmConfig cfg;
@@ -672,11 +677,11 @@ void add_train(CLI::App& app, Run& run) {
                 "Testing: rank R dies at step S (R:S; under mpiexec it kills itself, in-process it falls silent)");
   c->add_option("--target-loss", a->target_loss,
                 "Stop at the first test whose loss is <= this and print the training time to reach it (tests at "
-                "--test-freq)")
-      ->check(CLI::PositiveNumber);
+                "--test-freq; 0: none)")
+      ->capture_default_str();
   c->add_option("--target-auc", a->target_auc,
-                "Stop at the first test whose AUC is >= this and print the training time to reach it")
-      ->check(CLI::Range(0.0, 1.0));
+                "Stop at the first test whose AUC is >= this and print the training time to reach it (0: none)")
+      ->capture_default_str();
   c->add_option("--verify-freq", a->verify_freq, "Check every N steps that all ranks hold identical parameters")
       ->capture_default_str();
   c->add_option("--timeout", a->timeout_s, "Seconds a rank waits for a peer before failing")

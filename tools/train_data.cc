@@ -41,6 +41,18 @@ std::string pick(const std::string& dir, const std::string& stem) {
   return {};
 }
 
+// --data-size, --num-test, --zipf and --cardinalities shape the generated
+// synthetic set; with other data they would be ignored, so they are errors.
+void check_no_synthetic_flags(const TrainArgs& a, const char* source) {
+  const TrainArgs d;
+  SPARQ_CHECK_AS(InputError,
+                 a.data_size == d.data_size && a.num_test == d.num_test && a.zipf == d.zipf &&
+                     a.cardinalities == d.cardinalities,
+                 "--data-size, --num-test, --zipf and --cardinalities shape --data-generation synthetic; they do not "
+                 "apply to {}",
+                 source);
+}
+
 std::optional<TeacherScore> read_teacher(const std::string& dir) {
   std::ifstream f(dir + "/teacher.json");
   if (!f) return std::nullopt;
@@ -58,6 +70,7 @@ Data load_data(const TrainArgs& a, const DlrmConfig& cfg) {
   if (a.data_generation == "dataset") {
     SPARQ_CHECK_AS(InputError, !a.data_path.empty(), "--data-path is required with --data-generation dataset");
     std::string train = a.data_path, test = a.test_data_path;
+    check_no_synthetic_flags(a, "--data-path");
     if (std::filesystem::is_directory(a.data_path)) {
       train = pick(a.data_path, "train");
       SPARQ_CHECK_AS(InputError, !train.empty(), "'{}' has no train.bin or train.tsv", a.data_path);
@@ -112,6 +125,7 @@ Data load_data(const TrainArgs& a, const DlrmConfig& cfg) {
   } else if (a.data_generation == "random") {
     // Uniform ids, uniform dense in [0, 1), coin-flip labels: no signal, for
     // speed only (as the reference's random mode).
+    check_no_synthetic_flags(a, "--data-generation random");
     const std::size_t n = (a.num_batches ? a.num_batches : 100) * a.batch;
     std::vector<CriteoRecord> v(n);
     Rng rng(a.seed, 0xd47a);

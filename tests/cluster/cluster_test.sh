@@ -41,7 +41,7 @@ expect_error "already up" up 2 1gbit
 grep -q "10.250.77.2/24" "$D/out" || fail "host 1 has 10.250.77.2: $(cat "$D/out")"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-CLUSTER_TIMEOUT=300 "$CLUSTER" run -- "$SPARQ" train --data-generation random --data-size 10000 --num-test 0 \
+CLUSTER_TIMEOUT=300 "$CLUSTER" run -- "$SPARQ" train --data-generation random \
   --mini-batch-size 256 --num-batches 20 --print-freq 20 --threads 1 --dp-codec dct:0.9,10 \
   --emb-placement table-wise --emb-codec-fwd q4 > "$D/out" 2> "$D/err" || fail "2-host training: $(tail -5 "$D/err")"
 grep -q "data parallel: 2 ranks" "$D/out" || fail "two ranks, one per host: $(cat "$D/out")"

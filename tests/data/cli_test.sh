@@ -128,7 +128,8 @@ for bad in "--emb-placement row-wise" "--emb-codec-fwd q4" "--ranks 2 --emb-plac
            "--ranks 2 --mp-splits bot:1 --dp-codec q4" "--dp-codec q4+fp8" "--dp-codec dct:0.9,10+bf16 --dp-allreduce dense" \
            "--dp-mode gossip" "--ranks 2 --dp-mode ps --servers 2" "--ranks 3 --dp-mode ps --dp-codec q4" \
            "--servers 2" "--max-staleness 3" "--mp-threshold-eta 0.9" "--ranks 2 --mp-splits bot:1 --dp-allreduce ring" \
-           "--ranks 2 --mp-splits bot:1 --emb-placement table-wise"; do
+           "--ranks 2 --mp-splits bot:1 --emb-placement table-wise" "--num-test 10" "--zipf 1.3" \
+           "--target-loss -1" "--target-auc 2"; do
   # shellcheck disable=SC2086
   run train "${common[@]}" $bad && fail "'$bad' must fail"
   [ "$(wc -l < "$D/err")" -eq 1 ] && grep -q "error" "$D/err" || fail "'$bad': one-line error: $(cat "$D/err")"
