@@ -28,19 +28,18 @@ PLANS = [
     ("dct-tablewise-q4q2-fp8", "same, +fp8 values"),
     ("hybrid-dct", "hybrid 2x2, DCT-MP 90% + DCT-DP 99%, table-wise q4/q2"),
 ]
-FLAGS = {
-    "fp32-replicated": "--fuse-bytes 1MiB",
-    "fp32-tablewise": "--emb-placement table-wise --fuse-bytes 1MiB",
-    "fp32-tablewise-native": "--emb-placement table-wise --fuse-bytes 1MiB --dp-allreduce native",
-    "dct-tablewise-q4q2": "--emb-placement table-wise --fuse-bytes 1MiB --dp-codec dct:0.98,1000 "
-                          "--emb-codec-fwd q4 --emb-codec-bwd q2",
-    "dct-tablewise-q4q2-fp8": "... --dp-codec dct:0.98,1000+fp8 ...",
-    "hybrid-dct": "--mp-splits bot:2 --micro-batches 4 --mp-codec dct:0.9 --dp-codec dct:0.99,1000 "
-                  "--emb-placement table-wise --emb-codec-fwd q4 --emb-codec-bwd q2",
-}
 # The baseline is the faster fp32 table-wise run (sparq's ring or Open MPI's
 # allreduce), so that no ratio is flattered by a slow dense path.
 BASES = ("fp32-tablewise", "fp32-tablewise-native")
+
+
+def plan_flags(data):
+    """{plan: flags} as scripts/reproduce-time ran them (DATA_DIR/plans.tsv)."""
+    path = os.path.join(data, "plans.tsv")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        return dict(line.rstrip("\n").split("\t", 1) for line in f if "\t" in line)
 
 
 def load(path):
@@ -230,8 +229,12 @@ def main():
     if runs:
         t, targets = plans_table(runs)
         out += ["One epoch of data/synth (1M samples), global batch 2048, 4 hosts at 1 Gbit/s, "
-                "`scripts/reproduce-time plans` (seeds 1-3). Flags per plan:", ""]
-        out += [f"- {name}: `{FLAGS[key]}`" for key, name in PLANS if key in runs]
+                "`scripts/reproduce-time plans` (seeds 1-3). Every run is `scripts/cluster run --mca coll_tuned_use_dynamic_rules 1 "
+                "--mca coll_tuned_allreduce_algorithm 4 -- build/sparq train "
+                "--data-path data/synth --mini-batch-size 2048 --threads 1 --print-freq 50 --test-freq 50 --seed S` "
+                "plus the plan's flags:", ""]
+        flags = plan_flags(data)
+        out += [f"- {name}: `{flags.get(key, '?')}`" for key, name in PLANS if key in runs]
         out += ["", *t, ""]
     for rate, title in [("2.5gbit", "2.5 Gbit/s"), ("none", "unshaped")]:
         r = runs_of(data, rate)
