@@ -96,6 +96,8 @@ std::vector<Row> run_bench(Transport& t, const SparseFlags& f, std::size_t n, co
       o.algo = parse_sparse_algo(name);
       if (f.qsgd_bits) o.dense_qsgd = compress::QsgdOptions{f.qsgd_bits};
       if (!f.common.net.empty()) o.auto_rule.net = parse_net_model(f.common.net);
+      SparseAutoHistory history;  // auto plans as in training: from the previous call's result
+      o.history = &history;
       SparseStream out;
       std::uint64_t step = 0;
       Row r = time_rows(

@@ -282,24 +282,38 @@ SparseAlgo pick_sparse_algo(const SparseCostEstimate& e) {
   return e.dense <= 1.01 * best.first ? SparseAlgo::Dense : best.second;
 }
 
-}  // namespace sparq
+namespace {
 
-namespace sparq {
+// Every rank must choose the same algorithm. From a history: the previous
+// result's density u (alike on every rank) stands for the fill-in, and the
+// local nnz k that gives it for P random index sets, u = 1 - (1 - k/N)^P.
+// Otherwise the ranks agree on the largest nnz first.
+SparseAlgo plan_auto(Transport& t, const SparseStream& in, const SparseAllreduceOptions& opts) {
+  const std::size_t n = in.dim();
+  const SparseAutoHistory* h = opts.history;
+  if (h && h->dim == n && h->nranks == t.size() && h->result_nnz > 0 && n > 0) {
+    const double u = static_cast<double>(h->result_nnz) / static_cast<double>(n);
+    SparseAllreduceOptions o = opts;
+    if (!o.auto_rule.result_density) o.auto_rule.result_density = u;
+    const double k = static_cast<double>(n) * (1 - std::pow(1 - u, 1.0 / t.size()));
+    return pick_sparse_algo(estimate_sparse_allreduce(o, n, t.size(), static_cast<std::size_t>(std::ceil(k))));
+  }
+  std::int64_t k = static_cast<std::int64_t>(in.nnz());
+  AllreduceOptions mx;
+  mx.op = ReduceOp::Max;
+  mx.algo = AllreduceAlgo::RecursiveDoubling;
+  mx.timeout = opts.timeout;
+  allreduce(t, std::span<std::int64_t>(&k, 1), mx);
+  return pick_sparse_algo(estimate_sparse_allreduce(opts, n, t.size(), static_cast<std::size_t>(k)));
+}
+
+}  // namespace
 
 CollStats sparse_allreduce(Transport& t, const SparseStream& in, SparseStream& out, const SparseAllreduceOptions& opts) {
   // Created first so that its counters include auto's nnz agreement.
   Call c(t, "sparse_allreduce", opts.tag, opts.timeout);
   SparseAlgo algo = opts.algo;
-  if (algo == SparseAlgo::Auto) {
-    // Every rank must choose the same algorithm: agree on the largest nnz.
-    std::int64_t k = static_cast<std::int64_t>(in.nnz());
-    AllreduceOptions mx;
-    mx.op = ReduceOp::Max;
-    mx.algo = AllreduceAlgo::RecursiveDoubling;
-    mx.timeout = opts.timeout;
-    allreduce(t, std::span<std::int64_t>(&k, 1), mx);
-    algo = pick_sparse_algo(estimate_sparse_allreduce(opts, in.dim(), t.size(), static_cast<std::size_t>(k)));
-  }
+  if (algo == SparseAlgo::Auto) algo = plan_auto(t, in, opts);
   const std::string name(sparse_algo_name(algo));
   switch (algo) {
     case SparseAlgo::SsarRecursiveDouble: out = recursive_double(c, in, opts.values); break;
@@ -317,6 +331,7 @@ CollStats sparse_allreduce(Transport& t, const SparseStream& in, SparseStream& o
     case SparseAlgo::Auto: break;
   }
   compress::round_values(out, opts.values);  // one precision for every algorithm's result
+  if (opts.history) *opts.history = {in.dim(), t.size(), out.is_dense() ? 0 : out.nnz()};
   return c.finish(name);
 }
 

@@ -17,8 +17,10 @@
 //    and the result is rounded to it on every rank; the dense phases (dsar's
 //    allgather, `dense`) still send fp32, or QSGD where asked.
 //  - auto: the cheapest of the four under an alpha-beta estimate (see
-//    SparseAutoRule), dense unless a sparse one is more than 1% cheaper; it
-//    costs one extra 8-byte allreduce so that all ranks agree on the max nnz.
+//    SparseAutoRule), dense unless a sparse one is more than 1% cheaper. All
+//    ranks must choose alike: without a SparseAutoHistory that costs one
+//    extra 8-byte allreduce (the max nnz) per call; with one, only on the
+//    first call and after a dense result.
 #include <optional>
 #include <string_view>
 
@@ -43,6 +45,17 @@ struct SparseAutoRule {
   std::optional<double> result_density;  // override of the fill-in estimate
 };
 
+// What `auto` keeps between calls on the same tensor: the previous result's
+// nnz, which every rank holds alike, so a later call plans from it without
+// the agreement round (a caller's density changes slowly from step to step;
+// a stale plan only costs time, never correctness). Every rank must pass a
+// history for the same calls.
+struct SparseAutoHistory {
+  std::size_t dim = 0;
+  int nranks = 0;
+  std::size_t result_nnz = 0;  // 0: nothing to plan from (none yet, or the last result was dense)
+};
+
 struct SparseAllreduceOptions {
   SparseAlgo algo = SparseAlgo::Auto;
   int tag = tags::kSparseAllreduce;
@@ -52,6 +65,7 @@ struct SparseAllreduceOptions {
   std::uint64_t step = 0, tensor = 0;  // QSGD randomness keys
   compress::ValueFormat values = compress::ValueFormat::F32;
   SparseAutoRule auto_rule{};
+  SparseAutoHistory* history = nullptr;  // auto only; see SparseAutoHistory
 };
 
 // The per-algorithm time estimates behind `auto`, in seconds (for tests and

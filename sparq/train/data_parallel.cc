@@ -154,7 +154,11 @@ DpStepStats DataParallel::step(const Batch& global, std::uint64_t k) {
     }
     submit_bucket();
     if (!table_wise_)  // every table's row-sparse gradient in one sparse allreduce
-      submit(Entity::EmbGrad, [this](Transport& t) { return exchange_embedding_grads(t, embedding_grads(model_)); });
+      submit(Entity::EmbGrad, [this](Transport& t) {
+        SparseAllreduceOptions o;
+        o.history = &emb_history_;
+        return exchange_embedding_grads(t, embedding_grads(model_), o);
+      });
     // Wait in submission order; what a wait blocks is that exchange's cost
     // to the training thread (the rest ran behind compute).
     for (std::size_t i = 0; i < works_.size(); ++i) {

@@ -100,6 +100,7 @@ class DataParallel {
   DataParallelOptions opts_;
   GradExchange exchange_;
   std::optional<TableWise> table_wise_;
+  SparseAutoHistory emb_history_;  // replicated tables: their sparse allreduce's plan
   std::unique_ptr<CommEngine> engine_;
   Batch local_;
   std::vector<float> dlogits_, pooled_, dpooled_;

@@ -203,6 +203,9 @@ ExchangeStats GradExchange::exchange(Transport& t, std::string_view name, std::s
       SparseAllreduceOptions o;
       o.algo = codec_.sparse_algo;
       o.values = codec_.values;
+      auto h = auto_history_.find(name);
+      if (h == auto_history_.end()) h = auto_history_.emplace(std::string(name), SparseAutoHistory{}).first;
+      o.history = &h->second;
       cs = sparse_allreduce(t, stream_, sum_, o);
       sum_.to_dense(grad);
       st.comm_seconds = seconds_since(t0);

@@ -22,6 +22,7 @@
 // The residuals of every codec live in one ErrorFeedbackStore under the
 // tensor's name, so they survive re-bucketing or fusion of tensors.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -108,6 +109,9 @@ class GradExchange {
   DpCodec codec_;
   compress::ErrorFeedbackStore& residuals_;
   std::optional<compress::DctDp> dct_;
+  // auto's plan per exchanged name. Like the residuals, this is state of the
+  // codec: a bitwise resume would have to restore it.
+  std::map<std::string, SparseAutoHistory, std::less<>> auto_history_;
   compress::SparseStream stream_, sum_, piece_;
   std::vector<std::uint32_t> idx_, bucket_idx_;
   std::vector<float> val_, bucket_val_, round_err_;

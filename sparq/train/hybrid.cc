@@ -56,7 +56,9 @@ HybridStepStats Hybrid::step(const Batch& global, std::uint64_t k) {
       st.emb_bwd = table_wise_->backward(dpooled_);
       st.emb_bwd.wait_seconds = st.emb_bwd.comm_seconds;
     } else if (!model_.tables().empty()) {
-      st.emb_grad += exchange_embedding_grads(*stage_group_, embedding_grads(model_));
+      SparseAllreduceOptions o;
+      o.history = &emb_history_;
+      st.emb_grad += exchange_embedding_grads(*stage_group_, embedding_grads(model_), o);
     }
   };
   if (table_wise_) {  // this replica's lookups, from the tables' owners

@@ -299,6 +299,51 @@ TEST(SparseAllreduce, AutoAgreesAcrossRanksWithUnequalNnz) {
   }
 }
 
+// With a history, auto agrees on the max nnz on its first call only (and
+// after a dense result): later calls plan from the previous result, send
+// exactly what the algorithm they pick sends, and return its result.
+TEST(SparseAllreduce, AutoWithHistoryAgreesOnlyWhenItMust) {
+  for (int p : {2, 3, 4}) {
+    if (!test::ranks_available(p)) continue;
+    test::run_ranks(p, [&](Transport& t) {
+      const std::size_t n = 50000;
+      const std::vector<float> want = reference(n, 400, p, Overlap::Partial);
+      const SparseStream in = make_input(n, 400, t.rank(), p, Overlap::Partial);
+      SparseAutoHistory h;
+      SparseAllreduceOptions o;
+      o.history = &h;
+      SparseStream first, later, direct;
+      const CollStats s1 = sparse_allreduce(t, in, first, o);
+      EXPECT_EQ(h.dim, n);
+      EXPECT_EQ(h.nranks, p);
+      EXPECT_EQ(h.result_nnz, first.nnz());
+      const CollStats s2 = sparse_allreduce(t, in, later, o);
+      SparseAllreduceOptions fixed;
+      fixed.algo = parse_sparse_algo(s2.algo);
+      const CollStats s3 = sparse_allreduce(t, in, direct, fixed);
+      EXPECT_EQ(s2.wire.bytes_sent, s3.wire.bytes_sent);
+      EXPECT_EQ(s2.wire.msgs_sent, s3.wire.msgs_sent);
+      if (s1.algo == s2.algo) {
+        EXPECT_GT(s1.wire.msgs_sent, s3.wire.msgs_sent);  // the agreement's messages
+      }
+      std::vector<float> a(n), b(n);
+      later.to_dense(a);
+      direct.to_dense(b);
+      EXPECT_EQ(a, b);
+      EXPECT_EQ(a, want);
+      // A dense result leaves nothing to plan from: the next call agrees again.
+      const SparseStream full = make_input(n, n / 2, t.rank(), p, Overlap::None);
+      SparseStream dense;
+      sparse_allreduce(t, full, dense, o);
+      ASSERT_TRUE(dense.is_dense());
+      EXPECT_EQ(h.result_nnz, 0u);
+      const CollStats again = sparse_allreduce(t, in, later, o);
+      fixed.algo = parse_sparse_algo(again.algo);
+      EXPECT_GT(again.wire.msgs_sent, sparse_allreduce(t, in, direct, fixed).wire.msgs_sent);
+    });
+  }
+}
+
 TEST(SparseAllreduce, CostModelMatchesThePapersRegimes) {
   SparseAllreduceOptions o;
   // Tiny result: latency-bound, recursive doubling.

@@ -137,8 +137,9 @@ TEST(GradExchange, FusedBucketSelectsPerTensor) {
       for (const auto& pc : pieces) {
         const auto fr = fused_store.find(pc.name), ar = alone_store.find(pc.name);
         ASSERT_EQ(fr.size(), pc.size) << pc.name;
-        if (exact)
+        if (exact) {
           for (std::size_t i = 0; i < pc.size; ++i) ASSERT_EQ(fr[i], ar[i]) << pc.name << " " << i;
+        }
         std::vector<float> resid(fr.begin(), fr.end());
         allreduce(t, std::span<float>(resid));
         for (std::size_t i = 0; i < pc.size; ++i)

@@ -149,10 +149,14 @@ TEST(Hybrid, TableWiseEqualsSingleRankTraining) {
       for (std::size_t k = 0; k < kSteps; ++k) st = hy.step(make_batch(cfg, k, k + 1 == kSteps ? 2 : B), k);
       hy.verify(kSteps);
       EXPECT_EQ(st.emb_grad.bytes_sent, 0u);  // no table is averaged
-      if (stage.stage().middle) EXPECT_GT(st.emb_fwd.values, 0u);
+      if (stage.stage().middle) {
+        EXPECT_GT(st.emb_fwd.values, 0u);
+      }
       hy.gather_tables();
       const int replica = t.rank() / static_cast<int>(plan.size());
-      if (replica == 0) EXPECT_LT(stage_vs_whole(stage, *single), 1e-5) << "rank " << t.rank();
+      if (replica == 0) {
+        EXPECT_LT(stage_vs_whole(stage, *single), 1e-5) << "rank " << t.rank();
+      }
       const Batch test = make_batch(cfg, 1000, 9);
       const auto z = hy.predict(test);
       if (t.rank() + 1 == static_cast<int>(plan.size())) {
