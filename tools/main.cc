@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "sparq/core/error.h"
+#include "sparq/model/blas.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   // turns off glibc's adaptive threshold; 256 MiB bounds what a free keeps.
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  sparq::ensure_best_blas_core(argv);  // may re-execute this program
   CLI::App app{"sparq: communication-efficient distributed training of recommendation models"};
   app.require_subcommand(1);
   sparq::cli::Run run;

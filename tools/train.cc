@@ -201,6 +201,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
   for (auto r : cfg.table_rows) rows += r;
   say(fmt::format("model: {} ({} dense parameters{}, {} embedding rows), lr {}, embedding optimizer {}, threads {}\n",
                   cfg.describe(), model.dense().size(), mp ? " on stage 0" : "", rows, a.lr, a.emb_optim, a.threads));
+  say(blas_core_line() + "\n");
 
   const bool streaming = !data.stream_file.empty();
   BatchPlan plan(streaming ? data.stream_lines : data.train.size(),

@@ -2,9 +2,14 @@
 
 #include <cblas.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <type_traits>
+
+#include <fmt/format.h>
 
 #include "sparq/model/parallel.h"
 
@@ -67,5 +72,71 @@ template void gemm<double>(bool, bool, std::size_t, std::size_t, std::size_t, do
                            const double*, std::size_t, double, double*, std::size_t);
 
 void set_blas_threads(int n) { g_threads.store(n < 1 ? 1 : n); }
+
+namespace {
+// OpenBLAS 0.3.21's x86-64 cores by the widest kernels they run; unknown
+// names (older or other vendors' cores) rank lowest.
+int core_level(std::string_view core) {
+  for (std::string_view c : {"SkylakeX", "Cooperlake", "SapphireRapids"})
+    if (core == c) return 2;
+  for (std::string_view c : {"Haswell", "Zen"})
+    if (core == c) return 1;
+  return 0;
+}
+}  // namespace
+
+CpuIsa cpu_isa() {
+  CpuIsa isa;
+  isa.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  isa.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512vl");
+  isa.avx512_bf16 = isa.avx512 && __builtin_cpu_supports("avx512bf16");
+  return isa;
+}
+
+std::string better_blas_core(std::string_view running, const CpuIsa& isa) {
+  const std::string best = isa.avx512_bf16 ? "Cooperlake" : isa.avx512 ? "SkylakeX" : isa.avx2_fma ? "Haswell" : "";
+  return !best.empty() && core_level(running) < core_level(best) ? best : "";
+}
+
+BlasCore blas_core() {
+  BlasCore c{openblas_get_corename(), ""};
+  c.best = better_blas_core(c.running, cpu_isa());
+  return c;
+}
+
+namespace {
+std::string pinned_by() {
+  const char* pinned = std::getenv("OPENBLAS_CORETYPE");
+  return pinned ? fmt::format("OPENBLAS_CORETYPE={}", pinned) : "OpenBLAS's detection";
+}
+bool keep_core() {
+  const char* keep = std::getenv("SPARQ_KEEP_BLAS_CORE");
+  return keep && std::string_view(keep) == "1";
+}
+}  // namespace
+
+void ensure_best_blas_core(char** argv) {
+  const BlasCore c = blas_core();
+  if (c.best.empty() || keep_core() || std::getenv("SPARQ_BLAS_CORE_WAS")) return;  // re-executed once at most
+  setenv("SPARQ_BLAS_CORE_WAS", fmt::format("{} from {}", c.running, pinned_by()).c_str(), 1);
+  setenv("OPENBLAS_CORETYPE", c.best.c_str(), 1);
+  execv("/proc/self/exe", argv);  // returns only on failure: carry on with the core we have
+}
+
+std::string blas_core_line() {
+  const BlasCore c = blas_core();
+  const char* was = std::getenv("SPARQ_BLAS_CORE_WAS");
+  if (!c.best.empty()) {
+    if (keep_core())
+      return fmt::format("gemm: OpenBLAS core {} (from {}; the CPU takes {}, kept by SPARQ_KEEP_BLAS_CORE=1)",
+                         c.running, pinned_by(), c.best);
+    return fmt::format("gemm: OpenBLAS core {} (from {}; the CPU takes {}, which this OpenBLAS did not load)",
+                       c.running, pinned_by(), c.best);
+  }
+  if (was) return fmt::format("gemm: OpenBLAS core {} (chosen by sparq for this CPU; it had {})", c.running, was);
+  return fmt::format("gemm: OpenBLAS core {} (from {})", c.running, pinned_by());
+}
 
 }  // namespace sparq

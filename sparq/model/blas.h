@@ -3,6 +3,8 @@
 // cblas_sgemm: training) and double (cblas_dgemm: the fp64 gradient checks run
 // the very same layer code), so layers are written once as templates.
 #include <cstddef>
+#include <string>
+#include <string_view>
 
 namespace sparq {
 
@@ -18,5 +20,30 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
 // model runs. Several models running as threads of one process (one per
 // LocalTransport rank) must use 1.
 void set_blas_threads(int n);
+
+// Which OpenBLAS kernels run, and the best this CPU can take. Debian's
+// OpenBLAS picks its kernels at load time from the CPU's model number, or
+// from OPENBLAS_CORETYPE: on a CPU it does not know it falls back to SSE3
+// ("Prescott"), and an environment may pin an older core. Either costs
+// the model's GEMMs up to 1.5x (docs/results.md).
+struct BlasCore {
+  std::string running;  // openblas_get_corename()
+  std::string best;     // for the CPU's instruction sets; empty if `running` is as good
+};
+BlasCore blas_core();
+// The decision behind blas_core(), for a core name and what the CPU has.
+struct CpuIsa {
+  bool avx2_fma = false, avx512 = false, avx512_bf16 = false;  // avx512: F, CD, BW, DQ and VL
+};
+CpuIsa cpu_isa();
+std::string better_blas_core(std::string_view running, const CpuIsa& isa);
+
+// Called first thing in main(): if the kernels OpenBLAS loaded are weaker
+// than the CPU, re-executes this program (once) with OPENBLAS_CORETYPE naming
+// the best core, since OpenBLAS reads it only at load time.
+// SPARQ_KEEP_BLAS_CORE=1 keeps what OpenBLAS chose.
+void ensure_best_blas_core(char** argv);
+// "gemm: OpenBLAS core X (why)", for the start-up report.
+std::string blas_core_line();
 
 }  // namespace sparq

@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cstdlib>
+#include <thread>
 
 namespace sparq {
 
@@ -45,13 +46,22 @@ int checked_count(std::size_t n) {
   return static_cast<int>(n);
 }
 
-// Polls MPI_Test until done or the deadline. MPI_Test drives Open MPI's
-// progress engine, which yields the core when mpi_yield_when_idle is set.
+// Polls MPI_Test (which drives Open MPI's progress engine) until done or the
+// deadline: spinning for the first 100 us, then sleeping 50 us between
+// polls. A long wait (an idle pipeline stage, a slower peer) would otherwise
+// take a whole core from the ranks that compute: with 4 ranks on 2 cores
+// the hybrid plan's step got 5-10% faster (docs/results.md). The sleep adds
+// at most ~0.1 ms to a message that arrives after the spin.
 template <class TestFn>
 bool poll_until(Clock::time_point deadline, TestFn&& test) {
-  for (unsigned spins = 0;; ++spins) {
+  using namespace std::chrono_literals;
+  const auto spin_until = Clock::now() + 100us;
+  for (unsigned polls = 0;; ++polls) {
     if (test()) return true;
-    if ((spins & 63) == 0 && Clock::now() >= deadline) return test();
+    if ((polls & 63) != 0) continue;
+    const auto now = Clock::now();
+    if (now >= deadline) return test();
+    if (now >= spin_until) std::this_thread::sleep_for(50us);
   }
 }
 

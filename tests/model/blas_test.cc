@@ -53,5 +53,25 @@ TEST(Gemm, SplitAndWholeCallsMatchAPlainLoop) {
   set_compute_threads(1);
 }
 
+// The core sparq asks OpenBLAS for: the widest kernels the CPU runs, never
+// a narrower one than OpenBLAS chose itself.
+TEST(BlasCore, BetterCoreFollowsTheInstructionSets) {
+  const CpuIsa sse{}, avx2{true, false, false}, avx512{true, true, false}, bf16{true, true, true};
+  EXPECT_EQ(better_blas_core("Prescott", sse), "");
+  EXPECT_EQ(better_blas_core("Prescott", avx2), "Haswell");
+  EXPECT_EQ(better_blas_core("Sandybridge", avx2), "Haswell");
+  EXPECT_EQ(better_blas_core("Zen", avx2), "");
+  EXPECT_EQ(better_blas_core("Haswell", avx2), "");
+  EXPECT_EQ(better_blas_core("Prescott", avx512), "SkylakeX");
+  EXPECT_EQ(better_blas_core("Haswell", avx512), "SkylakeX");
+  EXPECT_EQ(better_blas_core("Zen", bf16), "Cooperlake");
+  EXPECT_EQ(better_blas_core("SkylakeX", bf16), "");
+  EXPECT_EQ(better_blas_core("SapphireRapids", bf16), "");
+  // What runs now is never weaker than what blas_core() suggests.
+  const BlasCore c = blas_core();
+  EXPECT_FALSE(c.running.empty());
+  EXPECT_EQ(c.best, better_blas_core(c.running, cpu_isa()));
+}
+
 }  // namespace
 }  // namespace sparq
