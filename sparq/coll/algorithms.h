@@ -2,6 +2,7 @@
 // Internal: the allreduce-family algorithms, on a Call. `in` and `out` have
 // `count` elements and may be the same buffer. Each leaves the full result
 // in `out` (ring_reduce_scatter: only chunk `rank` of the partition).
+#include <functional>
 #include <vector>
 
 #include "sparq/coll/call.h"
@@ -12,8 +13,11 @@ namespace sparq::algo {
 template <class T>
 void ring_reduce_scatter(Call& c, const T* in, T* work, std::size_t count, ReduceOp op, std::size_t seg_elems);
 // Block i of `work` is [bounds[i], bounds[i+1]); rank r holds block r.
+// `on_block(i)`, if given, runs as soon as block i is complete here (block r
+// first), while later blocks are still on the wire.
 template <class T>
-void ring_allgather(Call& c, T* work, std::span<const std::size_t> bounds, std::size_t seg_elems);
+void ring_allgather(Call& c, T* work, std::span<const std::size_t> bounds, std::size_t seg_elems,
+                    const std::function<void(int)>& on_block = {});
 // bounds (P+1 prefix offsets) of a Partition of `count` into P chunks.
 std::vector<std::size_t> partition_bounds(std::size_t count, int parts);
 template <class T>

@@ -63,34 +63,70 @@ std::vector<std::size_t> byte_bounds(const Codec& codec, const pattern::Partitio
   return b;
 }
 
-void ring(Call& c, std::span<float> data, Hop& hop) {
+// The ring's reduce-scatter is pipelined in segments of `seg` values (whole
+// rows: a row-wise encoding of a segment is the bytes of its rows in the
+// chunk's encoding): a hop decodes, adds and re-encodes segment k and sends
+// it on while segment k+1 is still on the wire, instead of holding a whole
+// chunk for compute between transfers (on 4 hosts at 1 Gbit/s, 64 MiB q4:
+// docs/results.md). QSGD draws a key per encode call, so it stays one
+// segment per chunk.
+void ring(Call& c, std::span<float> data, Hop& hop, std::size_t seg) {
   const int p = c.size(), r = c.rank();
+  const Codec& codec = hop.codec();
   const pattern::Partition part{data.size(), p};
-  const auto wb = byte_bounds(hop.codec(), part);
+  const auto wb = byte_bounds(codec, part);
+  if (codec.kind == Codec::Kind::Qsgd) seg = part.max_len();
+  if (codec.kind == Codec::Kind::Rowwise) seg = std::max(codec.row_len, seg / codec.row_len * codec.row_len);
+  seg = std::max<std::size_t>(seg, 1);
   std::vector<std::byte> wire(wb[p]);
-  auto wire_of = [&](int j) { return std::span<std::byte>(wire).subspan(wb[j], wb[j + 1] - wb[j]); };
-  auto vals_of = [&](int j) { return data.subspan(part.offset(j), part.len(j)); };
+  // Segment k of chunk j: its values and its bytes in the chunk's encoding.
+  auto nseg = [&](int j) { return (part.len(j) + seg - 1) / seg; };
+  auto vals_of = [&](int j, std::size_t k) {
+    const std::size_t at = k * seg;
+    return data.subspan(part.offset(j) + at, std::min(seg, part.len(j) - at));
+  };
+  auto bytes_at = [&](std::size_t k) { return codec.bytes(k * seg); };  // segment k's offset inside its chunk
+  auto seg_bytes = [&](int j, std::size_t k) { return codec.bytes(vals_of(j, k).size()); };
   const int right = pattern::mod(r + 1, p), left = pattern::mod(r - 1, p);
-  std::vector<std::byte> land;
-  std::vector<Request> sends;
+  // Two landing buffers: step s+1's receives are posted while step s's
+  // segments are reduced (a sender must find them posted to stream on).
+  std::vector<std::byte> land[2] = {std::vector<std::byte>(wb[p]), std::vector<std::byte>(wb[p])};
+  std::vector<Request> sends, recvs, next;
+  auto post_recvs = [&](int step, std::vector<Request>& into) {
+    into.clear();
+    const int ch = pattern::ring_rs_recv_chunk(r, p, step);
+    for (std::size_t k = 0; k < nseg(ch); ++k)
+      into.push_back(c.irecv(left, std::span<std::byte>(land[step % 2]).subspan(bytes_at(k), seg_bytes(ch, k))));
+  };
+  post_recvs(0, recvs);
   const int first = pattern::ring_rs_send_chunk(r, p, 0);
-  hop.encode(vals_of(first), part.offset(first), wire_of(first));
-  sends.push_back(c.isend(right, wire_of(first)));
+  for (std::size_t k = 0; k < nseg(first); ++k) {
+    const auto out = std::span<std::byte>(wire).subspan(wb[first] + bytes_at(k), seg_bytes(first, k));
+    hop.encode(vals_of(first, k), part.offset(first) + k * seg, out);
+    sends.push_back(c.isend(right, std::span<const std::byte>(out)));
+  }
   for (int s = 0; s + 1 < p; ++s) {
+    const bool forward = s + 2 < p;  // else this chunk is mine: its encoding is what all ranks end with
+    if (forward) post_recvs(s + 1, next);
     const int ch = pattern::ring_rs_recv_chunk(r, p, s);
-    land.resize(wire_of(ch).size());
-    Request q = c.irecv(left, std::span<std::byte>(land));
-    c.wait(q);
-    hop.add_decoded(land, vals_of(ch));
-    hop.encode(vals_of(ch), part.offset(ch), wire_of(ch));  // to send on, or (s = P-2, ch = r) to share
-    if (s + 2 < p) sends.push_back(c.isend(right, wire_of(ch)));
+    for (std::size_t k = 0; k < nseg(ch); ++k) {
+      c.wait(recvs[k]);
+      const auto v = vals_of(ch, k);
+      hop.add_decoded(std::span<const std::byte>(land[s % 2]).subspan(bytes_at(k), seg_bytes(ch, k)), v);
+      const auto out = std::span<std::byte>(wire).subspan(wb[ch] + bytes_at(k), seg_bytes(ch, k));
+      hop.encode(v, part.offset(ch) + k * seg, out);
+      if (forward) sends.push_back(c.isend(right, std::span<const std::byte>(out)));
+    }
+    recvs.swap(next);
     c.count_round();
   }
   c.wait_all(sends);
   // Each owner's single encoding travels the ring unchanged; every rank,
-  // the owner included, decodes the same bytes.
-  algo::ring_allgather(c, wire.data(), std::span<const std::size_t>(wb), std::size_t{1} << 20);
-  for (int j = 0; j < p; ++j) hop.codec().decode(wire_of(j), vals_of(j));
+  // the owner included, decodes the same bytes, each chunk as it completes.
+  algo::ring_allgather(c, wire.data(), std::span<const std::size_t>(wb), std::size_t{1} << 20, [&](int j) {
+    codec.decode(std::span<const std::byte>(wire).subspan(wb[j], wb[j + 1] - wb[j]),
+                 data.subspan(part.offset(j), part.len(j)));
+  });
 }
 
 void recursive_doubling(Call& c, std::span<float> data, Hop& hop, int group) {
@@ -207,7 +243,7 @@ CollStats quantized_allreduce(Transport& t, std::span<float> data, const Quantiz
   }
   if (t.size() == 1) return c.finish(name);  // nothing crosses a wire
   Hop hop(opts.codec, resid, opts.step, name_key(opts.tensor) + static_cast<std::uint64_t>(t.rank()));
-  if (opts.algo == QuantAlgo::Ring) ring(c, data, hop);
+  if (opts.algo == QuantAlgo::Ring) ring(c, data, hop, opts.segment);
   else recursive_doubling(c, data, hop, opts.group);
   return c.finish(name);
 }

@@ -33,6 +33,7 @@ struct QuantizedAllreduceOptions {
   int tag = tags::kQuantizedAllreduce;
   Millis timeout{0};
   int group = 8;  // recursive-doubling: ranks per fully connected group
+  std::size_t segment = std::size_t{1} << 18;  // ring: values per pipelined segment (whole rows)
 };
 
 // In-place sum of `data` over all ranks; identical on every rank.

@@ -76,9 +76,13 @@ std::vector<std::size_t> partition_bounds(std::size_t count, int parts) {
 }
 
 template <class T>
-void ring_allgather(Call& c, T* work, std::span<const std::size_t> bounds, std::size_t seg) {
+void ring_allgather(Call& c, T* work, std::span<const std::size_t> bounds, std::size_t seg,
+                    const std::function<void(int)>& on_block) {
   const int p = c.size(), r = c.rank();
-  if (p == 1) return;
+  if (p == 1) {
+    if (on_block) on_block(0);
+    return;
+  }
   const int right = pattern::mod(r + 1, p), left = pattern::mod(r - 1, p);
   auto segments = [&](int ch, auto&& f) { for_each_segment(bounds[ch], bounds[ch + 1] - bounds[ch], seg, f); };
   // Every block lands in place, so all receives can be posted up front; a
@@ -92,12 +96,15 @@ void ring_allgather(Call& c, T* work, std::span<const std::size_t> bounds, std::
   segments(pattern::ring_ag_send_chunk(r, p, 0), [&](std::size_t off, std::size_t len, std::size_t) {
     sends.push_back(c.isend(right, std::span<const T>(work + off, len)));
   });
+  if (on_block) on_block(pattern::ring_ag_send_chunk(r, p, 0));
   for (int s = 0; s + 1 < p; ++s) {
     std::size_t k = 0;
-    segments(pattern::ring_ag_recv_chunk(r, p, s), [&](std::size_t off, std::size_t len, std::size_t) {
+    const int ch = pattern::ring_ag_recv_chunk(r, p, s);
+    segments(ch, [&](std::size_t off, std::size_t len, std::size_t) {
       c.wait(recvs[s][k++]);
       if (s + 2 < p) sends.push_back(c.isend(right, std::span<const T>(work + off, len)));
     });
+    if (on_block) on_block(ch);
     c.count_round();
   }
   c.wait_all(sends);
@@ -105,10 +112,12 @@ void ring_allgather(Call& c, T* work, std::span<const std::size_t> bounds, std::
 
 #define X(T)                                                                                        \
   template void ring_reduce_scatter<T>(Call&, const T*, T*, std::size_t, ReduceOp, std::size_t); \
-  template void ring_allgather<T>(Call&, T*, std::span<const std::size_t>, std::size_t);
+  template void ring_allgather<T>(Call&, T*, std::span<const std::size_t>, std::size_t,   \
+                                  const std::function<void(int)>&);
 SPARQ_FOR_EACH_DTYPE(X)
 #undef X
 // Byte blobs (quantized payloads) travel through the same allgather.
-template void ring_allgather<std::byte>(Call&, std::byte*, std::span<const std::size_t>, std::size_t);
+template void ring_allgather<std::byte>(Call&, std::byte*, std::span<const std::size_t>, std::size_t,
+                                        const std::function<void(int)>&);
 
 }  // namespace sparq::algo

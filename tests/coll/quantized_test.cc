@@ -59,24 +59,26 @@ std::vector<float> emulate_ring(const std::vector<std::vector<float>>& x, const 
 TEST(QuantizedRing, BitwiseEqualsSequentialEmulation) {
   SPARQ_LOCAL_ONLY();
   for (int p : {2, 3, 4, 5, 8})
-    for (const Codec& codec : {rowwise(4, false, 16), rowwise(2, false, 7), rowwise(2, true, 16)}) {
-      SCOPED_TRACE(testing::Message() << "P=" << p << " codec=" << codec.name());
-      const std::size_t n = 1000 + static_cast<std::size_t>(p);
-      std::vector<std::vector<float>> x(p), resid(p, std::vector<float>(n, 0.0f));
-      for (int r = 0; r < p; ++r) x[r] = test::rank_input<float>(n, r);
-      compress::ErrorFeedbackStore stores[16];
-      for (int call = 0; call < 3; ++call) {  // residuals carry over between calls
-        const auto expect = emulate_ring(x, codec, resid);
-        run_local(p, [&](Transport& t) {
-          std::vector<float> v = x[t.rank()];
-          QuantizedAllreduceOptions o;
-          o.codec = codec;
-          o.residuals = &stores[t.rank()];
-          quantized_allreduce(t, std::span<float>(v), o);
-          ASSERT_EQ(0, std::memcmp(v.data(), expect.data(), n * sizeof(float))) << "rank " << t.rank();
-        });
+    for (const Codec& codec : {rowwise(4, false, 16), rowwise(2, false, 7), rowwise(2, true, 16)})
+      for (std::size_t segment : {std::size_t{1} << 18, std::size_t{40}}) {  // one segment per chunk, or several
+        SCOPED_TRACE(testing::Message() << "P=" << p << " codec=" << codec.name() << " segment=" << segment);
+        const std::size_t n = 1000 + static_cast<std::size_t>(p);
+        std::vector<std::vector<float>> x(p), resid(p, std::vector<float>(n, 0.0f));
+        for (int r = 0; r < p; ++r) x[r] = test::rank_input<float>(n, r);
+        compress::ErrorFeedbackStore stores[16];
+        for (int call = 0; call < 3; ++call) {  // residuals carry over between calls
+          const auto expect = emulate_ring(x, codec, resid);
+          run_local(p, [&](Transport& t) {
+            std::vector<float> v = x[t.rank()];
+            QuantizedAllreduceOptions o;
+            o.codec = codec;
+            o.residuals = &stores[t.rank()];
+            o.segment = segment;
+            quantized_allreduce(t, std::span<float>(v), o);
+            ASSERT_EQ(0, std::memcmp(v.data(), expect.data(), n * sizeof(float))) << "rank " << t.rank();
+          });
+        }
       }
-    }
 }
 
 // Without an exact emulation for the grouped recursive doubling, check
