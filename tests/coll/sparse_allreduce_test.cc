@@ -252,10 +252,11 @@ TEST(SparseAllreduce, BytesVersusDenseRing) {
   compress::QsgdOptions q4;
   q4.bits = 4;
   run(SparseAlgo::DsarSplitAllgather, q4, "dsar_q4");
-  EXPECT_GE(sent["dense"] / sent["rd"], 10.0);
-  EXPECT_GE(sent["dense"] / sent["split"], 10.0);
-  EXPECT_GE(sent["dense"] / sent["dsar"], 1.8);
-  EXPECT_GE(sent["dense"] / sent["dsar_q4"], 6.0);
+  // docs/results.md's ratios at N = 16M (25.4x, 23.2x, 1.98x, 14.6x), within 5 %.
+  EXPECT_GE(sent["dense"] / sent["rd"], 24.1) << sent["rd"];
+  EXPECT_GE(sent["dense"] / sent["split"], 22.0) << sent["split"];
+  EXPECT_GE(sent["dense"] / sent["dsar"], 1.88) << sent["dsar"];
+  EXPECT_GE(sent["dense"] / sent["dsar_q4"], 13.9) << sent["dsar_q4"];
 }
 
 TEST(SparseAllreduce, CorruptOrTruncatedPeerMessageIsAWireError) {
