@@ -13,7 +13,7 @@ int main(int argc, char** argv) {
   // glibc serves those by mmap and returns them on free, so every call
   // faulted its pages in again: half the CPU time of a 16M-element sparse
   // allreduce. Keeping freed memory in the heap makes it 2-3x faster
-  // (docs/results.md, "Sparse allreduce"). Setting both thresholds also
+  // (docs/results.md, "Time on a shaped cluster"). Setting both thresholds also
   // turns off glibc's adaptive threshold; 256 MiB bounds what a free keeps.
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);

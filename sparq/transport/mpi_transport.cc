@@ -50,7 +50,7 @@ int checked_count(std::size_t n) {
 // deadline: spinning for the first 100 us, then sleeping 50 us between
 // polls. A long wait (an idle pipeline stage, a slower peer) would otherwise
 // take a whole core from the ranks that compute: with 4 ranks on 2 cores
-// the hybrid plan's step got 5-10% faster (docs/results.md). The sleep adds
+// the hybrid plan's step got 2-9% faster (docs/results.md). The sleep adds
 // at most ~0.1 ms to a message that arrives after the spin.
 template <class TestFn>
 bool poll_until(Clock::time_point deadline, TestFn&& test) {
