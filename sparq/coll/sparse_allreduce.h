@@ -48,8 +48,8 @@ struct SparseAutoRule {
 // What `auto` keeps between calls on the same tensor: the previous result's
 // nnz, which every rank holds alike, so a later call plans from it without
 // the agreement round (a caller's density changes slowly from step to step;
-// a stale plan only costs time, never correctness). Every rank must pass a
-// history for the same calls.
+// a stale plan only costs time: every algorithm's sum is identical on all
+// ranks). Every rank must pass a history for the same calls.
 struct SparseAutoHistory {
   std::size_t dim = 0;
   int nranks = 0;
