@@ -53,14 +53,11 @@ def run_summary(events):
     if not train:
         return None
     last = train[-1]
-    # A test's time is the training time before it: the train event of its
-    # step (printed just before it; --print-freq divides --test-freq).
-    at = {e["step"]: e["train_s"] for e in train}
     return {
         "steps": last["step"],
         "train_s": last["train_s"],
         "ms_per_step": 1e3 * last["train_s"] / last["step"],
-        "tests": [(at.get(t["step"], t["train_s"]), t["step"], t["loss"], t["auc"]) for t in tests],
+        "tests": [(t["train_s"], t["step"], t["loss"], t["auc"]) for t in tests],  # train_s: when the test began
         "final_loss": tests[-1]["loss"] if tests else None,
         "final_auc": tests[-1]["auc"] if tests else None,
     }

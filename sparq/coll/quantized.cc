@@ -88,9 +88,12 @@ void ring(Call& c, std::span<float> data, Hop& hop, std::size_t seg) {
   auto bytes_at = [&](std::size_t k) { return codec.bytes(k * seg); };  // segment k's offset inside its chunk
   auto seg_bytes = [&](int j, std::size_t k) { return codec.bytes(vals_of(j, k).size()); };
   const int right = pattern::mod(r + 1, p), left = pattern::mod(r - 1, p);
-  // Two landing buffers: step s+1's receives are posted while step s's
-  // segments are reduced (a sender must find them posted to stream on).
-  std::vector<std::byte> land[2] = {std::vector<std::byte>(wb[p]), std::vector<std::byte>(wb[p])};
+  // Two landing buffers of a chunk each: step s+1's receives are posted
+  // while step s's segments are reduced (a sender must find them posted to
+  // stream on).
+  std::size_t chunk_bytes = 0;
+  for (int j = 0; j < p; ++j) chunk_bytes = std::max(chunk_bytes, wb[j + 1] - wb[j]);
+  std::vector<std::byte> land[2] = {std::vector<std::byte>(chunk_bytes), std::vector<std::byte>(chunk_bytes)};
   std::vector<Request> sends, recvs, next;
   auto post_recvs = [&](int step, std::vector<Request>& into) {
     into.clear();
