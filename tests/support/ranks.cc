@@ -1,9 +1,19 @@
 #include "tests/support/ranks.h"
 
+#include <cstdlib>
+#include <exception>
+#include <latch>
 #include <memory>
+#include <string_view>
+#include <thread>
 
 #include "sparq/transport/local_transport.h"
 #include "sparq/transport/mpi_transport.h"
+#ifdef SPARQ_HAVE_GLOO
+#include <gloo/rendezvous/hash_store.h>
+
+#include "sparq/transport/gloo_transport.h"
+#endif
 
 namespace sparq::test {
 
@@ -14,11 +24,58 @@ std::unique_ptr<MpiTransport> g_world;
 
 bool under_mpi() { return g_world != nullptr; }
 
+bool on_gloo() {
+  const char* t = std::getenv("SPARQ_TEST_TRANSPORT");
+  return t != nullptr && std::string_view(t) == "gloo";
+}
+
+namespace {
+// P threads over GlooTransport. A rank that fails closes its connections at
+// once (its peers then fail instead of waiting out the timeout); ranks that
+// finish keep theirs until every rank is done, so no peer loses a message.
+void run_gloo(int nranks, const std::function<void(Transport&)>& fn, Millis timeout) {
+#ifdef SPARQ_HAVE_GLOO
+  gloo::rendezvous::HashStore store;
+  std::latch finished(nranks);
+  std::vector<std::exception_ptr> errors(nranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < nranks; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        GlooTransport t(store, r, nranks, GlooAddress{.iface = "", .hostname = "127.0.0.1"}, timeout);
+        fn(t);
+        finished.arrive_and_wait();
+        return;
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+      finished.count_down();
+    });
+  for (auto& th : threads) th.join();
+  for (int r = 0; r < nranks; ++r) {
+    if (!errors[r]) continue;
+    try {
+      std::rethrow_exception(errors[r]);
+    } catch (...) {
+      rethrow_with_prefix(fmt::format("rank {}", r));
+    }
+  }
+#else
+  (void)nranks, (void)fn, (void)timeout;
+  SPARQ_THROW(Error, "SPARQ_TEST_TRANSPORT=gloo, but this build has no Gloo");
+#endif
+}
+}  // namespace
+
 int mpi_world_size() { return under_mpi() ? g_world->size() : 0; }
 
 bool ranks_available(int nranks) { return !under_mpi() || g_world->size() == nranks; }
 
 void run_ranks(int nranks, const std::function<void(Transport&)>& fn, Millis timeout) {
+  if (on_gloo()) {
+    run_gloo(nranks, fn, timeout);
+    return;
+  }
   if (!under_mpi()) {
     run_local(nranks, fn, timeout);
     return;
