@@ -6,6 +6,7 @@
 
 #include "sparq/compress/threshold_pack.h"
 #include "sparq/compress/topk.h"
+#include "sparq/core/blob.h"
 #include "sparq/core/error.h"
 
 namespace sparq::compress {
@@ -51,6 +52,36 @@ DctDpStep DctDp::step(std::string_view name, std::uint64_t k, std::span<const fl
 float DctDp::threshold(std::string_view name) const {
   auto it = tensors_.find(name);
   return it == tensors_.end() ? std::numeric_limits<float>::infinity() : it->second.tau;
+}
+
+void DctDp::save(BlobWriter& w) const {
+  w.u64(stats_.steps);
+  w.u64(stats_.recomputes);
+  w.u64(stats_.adaptive_recomputes);
+  w.u64(tensors_.size());
+  for (const auto& [name, t] : tensors_) {
+    w.str(name);
+    w.f32(t.tau);
+    w.u64((t.has_tau ? 1 : 0) | (t.recompute_next ? 2 : 0));
+  }
+}
+
+void DctDp::load(BlobReader& r) {
+  stats_.steps = r.u64();
+  stats_.recomputes = r.u64();
+  stats_.adaptive_recomputes = r.u64();
+  const std::uint64_t n = r.u64();
+  tensors_.clear();
+  for (std::uint64_t i = 0; i < n; ++i) {
+    std::string name = r.str();
+    TensorState t;
+    t.tau = r.f32();
+    const std::uint64_t flags = r.u64();
+    SPARQ_CHECK_AS(InputError, flags < 4, "{}: bad flags {} of tensor '{}'", r.what(), flags, name);
+    t.has_tau = (flags & 1) != 0;
+    t.recompute_next = (flags & 2) != 0;
+    tensors_[std::move(name)] = t;
+  }
 }
 
 }  // namespace sparq::compress

@@ -33,6 +33,11 @@
 #include "sparq/compress/error_feedback.h"
 #include "sparq/compress/sparse_stream.h"
 
+namespace sparq {
+class BlobWriter;
+class BlobReader;
+}  // namespace sparq
+
 namespace sparq::compress {
 
 struct DctDpOptions {
@@ -68,6 +73,11 @@ class DctDp {
   float threshold(std::string_view name) const;
   const DctDpStats& stats() const { return stats_; }
   const DctDpOptions& options() const { return opts_; }
+
+  // Every tensor's threshold and schedule, and the counts; load() replaces
+  // them (the residuals are the store's, saved with it).
+  void save(BlobWriter& w) const;
+  void load(BlobReader& r);
 
  private:
   struct TensorState {

@@ -1,6 +1,7 @@
 #include "sparq/compress/error_feedback.h"
 
 #include "sparq/compress/counter_rng.h"
+#include "sparq/core/blob.h"
 #include "sparq/core/error.h"
 
 namespace sparq::compress {
@@ -64,6 +65,25 @@ bool ErrorFeedbackStore::maybe_drain(std::uint64_t step) {
   }
   ++drains_;
   return true;
+}
+
+void ErrorFeedbackStore::save(BlobWriter& w) const {
+  w.u64(drains_);
+  w.u64(buffers_.size());
+  for (const auto& [name, v] : buffers_) {
+    w.str(name);
+    w.floats(v);
+  }
+}
+
+void ErrorFeedbackStore::load(BlobReader& r) {
+  drains_ = r.u64();
+  const std::uint64_t n = r.u64();
+  buffers_.clear();
+  for (std::uint64_t i = 0; i < n; ++i) {
+    std::string name = r.str();
+    buffers_[std::move(name)] = r.floats();
+  }
 }
 
 }  // namespace sparq::compress

@@ -18,6 +18,11 @@
 
 #include "sparq/compress/stream_codec.h"
 
+namespace sparq {
+class BlobWriter;
+class BlobReader;
+}  // namespace sparq
+
 namespace sparq::compress {
 
 // Low-precision sending with error feedback (SparCML Algorithm 1, E = acc -
@@ -50,6 +55,10 @@ class ErrorFeedbackStore {
   // returns whether it did. Call once per training step.
   bool maybe_drain(std::uint64_t step);
   std::uint64_t drains() const { return drains_; }
+
+  // Every residual and the drain count, bit for bit; load() replaces them.
+  void save(BlobWriter& w) const;
+  void load(BlobReader& r);
 
  private:
   DrainOptions drain_;

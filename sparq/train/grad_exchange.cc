@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "sparq/coll/quantized.h"
+#include "sparq/core/blob.h"
 #include "sparq/compress/topk.h"
 
 namespace sparq {
@@ -217,6 +218,51 @@ ExchangeStats GradExchange::exchange(Transport& t, std::string_view name, std::s
   st.counted = cs.counted;
   st.wait_seconds = st.compress_seconds + st.comm_seconds;
   return st;
+}
+
+namespace {
+constexpr std::string_view kStateMagic = "sparq grad exchange state 1";
+}
+
+std::vector<std::byte> GradExchange::save_state() const {
+  BlobWriter w;
+  w.str(kStateMagic);
+  w.str(codec_.text);
+  residuals_.save(w);
+  w.u64(dct_ ? 1 : 0);
+  if (dct_) dct_->save(w);
+  w.u64(auto_history_.size());
+  for (const auto& [name, h] : auto_history_) {
+    w.str(name);
+    w.u64(h.dim);
+    w.u64(static_cast<std::uint64_t>(h.nranks));
+    w.u64(h.result_nnz);
+  }
+  return w.take();
+}
+
+void GradExchange::load_state(std::span<const std::byte> blob) {
+  BlobReader r(blob, "gradient exchange state");
+  SPARQ_CHECK_AS(InputError, r.str() == kStateMagic, "not a gradient exchange state");
+  const std::string codec = r.str();
+  SPARQ_CHECK_AS(InputError, codec == codec_.text, "gradient exchange state of codec '{}' loaded into codec '{}'",
+                 codec, codec_.text);
+  residuals_.load(r);
+  const bool has_dct = r.u64() != 0;
+  SPARQ_CHECK_AS(InputError, has_dct == dct_.has_value(), "gradient exchange state: DCT-DP state does not fit '{}'",
+                 codec_.text);
+  if (dct_) dct_->load(r);
+  const std::uint64_t n = r.u64();
+  auto_history_.clear();
+  for (std::uint64_t i = 0; i < n; ++i) {
+    std::string name = r.str();
+    SparseAutoHistory h;
+    h.dim = r.u64();
+    h.nranks = static_cast<int>(r.u64());
+    h.result_nnz = r.u64();
+    auto_history_[std::move(name)] = h;
+  }
+  r.expect_end();
 }
 
 }  // namespace sparq

@@ -98,6 +98,13 @@ class GradExchange {
   ExchangeStats exchange(Transport& t, std::string_view name, std::span<const Piece> pieces, std::span<float> grad,
                          std::uint64_t step);
 
+  // The codec's state on this rank, bit for bit: the residuals, DCT-DP's
+  // thresholds and schedule, auto's plans. load_state() of a blob saved by an
+  // exchange with the same codec continues exactly where it left off; another
+  // codec, or a corrupt blob, is an InputError.
+  std::vector<std::byte> save_state() const;
+  void load_state(std::span<const std::byte> blob);
+
  private:
   // dct / topk: this step's pairs of one tensor into `out` (fp32 values;
   // residual updated), returns how many.
@@ -110,7 +117,7 @@ class GradExchange {
   compress::ErrorFeedbackStore& residuals_;
   std::optional<compress::DctDp> dct_;
   // auto's plan per exchanged name. Like the residuals, this is state of the
-  // codec: a bitwise resume would have to restore it.
+  // codec (saved by save_state()).
   std::map<std::string, SparseAutoHistory, std::less<>> auto_history_;
   compress::SparseStream stream_, sum_, piece_;
   std::vector<std::uint32_t> idx_, bucket_idx_;

@@ -18,8 +18,8 @@ namespace {
 
 using GlooBuffer = std::unique_ptr<gloo::transport::UnboundBuffer>;
 
-constexpr std::uint64_t kControlSlot = 0;  // headers
-constexpr std::uint64_t kDataSlot = 1;     // payloads, in the order of their headers
+constexpr std::uint64_t kControlSlot = 0;  // headers, with small payloads inline
+constexpr std::uint64_t kDataSlot = 1;     // large payloads, in the order of their headers
 // Largest payload a header may announce: more is a corrupt header, not an
 // allocation to attempt.
 constexpr std::uint64_t kMaxMessage = std::uint64_t{1} << 40;
@@ -33,6 +33,7 @@ struct Header {
   std::int32_t zero;
 };
 static_assert(sizeof(Header) == 16);
+constexpr std::size_t kControlBytes = sizeof(Header) + GlooTransport::kInline;
 
 // One incoming message, from the moment its header arrived (or a receive was
 // posted for it) until its payload has landed.
@@ -49,75 +50,11 @@ struct Incoming {
 
 struct Outgoing {
   Header header{};
-  int pending = 0;  // Gloo sends not yet complete
+  std::vector<std::byte> wire;  // the control message: header, and an inline payload
+  bool done = false;            // the caller's buffer may be reused
 };
 
-// Waits, in order, for the Gloo operations given to it, and reports each
-// completion: Gloo can only block on one buffer, so each peer and direction
-// has a thread that does the blocking for the requests.
-class Completer {
- public:
-  using Done = std::function<void(std::exception_ptr)>;
-  Completer(bool sends) : sends_(sends), thread_([this] { run(); }) {}
-  ~Completer() {
-    {
-      std::lock_guard lk(m_);
-      stop_ = true;
-      if (current_ != nullptr) sends_ ? current_->abortWaitSend() : current_->abortWaitRecv();
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-  void add(GlooBuffer buf, Done done) {
-    {
-      std::lock_guard lk(m_);
-      queue_.push_back({std::move(buf), std::move(done)});
-    }
-    cv_.notify_all();
-  }
-
- private:
-  struct Item {
-    GlooBuffer buf;
-    Done done;
-  };
-  void run() {
-    for (;;) {
-      Item item;
-      {
-        std::unique_lock lk(m_);
-        cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
-        if (stop_) return;
-        item = std::move(queue_.front());
-        queue_.pop_front();
-        current_ = item.buf.get();
-      }
-      std::exception_ptr error;
-      bool completed = false;
-      try {
-        completed = sends_ ? item.buf->waitSend(kForever) : item.buf->waitRecv(kForever);
-      } catch (...) {
-        error = std::current_exception();
-      }
-      {
-        std::lock_guard lk(m_);
-        current_ = nullptr;
-        if (!completed && !error) return;  // aborted: the transport is closing
-      }
-      item.done(error);
-      if (error) return;  // the pair is broken; everything after fails too
-    }
-  }
-  const bool sends_;
-  std::mutex m_;
-  std::condition_variable cv_;
-  std::deque<Item> queue_;
-  gloo::transport::UnboundBuffer* current_ = nullptr;
-  bool stop_ = false;
-  std::thread thread_;  // last: starts once the rest is built
-};
-
-std::string gloo_message(std::exception_ptr e) {
+std::string what_of(std::exception_ptr e) {
   try {
     std::rethrow_exception(e);
   } catch (const std::exception& x) {
@@ -126,6 +63,39 @@ std::string gloo_message(std::exception_ptr e) {
     return "unknown error";
   }
 }
+
+// Blocks on one Gloo operation at a time for a thread that can be stopped:
+// stop() aborts the wait under way, and every later one returns false.
+class Stoppable {
+ public:
+  bool wait(gloo::transport::UnboundBuffer& b, bool send) {
+    {
+      std::lock_guard lk(m_);
+      if (stop_) return false;
+      current_ = &b;
+    }
+    const bool ok = send ? b.waitSend(kForever) : b.waitRecv(kForever);
+    std::lock_guard lk(m_);
+    current_ = nullptr;
+    return ok && !stop_;
+  }
+  void stop() {
+    std::lock_guard lk(m_);
+    stop_ = true;
+    if (current_ != nullptr) {
+      current_->abortWaitSend();
+      current_->abortWaitRecv();
+    }
+  }
+
+ private:
+  std::mutex m_;
+  gloo::transport::UnboundBuffer* current_ = nullptr;
+  bool stop_ = false;
+};
+
+class Receiver;
+class SendWaiter;
 
 }  // namespace
 
@@ -141,83 +111,45 @@ struct GlooTransport::Impl {
   std::exception_ptr failure;  // the transport is broken: every wait throws this
 
   std::mutex send_mu;  // a header and its payload go out back to back
-  std::vector<std::unique_ptr<Completer>> send_done, recv_done;  // per peer
+  std::vector<std::unique_ptr<Receiver>> receivers;   // per peer
+  std::vector<std::unique_ptr<SendWaiter>> senders;   // per peer
 
-  Header in{};
-  GlooBuffer control;
-  std::atomic<bool> stopping{false};
-  std::thread progress;
-
-  void fail(std::exception_ptr e) {
+  void fail(const std::string& msg) {
     {
       std::lock_guard lk(mu);
-      if (!failure) failure = e;
+      if (!failure) failure = std::make_exception_ptr(Error(msg));
+    }
+    cv.notify_all();
+  }
+  void complete(Incoming& m) {
+    {
+      std::lock_guard lk(mu);
+      m.done = true;
     }
     cv.notify_all();
   }
 
-  // The progress thread: every header, from any peer, posts its payload's
-  // receive at once.
-  void run() {
-    std::vector<int> peers;
-    for (int r = 0; r < size; ++r)
-      if (r != rank) peers.push_back(r);
-    try {
-      while (!stopping.load()) {
-        control->recv(peers, kControlSlot);
-        int src = -1;
-        if (!control->waitRecv(&src, kForever)) return;  // aborted: closing
-        on_header(src, in);
-      }
-    } catch (...) {
-      if (!stopping.load()) fail(std::current_exception());
-    }
-  }
-
-  void on_header(int src, const Header& h) {
-    SPARQ_CHECK_AS(WireError, h.zero == 0 && h.tag >= 0 && h.tag <= kMaxTag && h.size <= kMaxMessage,
-                   "gloo: corrupt message header from rank {} (tag {}, {} bytes)", src, h.tag, h.size);
+  // The Incoming a header from `src` is for, and where its payload lands.
+  std::pair<std::shared_ptr<Incoming>, std::byte*> match(int src, const Header& h) {
+    std::lock_guard lk(mu);
+    const auto key = std::pair(src, static_cast<int>(h.tag));
     std::shared_ptr<Incoming> m;
-    std::byte* dst = nullptr;
-    {
-      std::lock_guard lk(mu);
-      const auto key = std::pair(src, static_cast<int>(h.tag));
-      if (auto it = posted.find(key); it != posted.end()) {
-        m = it->second.front();
-        it->second.pop_front();
-        if (it->second.empty()) posted.erase(it);
-      } else {
-        m = std::make_shared<Incoming>();
-        unexpected[key].push_back(m);
-      }
-      m->matched = true;
-      m->size = h.size;
-      if (m->posted && !m->any_size && h.size == m->buf.size()) {
-        dst = m->buf.data();
-      } else {
-        if (m->posted && !m->any_size)
-          m->error = std::make_exception_ptr(WireError(fmt::format(
-              "message of {} bytes from rank {} (tag {}) where {} were expected", h.size, src, h.tag, m->buf.size())));
-        m->data.resize(h.size);  // also drains a payload of the wrong size
-        dst = m->data.data();
-      }
-      if (h.size == 0) m->done = true;
+    if (auto it = posted.find(key); it != posted.end()) {
+      m = it->second.front();
+      it->second.pop_front();
+      if (it->second.empty()) posted.erase(it);
+    } else {
+      m = std::make_shared<Incoming>();
+      unexpected[key].push_back(m);
     }
-    if (h.size == 0) {
-      cv.notify_all();
-      return;
-    }
-    auto body = ctx->createUnboundBuffer(dst, h.size);
-    body->recv(src, kDataSlot);
-    recv_done[src]->add(std::move(body), [this, m, src](std::exception_ptr e) {
-      if (e) return fail(std::make_exception_ptr(
-                 Error(fmt::format("gloo: receiving from rank {} failed: {}", src, gloo_message(e)))));
-      {
-        std::lock_guard lk(mu);
-        m->done = true;
-      }
-      cv.notify_all();
-    });
+    m->matched = true;
+    m->size = h.size;
+    if (m->posted && !m->any_size && h.size == m->buf.size()) return {m, m->buf.data()};
+    if (m->posted && !m->any_size)
+      m->error = std::make_exception_ptr(WireError(fmt::format(
+          "message of {} bytes from rank {} (tag {}) where {} were expected", h.size, src, h.tag, m->buf.size())));
+    m->data.resize(h.size);  // also drains a payload of the wrong size
+    return {m, m->data.data()};
   }
 
   // Blocks until `ready` (under mu) or the deadline; throws the transport's failure.
@@ -232,12 +164,128 @@ struct GlooTransport::Impl {
 
 namespace {
 
+// Receives everything one peer sends, in order: two control receives stay
+// posted (Gloo sends data only to a posted receive, and a receive posted in
+// advance lets the data go out at once).
+class Receiver {
+ public:
+  Receiver(GlooTransport::Impl& im, int peer) : im_(im), peer_(peer) {
+    for (int i = 0; i < 2; ++i) {
+      mem_[i].resize(kControlBytes);
+      ctrl_[i] = im.ctx->createUnboundBuffer(mem_[i].data(), mem_[i].size());
+      ctrl_[i]->recv(peer, kControlSlot);
+    }
+    thread_ = std::thread([this] { run(); });
+  }
+  ~Receiver() {
+    stop_.stop();
+    thread_.join();
+  }
+
+ private:
+  void run() {
+    try {
+      for (int i = 0;; i ^= 1) {
+        if (!stop_.wait(*ctrl_[i], false)) return;
+        Header h;
+        std::memcpy(&h, mem_[i].data(), sizeof h);
+        SPARQ_CHECK_AS(WireError, h.zero == 0 && h.tag >= 0 && h.tag <= Transport::kMaxTag && h.size <= kMaxMessage,
+                       "corrupt message header (tag {}, {} bytes)", h.tag, h.size);
+        auto [m, dst] = im_.match(peer_, h);
+        if (h.size <= GlooTransport::kInline) {
+          if (h.size > 0) std::memcpy(dst, mem_[i].data() + sizeof h, h.size);
+        } else {
+          auto body = im_.ctx->createUnboundBuffer(dst, h.size);
+          body->recv(peer_, kDataSlot);
+          if (!stop_.wait(*body, false)) return;
+        }
+        im_.complete(*m);
+        ctrl_[i]->recv(peer_, kControlSlot);
+      }
+    } catch (...) {
+      im_.fail(fmt::format("gloo: receiving from rank {} failed: {}", peer_, what_of(std::current_exception())));
+    }
+  }
+  GlooTransport::Impl& im_;
+  const int peer_;
+  std::vector<std::byte> mem_[2];
+  GlooBuffer ctrl_[2];
+  Stoppable stop_;
+  std::thread thread_;
+};
+
+// Waits, in order, for the Gloo sends to one peer, keeping each send's
+// memory alive until Gloo is done with it.
+class SendWaiter {
+ public:
+  SendWaiter(GlooTransport::Impl& im, int peer) : im_(im), peer_(peer), thread_([this] { run(); }) {}
+  ~SendWaiter() {
+    {
+      std::lock_guard lk(m_);
+      closing_ = true;
+    }
+    cv_.notify_all();
+    stop_.stop();
+    thread_.join();
+  }
+  // `last`: when this send completes, so has the message.
+  void add(GlooBuffer buf, std::shared_ptr<Outgoing> out, bool last) {
+    {
+      std::lock_guard lk(m_);
+      queue_.push_back({std::move(buf), std::move(out), last});
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  struct Item {
+    GlooBuffer buf;
+    std::shared_ptr<Outgoing> out;
+    bool last;
+  };
+  void run() {
+    try {
+      for (;;) {
+        Item item;
+        {
+          std::unique_lock lk(m_);
+          cv_.wait(lk, [&] { return closing_ || !queue_.empty(); });
+          if (closing_) return;
+          item = std::move(queue_.front());
+          queue_.pop_front();
+        }
+        if (!stop_.wait(*item.buf, true)) return;
+        if (!item.last) continue;
+        {
+          std::lock_guard lk(im_.mu);
+          item.out->done = true;
+        }
+        im_.cv.notify_all();
+      }
+    } catch (...) {
+      im_.fail(fmt::format("gloo: sending to rank {} failed: {}", peer_, what_of(std::current_exception())));
+    }
+  }
+  GlooTransport::Impl& im_;
+  const int peer_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<Item> queue_;
+  bool closing_ = false;
+  Stoppable stop_;
+  std::thread thread_;  // last: starts once the rest is built
+};
+
+}  // namespace
+
+namespace {
+
 struct GlooSendState final : RequestState {
   GlooTransport::Impl* impl;
   std::shared_ptr<Outgoing> out;
   bool test() override { return wait_until(Clock::now()); }
   bool wait_until(Clock::time_point deadline) override {
-    return impl->wait_until(deadline, [&] { return out->pending == 0; });
+    return impl->wait_until(deadline, [&] { return out->done; });
   }
   std::size_t bytes() const override { return out->header.size; }
 };
@@ -322,24 +370,14 @@ GlooTransport::GlooTransport(gloo::rendezvous::Store& store, int rank, int size,
   im.size = size;
   im.timeout = timeout;
   for (int r = 0; r < size; ++r) {
-    im.send_done.push_back(r == rank ? nullptr : std::make_unique<Completer>(true));
-    im.recv_done.push_back(r == rank ? nullptr : std::make_unique<Completer>(false));
-  }
-  if (size > 1) {
-    im.control = im.ctx->createUnboundBuffer(&im.in, sizeof im.in);
-    im.progress = std::thread([&im] { im.run(); });
+    im.receivers.push_back(r == rank ? nullptr : std::make_unique<Receiver>(im, r));
+    im.senders.push_back(r == rank ? nullptr : std::make_unique<SendWaiter>(im, r));
   }
 }
 
 GlooTransport::~GlooTransport() {
-  Impl& im = *impl_;
-  im.stopping = true;
-  if (im.progress.joinable()) {
-    im.control->abortWaitRecv();
-    im.progress.join();
-  }
-  im.send_done.clear();
-  im.recv_done.clear();
+  impl_->receivers.clear();
+  impl_->senders.clear();
 }
 
 std::unique_ptr<RequestState> GlooTransport::do_isend(int peer, int tag, Bytes data) {
@@ -347,26 +385,23 @@ std::unique_ptr<RequestState> GlooTransport::do_isend(int peer, int tag, Bytes d
   Impl& im = *impl_;
   auto out = std::make_shared<Outgoing>();
   out->header = {data.size(), tag, 0};
-  out->pending = data.empty() ? 1 : 2;
-  auto done = [&im, out, peer](std::exception_ptr e) {
-    if (e) return im.fail(std::make_exception_ptr(
-               Error(fmt::format("gloo: sending to rank {} failed: {}", peer, gloo_message(e)))));
-    {
-      std::lock_guard lk(im.mu);
-      --out->pending;
-    }
-    im.cv.notify_all();
-  };
+  const bool inline_payload = data.size() <= kInline;
+  out->wire.resize(sizeof(Header) + (inline_payload ? data.size() : 0));
+  std::memcpy(out->wire.data(), &out->header, sizeof(Header));
+  if (inline_payload) {
+    if (!data.empty()) std::memcpy(out->wire.data() + sizeof(Header), data.data(), data.size());
+    out->done = true;  // the caller's buffer is free at once
+  }
   {
     std::lock_guard lk(im.send_mu);
-    auto head = im.ctx->createUnboundBuffer(&out->header, sizeof out->header);
+    auto head = im.ctx->createUnboundBuffer(out->wire.data(), out->wire.size());
     head->send(peer, kControlSlot);
-    im.send_done[peer]->add(std::move(head), done);
-    if (!data.empty()) {
+    im.senders[peer]->add(std::move(head), out, false);
+    if (!inline_payload) {
       // Gloo's buffers are not const-typed; a send only reads.
       auto body = im.ctx->createUnboundBuffer(const_cast<std::byte*>(data.data()), data.size());
       body->send(peer, kDataSlot);
-      im.send_done[peer]->add(std::move(body), done);
+      im.senders[peer]->add(std::move(body), out, true);
     }
   }
   auto s = std::make_unique<GlooSendState>();
@@ -377,7 +412,7 @@ std::unique_ptr<RequestState> GlooTransport::do_isend(int peer, int tag, Bytes d
 
 namespace {
 // The receive's Incoming: an unexpected message already under way, or a new
-// posted one the progress thread will fill.
+// posted one its peer's receiver thread will fill.
 std::shared_ptr<Incoming> match_or_post(GlooTransport::Impl& im, int peer, int tag, MutBytes buf, bool any_size) {
   std::lock_guard lk(im.mu);
   const auto key = std::pair(peer, tag);

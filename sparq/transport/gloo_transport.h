@@ -10,19 +10,23 @@
 // operation nor tell a receiver the size of what arrived. sparq's semantics
 // (exact sizes checked, receives of unknown size, sends that complete
 // without their receive posted yet) are built on it like this:
-//  - every message is a 16-byte header (tag, size) on the sender's control
-//    slot, then its payload on the data slot (none when empty);
-//  - one progress thread per transport receives every header, from any
-//    peer, and at once posts the payload's receive: into the matching
-//    posted receive when its size is right, into a new buffer when none is
-//    posted yet (MPI's unexpected queue: the receive copies it later), into
-//    a discarded buffer when the size is wrong (the receive then fails with
-//    a WireError and the transport stays usable). Payloads are thus always
-//    received, so a send completes without its receive being posted;
+//  - every message starts with a 16-byte header (tag, size) on the control
+//    slot. A payload of up to kInline bytes travels in the same Gloo message
+//    (the send copies it and completes at once, like MPI's eager sends); a
+//    larger one follows on the data slot, from the caller's buffer;
+//  - per peer, one thread keeps two control receives posted and handles each
+//    header as it lands: the payload goes into the matching posted receive
+//    when its size is right, into a new buffer when none is posted yet (MPI's
+//    unexpected queue: the receive copies it later), into a discarded buffer
+//    when the size is wrong (the receive then fails with a WireError and the
+//    transport stays usable). Payloads are thus always received, so no send
+//    waits for its receive to be posted;
+//  - per peer, one thread waits for Gloo to finish the sends of large
+//    payloads (Gloo can only block on one operation, it cannot test one);
 //  - the counters count payload bytes, like the other transports (whose
 //    envelopes are not counted either);
-//  - a wait that times out closes every connection (Gloo does): after a
-//    TimeoutError the transport is unusable, as the run is anyway.
+//  - a corrupt header or a broken connection fails every later wait of the
+//    transport with an error naming the peer.
 #include <memory>
 #include <string>
 
@@ -51,6 +55,9 @@ class GlooTransport final : public Transport {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string_view name() const override { return "gloo"; }
+
+  // Payloads up to this size travel inside their header's message.
+  static constexpr std::size_t kInline = 8192;
 
   struct Impl;
 

@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 #include <exception>
-#include <latch>
+#include <map>
 #include <memory>
 #include <string_view>
 #include <thread>
@@ -30,30 +30,46 @@ bool on_gloo() {
 }
 
 namespace {
-// P threads over GlooTransport. A rank that fails closes its connections at
-// once (its peers then fail instead of waiting out the timeout); ranks that
-// finish keep theirs until every rank is done, so no peer loses a message.
+#ifdef SPARQ_HAVE_GLOO
+// One connected world of P GlooTransports per rank count, kept between runs
+// (connecting P^2 TCP pairs for every run would dominate the tests), and
+// dropped after a failed run, which may have left messages in flight.
+std::map<int, std::vector<std::unique_ptr<GlooTransport>>> g_gloo_worlds;
+
+std::vector<std::unique_ptr<GlooTransport>>& gloo_world(int nranks) {
+  auto& world = g_gloo_worlds[nranks];
+  if (!world.empty()) return world;
+  gloo::rendezvous::HashStore store;
+  world.resize(nranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < nranks; ++r)
+    threads.emplace_back([&, r] {
+      world[r] = std::make_unique<GlooTransport>(store, r, nranks, GlooAddress{.iface = "", .hostname = "127.0.0.1"});
+    });
+  for (auto& th : threads) th.join();
+  return world;
+}
+#endif
+
+// P threads, each running fn on its rank's GlooTransport.
 void run_gloo(int nranks, const std::function<void(Transport&)>& fn, Millis timeout) {
 #ifdef SPARQ_HAVE_GLOO
-  gloo::rendezvous::HashStore store;
-  std::latch finished(nranks);
+  auto& world = gloo_world(nranks);
   std::vector<std::exception_ptr> errors(nranks);
   std::vector<std::thread> threads;
   for (int r = 0; r < nranks; ++r)
     threads.emplace_back([&, r] {
       try {
-        GlooTransport t(store, r, nranks, GlooAddress{.iface = "", .hostname = "127.0.0.1"}, timeout);
-        fn(t);
-        finished.arrive_and_wait();
-        return;
+        world[r]->set_timeout(timeout);
+        fn(*world[r]);
       } catch (...) {
         errors[r] = std::current_exception();
       }
-      finished.count_down();
     });
   for (auto& th : threads) th.join();
   for (int r = 0; r < nranks; ++r) {
     if (!errors[r]) continue;
+    g_gloo_worlds.erase(nranks);
     try {
       std::rethrow_exception(errors[r]);
     } catch (...) {
@@ -98,6 +114,9 @@ int main(int argc, char** argv) {
     g_world = std::make_unique<sparq::MpiTransport>();
   }
   const int rc = RUN_ALL_TESTS();
+#ifdef SPARQ_HAVE_GLOO
+  g_gloo_worlds.clear();
+#endif
   g_world.reset();
   g_session.reset();
   return rc;
