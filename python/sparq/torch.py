@@ -1,0 +1,247 @@
+"""sparq's codecs for PyTorch models.
+
+Data parallelism, one call away::
+
+    ddp = DistributedDataParallel(model)
+    hook = sparq.torch.dct_hook(0.98, 1000, model=ddp)
+    ddp.register_comm_hook(state=None, hook=hook)
+
+and table-wise embeddings with a compressed alltoall::
+
+    rows = sparq.torch.quantized_alltoall(lookups, splits, fwd_bits=4, bwd_bits=2)
+
+The collectives run on a sparq Comm: Gloo TCP connections of sparq's own,
+set up through the job's torch.distributed store (the launcher's rendezvous),
+so anything torch.distributed can start (torchrun, mpiexec with env://)
+works. GLOO_SOCKET_IFNAME picks the interface, as for torch's gloo backend.
+"""
+import datetime
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import torch
+import torch.distributed as dist
+
+from . import _sparq
+
+_comm_lock = threading.Lock()
+_comm_counts = {}
+
+
+def connect(group=None, *, iface=None, hostname=None, timeout=datetime.timedelta(minutes=5)):
+    """A sparq Comm over the ranks of `group` (the default group if None).
+
+    Collective: every rank of the group calls it, and calls it as many times
+    as the others (the n-th Comm of a group meets the n-th of the others).
+    """
+    if not dist.is_initialized():
+        raise _sparq.InputError("sparq.torch.connect: torch.distributed is not initialized "
+                                "(call torch.distributed.init_process_group first)")
+    group = group if group is not None else dist.group.WORLD
+    ranks = tuple(dist.get_process_group_ranks(group)) if hasattr(dist, "get_process_group_ranks") \
+        else tuple(range(dist.get_world_size()))
+    with _comm_lock:
+        n = _comm_counts.get(ranks, 0)
+        _comm_counts[ranks] = n + 1
+    key = "sparq/" + "-".join(map(str, ranks)) + f"/{n}"
+    store = dist.PrefixStore(key, dist.distributed_c10d._get_default_store())
+    if iface is None:
+        iface = os.environ.get("GLOO_SOCKET_IFNAME", "")
+    return _sparq.Comm.gloo(store, dist.get_rank(group), dist.get_world_size(group), iface,
+                            hostname or "", timeout)
+
+
+class Hook:
+    """A DDP communication hook running a sparq gradient codec.
+
+    Register it with ``ddp.register_comm_hook(state=None, hook=hook)``. Each
+    bucket is exchanged on one background thread, in bucket order, while
+    backward goes on; the future DDP waits for holds the average over ranks.
+    State (residuals, thresholds, step) saves with state_dict().
+    """
+
+    def __init__(self, codec, *, allreduce="auto", comm=None, model=None):
+        self.codec = codec
+        self.__name__ = self.__qualname__ = f"sparq_hook({codec})"  # DDP logs the hook by name
+        self._allreduce = allreduce
+        self._comm = comm
+        self._x = None
+        self._blob = None  # a loaded state, until the exchange exists
+        self._names = {}
+        if model is not None:
+            for name, p in model.named_parameters():
+                self._names[p] = name[len("module."):] if name.startswith("module.") else name
+        self._named_by_model = model is not None
+        self.step = 0
+        self.bytes_sent = 0
+        self.dense_bytes = 0
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparq-hook")
+        self._last = None
+
+    @property
+    def comm(self):
+        if self._comm is None:
+            self._comm = connect()
+        return self._comm
+
+    def _exchange(self):
+        if self._x is None:
+            self._x = _sparq.GradExchange(self.comm, self.codec, self._allreduce)
+            if self._blob is not None:
+                self._x.load_state(self._blob)
+                self._blob = None
+        return self._x
+
+    def _name(self, p):
+        name = self._names.get(p)
+        if name is None:
+            if self._named_by_model:
+                raise _sparq.InputError("sparq hook: a parameter that is not in the model given to the hook")
+            # Named in the order DDP first hands them over: the same on every
+            # rank and in every run of the same model.
+            name = f"param{len(self._names)}"
+            self._names[p] = name
+        return name
+
+    def __call__(self, state, bucket):
+        buf = bucket.buffer()
+        rank = dist.get_rank()
+        if buf.dtype != torch.float32:
+            raise _sparq.InputError(f"sparq hook: bucket {bucket.index()} on rank {rank} holds {buf.dtype}; "
+                                    "sparq's codecs take float32 gradients")
+        x = self._exchange()
+        params = bucket.parameters()
+        pieces = [(self._name(p), p.numel()) for p in params]
+        # The bucket's name is its tensors' (stable when DDP re-buckets,
+        # unlike its index): auto's plans and q*+ec residuals are kept by it.
+        name = f"{pieces[0][0]}..{pieces[-1][0]}#{len(pieces)}"
+        step = self.step
+        if bucket.is_last():
+            self.step += 1
+        fut = torch.futures.Future()
+        host = buf if buf.device.type == "cpu" else buf.to("cpu").pin_memory()
+
+        def work():
+            try:
+                stats = x.exchange(name, host.numpy(), pieces, step)
+                self.bytes_sent += stats["bytes_sent"]
+                self.dense_bytes += stats["dense_bytes"]
+                if host is not buf:
+                    buf.copy_(host, non_blocking=False)
+                fut.set_result(buf)
+            except BaseException as e:  # noqa: B902 - handed to DDP, which raises it in backward
+                fut.set_exception(e)
+
+        self._last = self._pool.submit(work)
+        return fut
+
+    def wait(self):
+        """Blocks until every bucket handed to the hook is exchanged."""
+        if self._last is not None:
+            self._last.result()
+
+    def state_dict(self):
+        self.wait()
+        blob = self._x.state() if self._x is not None else self._blob
+        return {
+            "codec": self.codec,
+            "step": self.step,
+            "names": [(n, i) for i, n in enumerate(self._names.values())] if not self._named_by_model else None,
+            "state": None if blob is None else torch.frombuffer(bytearray(blob), dtype=torch.uint8),
+        }
+
+    def load_state_dict(self, d):
+        if d.get("codec") != self.codec:
+            raise _sparq.InputError(f"sparq hook: state of codec '{d.get('codec')}' loaded into '{self.codec}'")
+        self.wait()
+        self.step = int(d["step"])
+        blob = None if d["state"] is None else bytes(d["state"].numpy().tobytes())
+        if self._x is not None and blob is not None:
+            self._x.load_state(blob)
+        else:
+            self._blob = blob
+
+
+def dct_hook(eta=0.99, L=1000, *, values="f32", allreduce="auto", comm=None, model=None):
+    """DCT-DP: per-tensor hard threshold, recomputed every L steps, keeping the
+    top (1 - eta) of |grad + residual|; error feedback per tensor; sparse
+    allreduce (`auto` picks the algorithm). values: f32, bf16 or fp8 (sparq's
+    extension: the kept values in 16 or 8 bits, their rounding fed back)."""
+    codec = f"dct:{eta},{L}" + ("" if values == "f32" else f"+{values}")
+    return Hook(codec, allreduce=allreduce, comm=comm, model=model)
+
+
+def quantized_hook(bits=4, ec=True, *, allreduce="ring", comm=None, model=None):
+    """Row-wise quantized allreduce (ring or recursive-doubling) in 8/4/2 bits,
+    with per-hop error compensation when ec."""
+    return Hook(f"q{bits}" + ("+ec" if ec else ""), allreduce=allreduce, comm=comm, model=model)
+
+
+def topk_hook(k, b, *, allreduce="auto", comm=None, model=None):
+    """SparCML's TopK SGD: the k largest of every b values of grad + residual,
+    residual keeps the rest, sparse allreduce."""
+    return Hook(f"topk:{k}/{b}", allreduce=allreduce, comm=comm, model=model)
+
+
+def _codec(bits):
+    names = {32: "fp32", 8: "q8", 4: "q4", 2: "q2"}
+    if bits not in names:
+        raise _sparq.InputError(f"sparq: {bits} bits; the alltoall codecs are 32, 8, 4 and 2 bits")
+    return names[bits]
+
+
+_alltoall_comm = None
+
+
+def _default_alltoall_comm():
+    global _alltoall_comm
+    if _alltoall_comm is None:
+        _alltoall_comm = connect()
+    return _alltoall_comm
+
+
+class _QuantizedAlltoall(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, send_rows, recv_rows, fwd, bwd, comm):
+        dim = x.shape[1]
+        out = x.new_empty((sum(recv_rows), dim))
+        src = x.detach().contiguous()
+        _sparq.quantized_alltoallv(comm, src.numpy(), [r * dim for r in send_rows], out.numpy(),
+                                   [r * dim for r in recv_rows], fwd, dim)
+        ctx.meta = (send_rows, recv_rows, bwd, comm, x.shape)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        send_rows, recv_rows, bwd, comm, shape = ctx.meta
+        dim = shape[1]
+        gin = grad.new_empty(shape)
+        _sparq.quantized_alltoallv(comm, grad.contiguous().numpy(), [r * dim for r in recv_rows], gin.numpy(),
+                                   [r * dim for r in send_rows], bwd, dim)
+        return gin, None, None, None, None, None
+
+
+def quantized_alltoall(x, splits, fwd_bits=4, bwd_bits=2, *, recv_splits=None, comm=None):
+    """Alltoall of rows for table-wise embeddings: the first splits[0] rows of
+    x go to rank 0, the next splits[1] to rank 1, ...; returns the rows every
+    rank sent here, in rank order. Forward in fwd_bits, backward (the rows'
+    gradients) in bwd_bits; 32 is fp32. recv_splits, when known, saves a
+    round of counts. x: a 2-D float32 CPU tensor."""
+    comm = comm if comm is not None else _default_alltoall_comm()
+    if x.dim() != 2 or x.dtype != torch.float32 or x.device.type != "cpu":
+        raise _sparq.InputError(f"sparq.torch.quantized_alltoall: rank {comm.rank} got a {x.dim()}-D {x.dtype} "
+                                f"tensor on {x.device}; it takes a 2-D float32 CPU tensor")
+    splits = [int(s) for s in splits]
+    if len(splits) != comm.size or sum(splits) != x.shape[0] or min(splits) < 0:
+        raise _sparq.InputError(f"sparq.torch.quantized_alltoall: rank {comm.rank}: splits {splits} do not "
+                                f"divide {x.shape[0]} rows over {comm.size} ranks")
+    if recv_splits is None:
+        counts = torch.tensor(splits, dtype=torch.float32)
+        got = torch.empty(comm.size, dtype=torch.float32)
+        if max(splits, default=0) >= 1 << 24:
+            raise _sparq.InputError("sparq.torch.quantized_alltoall: more than 2^24 rows to one rank")
+        _sparq.quantized_alltoallv(comm, counts.numpy(), [1] * comm.size, got.numpy(), [1] * comm.size, "fp32", 1)
+        recv_splits = [int(v) for v in got.tolist()]
+    return _QuantizedAlltoall.apply(x, splits, [int(r) for r in recv_splits], _codec(fwd_bits), _codec(bwd_bits),
+                                    comm)

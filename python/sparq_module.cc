@@ -1,0 +1,239 @@
+// sparq._sparq: the C++ side of the PyTorch bridge. It binds a transport
+// (Gloo, connected through the job's torch.distributed store), the gradient
+// exchange of data parallelism (every --dp-codec) and the quantized
+// alltoallv. Arrays cross as numpy views of CPU tensors, never copied: an
+// array that would need a copy (another dtype, not contiguous, read-only) is
+// refused, because the result would land in the copy. Every collective runs
+// with the GIL released; sparq's errors arrive as sparq.Error subclasses.
+#include <gloo/rendezvous/store.h>
+#include <pybind11/chrono.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+
+#include "sparq/coll/broadcast.h"
+#include "sparq/coll/quantized.h"
+#include "sparq/train/grad_exchange.h"
+#include "sparq/transport/gloo_transport.h"
+
+namespace py = pybind11;
+using namespace sparq;
+
+namespace {
+
+// Gloo's rendezvous store over a Python store (torch.distributed.Store or
+// anything with its set/get/wait), called with the GIL held.
+class PyStore final : public gloo::rendezvous::Store {
+ public:
+  explicit PyStore(py::object store) : store_(std::move(store)) {}
+  ~PyStore() override {
+    py::gil_scoped_acquire gil;
+    store_ = py::object();
+  }
+  void set(const std::string& key, const std::vector<char>& data) override {
+    py::gil_scoped_acquire gil;
+    store_.attr("set")(key, py::bytes(data.data(), data.size()));
+  }
+  std::vector<char> get(const std::string& key) override {
+    py::gil_scoped_acquire gil;
+    const std::string v = store_.attr("get")(key).cast<std::string>();
+    return {v.begin(), v.end()};
+  }
+  void wait(const std::vector<std::string>& keys) override {
+    py::gil_scoped_acquire gil;
+    store_.attr("wait")(keys);
+  }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+    py::gil_scoped_acquire gil;
+    store_.attr("wait")(keys, timeout);
+  }
+
+ private:
+  py::object store_;
+};
+
+// A connected group of ranks.
+struct Comm {
+  std::unique_ptr<Transport> t;
+  Transport& transport() {
+    SPARQ_CHECK_AS(InputError, t != nullptr, "this sparq.Comm is closed");
+    return *t;
+  }
+};
+
+// A contiguous float32 array as a span (one the result is written into when
+// `writable`); `what` names it in errors.
+std::span<float> float_span(py::array& a, const std::string& what, bool writable = true) {
+  SPARQ_CHECK_AS(InputError, a.dtype().is(py::dtype::of<float>()), "{}: dtype {} where float32 is needed", what,
+                 std::string(py::str(a.dtype())));
+  SPARQ_CHECK_AS(InputError, (a.flags() & py::array::c_style) != 0, "{}: not contiguous", what);
+  SPARQ_CHECK_AS(InputError, !writable || a.writeable(), "{}: read-only", what);
+  return {static_cast<float*>(const_cast<void*>(a.data())), static_cast<std::size_t>(a.size())};
+}
+
+py::dict counters_dict(const PeerCounters& c) {
+  py::dict d;
+  d["bytes_sent"] = c.bytes_sent;
+  d["bytes_recv"] = c.bytes_recv;
+  d["msgs_sent"] = c.msgs_sent;
+  d["msgs_recv"] = c.msgs_recv;
+  return d;
+}
+
+// The gradient exchange with the residuals it owns.
+struct PyGradExchange {
+  PyGradExchange(Comm& c, const std::string& codec, const std::string& allreduce)
+      : comm(c), x(parse_dp_codec(codec, allreduce), residuals) {}
+  Comm& comm;
+  compress::ErrorFeedbackStore residuals;
+  GradExchange x;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_sparq, m) {
+  m.doc() = "sparq's compressed collectives (C++), for sparq.torch";
+
+  static py::exception<Error> error(m, "Error", PyExc_RuntimeError);
+  static py::exception<InputError> input_error(m, "InputError", error.ptr());
+  static py::exception<TimeoutError> timeout_error(m, "TimeoutError", error.ptr());
+  static py::exception<WireError> wire_error(m, "WireError", error.ptr());
+  static py::exception<AbortedError> aborted_error(m, "AbortedError", error.ptr());
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const InputError& e) {
+      input_error(e.what());
+    } catch (const TimeoutError& e) {
+      timeout_error(e.what());
+    } catch (const WireError& e) {
+      wire_error(e.what());
+    } catch (const AbortedError& e) {
+      aborted_error(e.what());
+    } catch (const Error& e) {
+      error(e.what());
+    }
+  });
+
+  py::class_<Comm>(m, "Comm", "A group of ranks sparq's collectives run on.")
+      .def_static(
+          "gloo",
+          [](py::object store, int rank, int size, const std::string& iface, const std::string& hostname,
+             std::chrono::milliseconds timeout) {
+            auto c = std::make_unique<Comm>();
+            PyStore s(std::move(store));
+            py::gil_scoped_release nogil;
+            c->t = std::make_unique<GlooTransport>(s, rank, size, GlooAddress{iface, hostname}, timeout);
+            return c;
+          },
+          py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("iface") = "", py::arg("hostname") = "",
+          py::arg("timeout") = std::chrono::milliseconds(Transport::kDefaultTimeout),
+          "Connects `size` ranks over Gloo's TCP transport; the ranks meet through `store` "
+          "(a torch.distributed.Store, e.g. a PrefixStore of the default group's).")
+      .def_property_readonly("rank", [](Comm& c) { return c.transport().rank(); })
+      .def_property_readonly("size", [](Comm& c) { return c.transport().size(); })
+      .def_property_readonly("timeout", [](Comm& c) { return c.transport().timeout(); })
+      .def(
+          "counters",
+          [](Comm& c) {
+            const TrafficCounters tc = c.transport().counters();
+            py::dict d = counters_dict(tc.total());
+            py::list per_peer;
+            for (const auto& p : tc.per_peer) per_peer.append(counters_dict(p));
+            d["per_peer"] = per_peer;
+            return d;
+          },
+          "Bytes and messages this rank sent and received (payloads), in total and per peer.")
+      .def(
+          "barrier",
+          [](Comm& c) {
+            Transport& t = c.transport();
+            py::gil_scoped_release nogil;
+            barrier(t);
+          },
+          "Returns once every rank has called it.")
+      .def(
+          "close", [](Comm& c) { c.t.reset(); }, "Closes the connections (every rank should be done with them).");
+
+  py::class_<PyGradExchange>(m, "GradExchange",
+                             "Data-parallel exchange of dense gradients with a --dp-codec: the average over ranks.")
+      .def(py::init<Comm&, const std::string&, const std::string&>(), py::arg("comm"), py::arg("codec"),
+           py::arg("allreduce") = "auto", py::keep_alive<1, 2>())
+      .def(
+          "exchange",
+          [](PyGradExchange& g, const std::string& name, py::array grad,
+             const std::vector<std::pair<std::string, std::size_t>>& pieces, std::uint64_t step) {
+            Transport& t = g.comm.transport();
+            const auto what = fmt::format("bucket '{}' on rank {}", name, t.rank());
+            std::span<float> s = float_span(grad, what);
+            std::vector<GradExchange::Piece> ps;
+            std::size_t total = 0;
+            for (const auto& [n, k] : pieces) {
+              ps.push_back({n, k});
+              total += k;
+            }
+            SPARQ_CHECK_AS(InputError, ps.empty() || total == s.size(), "{}: the pieces hold {} values, the array {}",
+                           what, total, s.size());
+            ExchangeStats st;
+            {
+              py::gil_scoped_release nogil;
+              try {
+                st = ps.empty() ? g.x.exchange(t, name, s, step) : g.x.exchange(t, name, ps, s, step);
+              } catch (...) {
+                rethrow_with_prefix(what);
+              }
+            }
+            py::dict d;
+            d["bytes_sent"] = st.bytes_sent;
+            d["dense_bytes"] = st.dense_bytes;
+            d["kept"] = st.kept;
+            d["values"] = st.values;
+            d["compress_seconds"] = st.compress_seconds;
+            d["comm_seconds"] = st.comm_seconds;
+            return d;
+          },
+          py::arg("name"), py::arg("grad"), py::arg("pieces") = std::vector<std::pair<std::string, std::size_t>>{},
+          py::arg("step"),
+          "grad <- the average over ranks of what each sent. `pieces` ((name, size), ...) name the tensors "
+          "of a bucket, so that dct and topk select per tensor. Every rank calls it in the same order.")
+      .def(
+          "state",
+          [](const PyGradExchange& g) {
+            const auto blob = g.x.save_state();
+            return py::bytes(reinterpret_cast<const char*>(blob.data()), blob.size());
+          },
+          "The codec's state on this rank (residuals, thresholds, plans), bit for bit.")
+      .def(
+          "load_state",
+          [](PyGradExchange& g, const py::bytes& b) {
+            const std::string_view v = b;
+            g.x.load_state(std::as_bytes(std::span(v.data(), v.size())));
+          },
+          "Restores a state() of an exchange with the same codec.");
+
+  m.def(
+      "quantized_alltoallv",
+      [](Comm& c, py::array in, const std::vector<std::size_t>& send_counts, py::array out,
+         const std::vector<std::size_t>& recv_counts, const std::string& codec, std::size_t row_len) {
+        Transport& t = c.transport();
+        const auto what = fmt::format("quantized alltoallv on rank {}", t.rank());
+        std::span<const float> src = float_span(in, what + ", input", false);
+        std::span<float> dst = float_span(out, what + ", output");
+        SPARQ_CHECK_AS(InputError, row_len > 0, "{}: row_len must be positive", what);
+        QuantizedAlltoallOptions o;
+        o.codec = parse_codec(codec);
+        o.codec.row_len = row_len;
+        CollStats st;
+        {
+          py::gil_scoped_release nogil;
+          st = quantized_alltoallv(t, src, send_counts, dst, recv_counts, o);
+        }
+        return counters_dict(st.wire);
+      },
+      py::arg("comm"), py::arg("input"), py::arg("send_counts"), py::arg("output"), py::arg("recv_counts"),
+      py::arg("codec"), py::arg("row_len"),
+      "Alltoallv of float32 values: send_counts[j] to rank j, recv_counts[i] from rank i, every block for "
+      "another rank encoded by `codec` (fp32, q8, q4, q2) in rows of row_len values.");
+}

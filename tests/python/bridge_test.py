@@ -1,0 +1,263 @@
+"""The PyTorch bridge on N processes (torch.distributed with gloo, sparq's
+Gloo transport): sparq.torch's hooks and alltoall against independent
+references. Run by CTest as `bridge_test.py --nprocs N`; each check runs on
+every rank, and the run fails if any rank fails.
+"""
+import argparse
+import datetime
+import os
+import socket
+import sys
+import traceback
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import sparq
+import sparq.torch as st
+
+CHECKS = []
+
+
+def check(fn):
+    CHECKS.append(fn)
+    return fn
+
+
+def model_and_batch(rank, seed=0):
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(13, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 1))
+    g = torch.Generator().manual_seed(100 + rank)
+    x = torch.randn(64, 13, generator=g)
+    y = torch.rand(64, 1, generator=g)
+    return model, x, y
+
+
+def ddp_grads(ddp, x, y):
+    ddp.zero_grad(set_to_none=True)
+    nn.functional.mse_loss(ddp(x), y).backward()
+    return {n[len("module."):]: p.grad.clone() for n, p in ddp.named_parameters()}
+
+
+def local_grads(model, x, y):
+    model.zero_grad(set_to_none=True)
+    nn.functional.mse_loss(model(x), y).backward()
+    return {n: p.grad.clone() for n, p in model.named_parameters()}
+
+
+@check
+def plain_hook_is_the_exact_average(rank, size):
+    """`none` through the hook equals torch's own allreduce (up to the order of the sum)."""
+    model, x, y = model_and_batch(rank)
+    ddp = DDP(model, bucket_cap_mb=0.005)
+    hook = st.Hook("none", model=ddp)
+    ddp.register_comm_hook(None, hook)
+    got = ddp_grads(ddp, x, y)
+    ref = local_grads(model_and_batch(rank)[0], x, y)
+    for name, g in ref.items():
+        dist.all_reduce(g)
+        g /= size
+        assert torch.allclose(got[name], g, rtol=1e-5, atol=1e-7), name
+
+
+@check
+def sparsifying_hooks_equal_the_exchange_of_each_tensor(rank, size):
+    """dct and topk through DDP's buckets give, bit for bit, what sparq's
+    GradExchange gives when each tensor is exchanged alone on the same
+    gradients (the C++ exchange selects per tensor inside a bucket), over
+    several steps (residuals, thresholds reused for L steps)."""
+    for codec, make in (("dct:0.9,3", lambda m: st.dct_hook(0.9, 3, allreduce="ssar_split_allgather", model=m)),
+                        ("topk:4/64", lambda m: st.topk_hook(4, 64, allreduce="ssar_split_allgather", model=m))):
+        model, x, y = model_and_batch(rank)
+        ddp = DDP(model, bucket_cap_mb=0.005)
+        hook = make(ddp)
+        ddp.register_comm_hook(None, hook)
+        ref_model = model_and_batch(rank)[0]
+        ref = sparq.GradExchange(st.connect(), codec, "ssar_split_allgather")
+        for step in range(5):
+            xs = x + step
+            got = ddp_grads(ddp, xs, y)
+            want = local_grads(ref_model, xs, y)
+            # DDP hands the buckets over from the last layer to the first.
+            for name in reversed(list(want)):
+                a = want[name].contiguous().view(-1).numpy()
+                ref.exchange(name, a, [(name, a.size)], step)
+            for name in want:
+                assert torch.equal(got[name], want[name]), f"{codec} step {step} {name}"
+        assert hook.bytes_sent > 0 and hook.bytes_sent < hook.dense_bytes, (hook.bytes_sent, hook.dense_bytes)
+
+
+@check
+def quantized_hook_stays_within_its_bound_and_equal_on_all_ranks(rank, size):
+    model, x, y = model_and_batch(rank)
+    ddp = DDP(model, bucket_cap_mb=0.005)
+    ddp.register_comm_hook(None, st.quantized_hook(4, ec=True, model=ddp))
+    got = ddp_grads(ddp, x, y)
+    ref = local_grads(model_and_batch(rank)[0], x, y)
+    # Every value is quantized once by each rank on its way (the ring), with a
+    # step of at most (row range)/15 <= 2 P M / 15 (M: the largest |gradient|
+    # of any rank; a row of partial sums spans several tensors), so the
+    # average is off by at most P * step / 2 / P.
+    m = torch.tensor(max(g.abs().max().item() for g in ref.values()))
+    dist.all_reduce(m, op=dist.ReduceOp.MAX)
+    bound = (2 * size * m.item() / 15) / 2 * 1.0001
+    for name, g in ref.items():
+        dist.all_reduce(g)
+        g /= size
+        assert (got[name] - g).abs().max().item() <= bound, (name, (got[name] - g).abs().max().item(), bound)
+        same = got[name].clone()
+        dist.broadcast(same, 0)
+        assert torch.equal(same, got[name]), f"{name} differs across ranks"
+
+
+@check
+def hook_state_resumes_bit_for_bit(rank, size):
+    """6 steps in one run equal 3 steps, state_dict(), a new hook and
+    load_state_dict(), 3 more steps."""
+    def run(steps, hook, model):
+        ddp = DDP(model, bucket_cap_mb=0.005)
+        ddp.register_comm_hook(None, hook)
+        _, x, y = model_and_batch(rank)
+        out = []
+        for s in steps:
+            g = ddp_grads(ddp, x + s, y)
+            with torch.no_grad():
+                for p in ddp.parameters():
+                    p -= 0.1 * p.grad
+            out.append(g)
+        return out
+
+    m1 = model_and_batch(rank)[0]
+    whole = run(range(6), st.dct_hook(0.8, 2), m1)
+    m2 = model_and_batch(rank)[0]
+    first = st.dct_hook(0.8, 2)
+    run(range(3), first, m2)
+    state = first.state_dict()
+    second = st.dct_hook(0.8, 2)
+    second.load_state_dict(state)
+    tail = run(range(3, 6), second, m2)
+    for s in range(3):
+        for name, g in tail[s].items():
+            assert torch.equal(g, whole[3 + s][name]), f"step {3 + s} {name}"
+    try:
+        st.topk_hook(4, 64).load_state_dict(state)
+        raise AssertionError("a dct state loaded into a topk hook")
+    except sparq.InputError:
+        pass
+
+
+@check
+def quantized_alltoall_forward_and_backward(rank, size):
+    dim = 16
+    splits = [(rank + j) % 3 + 1 for j in range(size)]  # rows this rank sends to rank j
+    g = torch.Generator().manual_seed(rank)
+    x = torch.randn(sum(splits), dim, generator=g, requires_grad=True)
+    # Reference: an exact alltoall of the same rows through torch.distributed.
+    blocks = list(torch.split(x.detach(), splits))
+    recv = [(r + rank) % 3 + 1 for r in range(size)]  # rows rank r sends here
+    exact = [torch.empty(recv[r], dim) for r in range(size)]
+    exchange_blocks(exact, blocks, rank, size)
+    exact = torch.cat(exact)
+    fp32 = st.quantized_alltoall(x, splits, 32, 32)
+    assert torch.equal(fp32, exact)
+    q4 = st.quantized_alltoall(x, splits, 4, 2, recv_splits=recv)
+    rng = (exact.max(dim=1).values - exact.min(dim=1).values).unsqueeze(1)
+    assert ((q4 - exact).abs() <= rng / 15 / 2 * 1.0001 + 1e-6).all()
+    # Backward: every row's gradient returns to the rank that sent the row.
+    w = torch.arange(exact.numel(), dtype=torch.float32).view_as(exact) / exact.numel()
+    (q4 * w).sum().backward()
+    wblocks = list(torch.split(w, recv))
+    back = [torch.empty(s, dim) for s in splits]
+    exchange_blocks(back, wblocks, rank, size)
+    back = torch.cat(back)
+    brng = (back.max(dim=1).values - back.min(dim=1).values).unsqueeze(1)
+    assert ((x.grad - back).abs() <= brng / 3 / 2 * 1.0001 + 1e-6).all()
+
+
+def exchange_blocks(out, blocks, rank, size):
+    """An exact alltoall by point-to-point sends (gloo has no all_to_all)."""
+    reqs = []
+    for j in range(size):
+        if j == rank:
+            out[j].copy_(blocks[j])
+        else:
+            reqs.append(dist.isend(blocks[j].contiguous(), j))
+            reqs.append(dist.irecv(out[j], j))
+    for r in reqs:
+        r.wait()
+
+
+@check
+def bad_input_is_an_exception_naming_bucket_and_rank(rank, size):
+    hook = st.dct_hook(0.9, 10)
+    model = nn.Linear(4, 1).double()
+    ddp = DDP(model)
+    ddp.register_comm_hook(None, hook)
+    try:
+        ddp(torch.randn(3, 4, dtype=torch.float64)).sum().backward()
+        raise AssertionError("a float64 bucket was accepted")
+    except Exception as e:  # DDP re-raises the hook's error as a RuntimeError
+        assert "bucket" in str(e) and f"rank {rank}" in str(e) and "float32" in str(e), str(e)
+    # Sizes that differ across ranks: every rank gets an error, none hangs.
+    comm = st.connect(timeout=datetime.timedelta(seconds=5))
+    x = sparq.GradExchange(comm, "dct:0.5,10", "ssar_split_allgather")
+    a = np.ones(100 + rank, dtype=np.float32)
+    try:
+        x.exchange("t", a, [], 0)
+        raise AssertionError("sizes that differ across ranks were accepted")
+    except sparq.Error as e:
+        assert f"rank {rank}" in str(e), str(e)
+    try:
+        sparq.GradExchange(st.connect(), "dct:0.5,10").exchange("t", np.ones(4, dtype=np.int32), [], 0)
+        raise AssertionError("an int32 array was accepted")
+    except sparq.InputError as e:
+        assert "float32" in str(e) and f"rank {rank}" in str(e)
+
+
+def worker(rank, size, port, failures):
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=size,
+                            timeout=datetime.timedelta(seconds=60))
+    torch.set_num_threads(1)
+    for fn in CHECKS:
+        try:
+            fn(rank, size)
+            print(f"[rank {rank}] ok   {fn.__name__}", flush=True)
+        except Exception:
+            failures.put(f"rank {rank}: {fn.__name__}:\n{traceback.format_exc()}")
+            print(f"[rank {rank}] FAIL {fn.__name__}", flush=True)
+        # A failed check may leave peers mid-collective: realign through the store.
+        dist.barrier()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nprocs", type=int, default=2)
+    args = ap.parse_args()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    failures = ctx.Queue()
+    procs = [ctx.Process(target=worker, args=(r, args.nprocs, port, failures)) for r in range(args.nprocs)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=600)
+    rc = 0
+    while not failures.empty():
+        print(failures.get(), file=sys.stderr)
+        rc = 1
+    for r, p in enumerate(procs):
+        if p.exitcode != 0:
+            print(f"rank {r} exited with {p.exitcode}", file=sys.stderr)
+            rc = 1
+    sys.exit(rc)
+
+
+if __name__ == "__main__":
+    main()
