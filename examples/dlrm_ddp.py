@@ -1,0 +1,266 @@
+"""DLRM in PyTorch with sparq's codecs: the MLPs under DistributedDataParallel
+with a sparq hook, the embedding tables table-wise over the ranks with
+sparq's quantized alltoall. The model and data are sparq train's: the same
+architecture flags, sparq's binary data files (`sparq gen-data --format bin`),
+categorical values mapped to rows by the same hash.
+
+    torchrun --nproc_per_node 4 examples/dlrm_ddp.py --data-path DIR \\
+        --hook dct:0.98,1000 --emb-codec q4/q2
+
+(or mpiexec -n 4 with MASTER_ADDR and MASTER_PORT set: any env:// launch).
+
+Each rank reads the global batch's ids of its own tables and its share of the
+dense features and labels; the lookups go to the ranks that own the samples
+(alltoall), the MLPs run data parallel. Progress lines follow the DLRM
+reference's, with the bytes this rank sent per step (sparq's counters).
+"""
+import argparse
+import datetime
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "python"))
+import sparq  # noqa: E402
+import sparq.torch as st  # noqa: E402
+
+NUM_DENSE, NUM_SPARSE = 13, 26
+RECORD = np.dtype([("label", "<f4"), ("dense", "<f4", NUM_DENSE), ("sparse", "<u4", NUM_SPARSE)])
+
+
+def read_bin(path):
+    """sparq's binary format: a 64-byte header, then fixed-size records."""
+    with open(path, "rb") as f:
+        head = f.read(64)
+    if len(head) < 64 or head[:8] != b"SPARQCR1":
+        raise SystemExit(f"{path}: not a sparq binary data file (make one with `sparq gen-data --format bin`)")
+    count = int(np.frombuffer(head, "<u8", 1, 24)[0])
+    recs = np.memmap(path, RECORD, "r", 64, (count,))
+    return recs
+
+
+def rows_of(values, table, rows):
+    """sparq's categorical hash: fmix32(value ^ salt(table)) % rows."""
+    h = values.astype(np.uint64) ^ np.uint64((0x9E3779B9 * (table + 1)) & 0xFFFFFFFF)
+    for shift, mul in ((16, 0x85EBCA6B), (13, 0xC2B2AE35), (16, None)):
+        h ^= h >> np.uint64(shift)
+        if mul is not None:
+            h = (h * np.uint64(mul)) & np.uint64(0xFFFFFFFF)
+    return (h % np.uint64(rows)).astype(np.int64)
+
+
+def mlp(widths, relu_last):
+    layers = []
+    for i in range(len(widths) - 1):
+        lin = nn.Linear(widths[i], widths[i + 1])
+        # sparq's init: N(0, sqrt(2/(in+out))) weights, N(0, sqrt(1/out)) biases
+        nn.init.normal_(lin.weight, 0.0, (2.0 / (widths[i] + widths[i + 1])) ** 0.5)
+        nn.init.normal_(lin.bias, 0.0, (1.0 / widths[i + 1]) ** 0.5)
+        layers.append(lin)
+        if i < len(widths) - 2 or relu_last:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+class DenseDlrm(nn.Module):
+    """What runs data parallel: bottom MLP, dot interaction, top MLP."""
+
+    def __init__(self, bot, top, dim):
+        super().__init__()
+        self.bot = mlp(bot, relu_last=True)
+        self.top = mlp(top, relu_last=False)
+        self.dim = dim
+        n = NUM_SPARSE + 1
+        self.li, self.lj = torch.tril_indices(n, n, offset=-1)
+
+    def forward(self, dense, emb):  # emb: (batch, 26, dim)
+        x = self.bot(dense)
+        z = torch.cat([x.unsqueeze(1), emb], dim=1)
+        dots = torch.bmm(z, z.transpose(1, 2))[:, self.li, self.lj]
+        return self.top(torch.cat([x, dots], dim=1)).squeeze(1)
+
+
+def assign_tables(sizes, nranks):
+    """Largest table first to the least loaded rank (sparq's table-wise rule)."""
+    load = [0] * nranks
+    owner = [0] * len(sizes)
+    for t in sorted(range(len(sizes)), key=lambda t: (-sizes[t], t)):
+        r = min(range(nranks), key=lambda r: (load[r], r))
+        owner[t] = r
+        load[r] += sizes[t]
+    return owner
+
+
+def auc(labels, scores):
+    order = np.argsort(scores, kind="mergesort")
+    ranks = np.empty(len(scores))
+    ranks[order] = np.arange(1, len(scores) + 1)
+    pos = labels > 0.5
+    npos, nneg = pos.sum(), (~pos).sum()
+    return float((ranks[pos].sum() - npos * (npos + 1) / 2) / max(npos * nneg, 1))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data-path", required=True, help="directory with train.bin and test.bin")
+    ap.add_argument("--arch-sparse-feature-size", type=int, default=16)
+    ap.add_argument("--arch-mlp-bot", default="13-512-256-64-16")
+    ap.add_argument("--arch-mlp-top", default="512-256-1")
+    ap.add_argument("--arch-embedding-size", default="100000", help="rows per table: 26 dash-separated or one")
+    ap.add_argument("--mini-batch-size", type=int, default=2048, help="global batch")
+    ap.add_argument("--learning-rate", type=float, default=0.1)
+    ap.add_argument("--num-batches", type=int, default=0, help="0: one epoch")
+    ap.add_argument("--print-freq", type=int, default=100)
+    ap.add_argument("--hook", default="none", help="none | dct:ETA,L | q8|q4|q2[+ec] | topk:K/B")
+    ap.add_argument("--emb-codec", default="fp32", help="FWD/BWD of the lookups alltoall, e.g. q4/q2 (fp32|q8|q4|q2)")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+
+    # torchrun sets RANK/WORLD_SIZE; under mpiexec, Open MPI's variables stand in.
+    for var, ompi in (("RANK", "OMPI_COMM_WORLD_RANK"), ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE")):
+        if var not in os.environ and ompi in os.environ:
+            os.environ[var] = os.environ[ompi]
+    dist.init_process_group("gloo", timeout=datetime.timedelta(minutes=5))
+    rank, size = dist.get_rank(), dist.get_world_size()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+
+    dim = args.arch_sparse_feature_size
+    bot = [int(w) for w in args.arch_mlp_bot.split("-")]
+    top_in = bot[-1] + (NUM_SPARSE + 1) * NUM_SPARSE // 2
+    top = [top_in] + [int(w) for w in args.arch_mlp_top.split("-")[1:]]
+    sizes = [int(s) for s in args.arch_embedding_size.split("-")]
+    sizes = sizes * NUM_SPARSE if len(sizes) == 1 else sizes
+    if len(sizes) != NUM_SPARSE or bot[-1] != dim:
+        raise SystemExit("--arch-embedding-size needs 1 or 26 sizes, and the bottom MLP must end in the feature size")
+    owner = assign_tables(sizes, size)
+    mine = [t for t in range(NUM_SPARSE) if owner[t] == rank]
+    tables = nn.ModuleList(nn.Embedding(sizes[t], dim, sparse=True) for t in mine)
+    for t, e in zip(mine, tables):
+        nn.init.uniform_(e.weight, -(1.0 / sizes[t]) ** 0.5, (1.0 / sizes[t]) ** 0.5)
+
+    model = DenseDlrm(bot, top, dim)
+    ddp = DDP(model)
+    hook = None
+    if args.hook != "none":
+        codec = args.hook
+        hook = st.Hook(codec, allreduce="ring" if codec.startswith("q") else "auto", model=ddp)
+        ddp.register_comm_hook(None, hook)
+    fwd, bwd = (args.emb_codec.split("/") + [args.emb_codec])[:2]
+    bits = {"fp32": 32, "q8": 8, "q4": 4, "q2": 2}
+    if fwd not in bits or bwd not in bits:
+        raise SystemExit(f"--emb-codec {args.emb_codec}: fp32, q8, q4, q2, or FWD/BWD of them")
+    a2a = st.connect()
+    opt = torch.optim.SGD(list(ddp.parameters()), lr=args.learning_rate)
+    emb_opt = torch.optim.SGD(list(tables.parameters()), lr=args.learning_rate) if mine else None
+
+    train = read_bin(os.path.join(args.data_path, "train.bin"))
+    test = read_bin(os.path.join(args.data_path, "test.bin"))
+    batch = args.mini_batch_size
+    if batch % size:
+        raise SystemExit(f"--mini-batch-size {batch} does not divide over {size} ranks")
+    local = batch // size
+    steps = args.num_batches or len(train) // batch
+    rng = np.random.default_rng(args.seed)
+    order = rng.permutation(len(train))
+
+    def lookups(ids):  # ids: (B, 26) raw values of a global batch -> this rank's rows of its samples
+        b = ids.shape[0]
+        n = b // size
+        mine_rows = [tables[k](torch.from_numpy(rows_of(ids[:, t], t, sizes[t]))) for k, t in enumerate(mine)]
+        # Rows for rank j: its n samples x my tables, sample-major.
+        if mine_rows:
+            send = torch.stack(mine_rows, dim=1).reshape(size, n * len(mine), dim).reshape(-1, dim)
+        else:
+            send = torch.empty(0, dim)
+        counts = [sum(1 for t in range(NUM_SPARSE) if owner[t] == r) for r in range(size)]
+        got = st.quantized_alltoall(send, [n * len(mine)] * size, bits[fwd], bits[bwd],
+                                    recv_splits=[n * c for c in counts], comm=a2a)
+        # Back to (n, 26, dim) in table order.
+        parts, start = {}, 0
+        for r in range(size):
+            block = got[start:start + n * counts[r]].reshape(n, counts[r], dim)
+            start += n * counts[r]
+            for k, t in enumerate([t for t in range(NUM_SPARSE) if owner[t] == r]):
+                parts[t] = block[:, k]
+        return torch.stack([parts[t] for t in range(NUM_SPARSE)], dim=1)
+
+    def sent():
+        return a2a.counters()["bytes_sent"] + (hook.comm.counters()["bytes_sent"] if hook else 0)
+
+    # Without a hook DDP allreduces with torch's gloo, which sparq cannot
+    # count: its bytes are given by the ring formula, marked as computed.
+    ddp_bytes = 0 if hook else 2 * (size - 1) / size * 4 * sum(p.numel() for p in model.parameters())
+    if rank == 0:
+        print(f"dlrm_ddp: {size} ranks, hook {args.hook}, emb-codec {fwd}/{bwd}, global batch {batch}, "
+              f"{steps} steps", flush=True)
+    t0 = time.perf_counter()
+    last_t, last_bytes, loss_sum, n_loss = t0, sent(), 0.0, 0
+    for it in range(steps):
+        rec = train[order[it * batch:(it + 1) * batch]]
+        share = rec[rank * local:(rank + 1) * local]
+        dense = torch.from_numpy(np.ascontiguousarray(share["dense"]))
+        label = torch.from_numpy(np.ascontiguousarray(share["label"]))
+        emb = lookups(rec["sparse"])
+        p = ddp(dense, emb)
+        loss = nn.functional.binary_cross_entropy_with_logits(p, label)
+        opt.zero_grad(set_to_none=True)
+        if emb_opt:
+            emb_opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if emb_opt:
+            emb_opt.step()
+        loss_sum += loss.item()
+        n_loss += 1
+        if (it + 1) % args.print_freq == 0 or it + 1 == steps:
+            now, b = time.perf_counter(), sent()
+            k = n_loss
+            if rank == 0:
+                extra = f" + {ddp_bytes / 1e3:.1f} kB torch allreduce (computed)" if ddp_bytes else ""
+                print(f"Finished training it {it + 1}/{steps} of epoch 0, {(now - last_t) / k * 1000:.2f} ms/it, "
+                      f"loss {loss_sum / k:.6f}, {(b - last_bytes) / k / 1e3:.1f} kB/step sent{extra} (rank 0)",
+                      flush=True)
+            last_t, last_bytes, loss_sum, n_loss = now, b, 0.0, 0
+    train_s = time.perf_counter() - t0
+
+    # Test: every rank scores its share of each test batch.
+    scores, labels = [], []
+    with torch.no_grad():
+        tb = batch
+        for s in range(0, len(test) - tb + 1, tb):
+            rec = test[s:s + tb]
+            share = rec[rank * local:(rank + 1) * local]
+            emb = lookups(rec["sparse"])
+            scores.append(torch.sigmoid(model(torch.from_numpy(np.ascontiguousarray(share["dense"])), emb)))
+            labels.append(torch.from_numpy(np.ascontiguousarray(share["label"])))
+    sc, lb = torch.cat(scores), torch.cat(labels)
+    all_sc = [torch.empty_like(sc) for _ in range(size)]
+    all_lb = [torch.empty_like(lb) for _ in range(size)]
+    dist.all_gather(all_sc, sc)
+    dist.all_gather(all_lb, lb)
+    if rank == 0:
+        s, y = torch.cat(all_sc).numpy(), torch.cat(all_lb).numpy()
+        eps = 1e-7
+        logloss = float(-np.mean(y * np.log(np.clip(s, eps, 1)) + (1 - y) * np.log(np.clip(1 - s, eps, 1))))
+        acc = float(np.mean((s > 0.5) == (y > 0.5)))
+        print(f"Testing at - {steps}/{steps} of epoch 0, loss {logloss:.6f}, accuracy {acc * 100:.3f} %, "
+              f"auc {auc(y, s):.4f}; training {train_s:.2f} s, {train_s / steps * 1000:.2f} ms/step", flush=True)
+    if hook:
+        hook.wait()
+    a2a.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except sparq.Error as e:
+        raise SystemExit(f"dlrm_ddp: {e}")
