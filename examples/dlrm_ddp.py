@@ -26,8 +26,11 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "python"))
-import sparq  # noqa: E402
+try:
+    import sparq
+except ImportError:  # not on PYTHONPATH: the checkout's build
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "python"))
+    import sparq
 import sparq.torch as st  # noqa: E402
 
 NUM_DENSE, NUM_SPARSE = 13, 26
@@ -43,6 +46,67 @@ def read_bin(path):
     count = int(np.frombuffer(head, "<u8", 1, 24)[0])
     recs = np.memmap(path, RECORD, "r", 64, (count,))
     return recs
+
+
+def load_sparq_checkpoint(path, model, tables, mine, sizes, dim):
+    """Loads a sparq checkpoint (`sparq train --save`, layout in
+    sparq/model/checkpoint.h): the dense parameters in sparq's order
+    (bot.0.weight [out x in], bot.0.bias, ..., top...), then every table; this
+    rank keeps its own tables. Returns the saved step."""
+    import json
+    with open(path, "rb") as f:
+        data = f.read()
+
+    def bad(why):
+        raise SystemExit(f"{path}: {why}")
+
+    if data[:8] != b"SPARQCK1":
+        bad("not a sparq checkpoint")
+    pos = 8
+
+    def u64():
+        nonlocal pos
+        if pos + 8 > len(data):
+            bad("truncated")
+        v = int(np.frombuffer(data, "<u8", 1, pos)[0])
+        pos += 8
+        return v
+
+    def floats(n):
+        nonlocal pos
+        if pos + 4 * n > len(data):
+            bad("truncated")
+        v = np.frombuffer(data, "<f4", n, pos)
+        pos += 4 * n
+        return v
+
+    n = u64()
+    if pos + n > len(data):
+        bad("truncated")
+    meta = json.loads(data[pos:pos + n].decode())
+    pos += n
+    dense = floats(u64())
+    params = [p for layer in list(model.bot) + list(model.top) if isinstance(layer, nn.Linear)
+              for p in (layer.weight, layer.bias)]
+    if len(dense) != sum(p.numel() for p in params):
+        bad(f"{len(dense)} dense parameters, this model has {sum(p.numel() for p in params)} (other --arch flags?)")
+    off = 0
+    with torch.no_grad():
+        for p in params:
+            p.copy_(torch.from_numpy(dense[off:off + p.numel()].copy()).view_as(p))
+            off += p.numel()
+        if u64() != NUM_SPARSE:
+            bad(f"not {NUM_SPARSE} tables")
+        for t in range(NUM_SPARSE):
+            rows, d = u64(), u64()
+            if rows != sizes[t] or d != dim:
+                bad(f"table {t} is {rows} x {d}, this model's is {sizes[t]} x {dim}")
+            if u64() != rows * d:
+                bad(f"table {t}: a size that is not rows x dim")
+            w = floats(rows * d)
+            if t in mine:
+                tables[mine.index(t)].weight.copy_(torch.from_numpy(w.copy()).view(rows, d))
+    return int(meta.get("step", 0))
 
 
 def rows_of(values, table, rows):
@@ -121,6 +185,8 @@ def main():
     ap.add_argument("--emb-codec", default="fp32", help="FWD/BWD of the lookups alltoall, e.g. q4/q2 (fp32|q8|q4|q2)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--no-shuffle", action="store_true", help="keep the training set's order")
+    ap.add_argument("--load-sparq", help="start from this sparq checkpoint (its parameters and step)")
     args = ap.parse_args()
 
     # torchrun sets RANK/WORLD_SIZE; under mpiexec, Open MPI's variables stand in.
@@ -135,7 +201,7 @@ def main():
     dim = args.arch_sparse_feature_size
     bot = [int(w) for w in args.arch_mlp_bot.split("-")]
     top_in = bot[-1] + (NUM_SPARSE + 1) * NUM_SPARSE // 2
-    top = [top_in] + [int(w) for w in args.arch_mlp_top.split("-")[1:]]
+    top = [top_in] + [int(w) for w in args.arch_mlp_top.split("-")]  # widths after the interaction
     sizes = [int(s) for s in args.arch_embedding_size.split("-")]
     sizes = sizes * NUM_SPARSE if len(sizes) == 1 else sizes
     if len(sizes) != NUM_SPARSE or bot[-1] != dim:
@@ -161,6 +227,7 @@ def main():
     opt = torch.optim.SGD(list(ddp.parameters()), lr=args.learning_rate)
     emb_opt = torch.optim.SGD(list(tables.parameters()), lr=args.learning_rate) if mine else None
 
+    start = load_sparq_checkpoint(args.load_sparq, model, tables, mine, sizes, dim) if args.load_sparq else 0
     train = read_bin(os.path.join(args.data_path, "train.bin"))
     test = read_bin(os.path.join(args.data_path, "test.bin"))
     batch = args.mini_batch_size
@@ -169,7 +236,7 @@ def main():
     local = batch // size
     steps = args.num_batches or len(train) // batch
     rng = np.random.default_rng(args.seed)
-    order = rng.permutation(len(train))
+    order = np.arange(len(train)) if args.no_shuffle else rng.permutation(len(train))
 
     def lookups(ids):  # ids: (B, 26) raw values of a global batch -> this rank's rows of its samples
         b = ids.shape[0]
@@ -183,6 +250,11 @@ def main():
         counts = [sum(1 for t in range(NUM_SPARSE) if owner[t] == r) for r in range(size)]
         got = st.quantized_alltoall(send, [n * len(mine)] * size, bits[fwd], bits[bwd],
                                     recv_splits=[n * c for c in counts], comm=a2a)
+        if got.requires_grad:
+            # Each rank's loss is the mean over its share; DDP averages the
+            # dense gradients over ranks, and the tables' gradients, summed
+            # over the ranks by the alltoall, need the same 1/P.
+            got.register_hook(lambda g: g / size)
         # Back to (n, 26, dim) in table order.
         parts, start = {}, 0
         for r in range(size):
@@ -203,32 +275,51 @@ def main():
               f"{steps} steps", flush=True)
     t0 = time.perf_counter()
     last_t, last_bytes, loss_sum, n_loss = t0, sent(), 0.0, 0
-    for it in range(steps):
+    # Per-step phases; "hook" is the sparq exchange's time on its own thread
+    # (it overlaps backward, so it is not a part of the step's sum).
+    phase = dict.fromkeys(("data", "lookups", "fwd+bwd", "opt", "hook"), 0.0)
+    hook_at = 0.0
+    for it in range(start, steps):
+        t = time.perf_counter()
         rec = train[order[it * batch:(it + 1) * batch]]
         share = rec[rank * local:(rank + 1) * local]
         dense = torch.from_numpy(np.ascontiguousarray(share["dense"]))
         label = torch.from_numpy(np.ascontiguousarray(share["label"]))
+        t1 = time.perf_counter()
         emb = lookups(rec["sparse"])
+        t2 = time.perf_counter()
         p = ddp(dense, emb)
         loss = nn.functional.binary_cross_entropy_with_logits(p, label)
         opt.zero_grad(set_to_none=True)
         if emb_opt:
             emb_opt.zero_grad(set_to_none=True)
         loss.backward()
+        t3 = time.perf_counter()
         opt.step()
         if emb_opt:
             emb_opt.step()
+        t4 = time.perf_counter()
+        for key, dt in (("data", t1 - t), ("lookups", t2 - t1), ("fwd+bwd", t3 - t2), ("opt", t4 - t3)):
+            phase[key] += dt
         loss_sum += loss.item()
         n_loss += 1
         if (it + 1) % args.print_freq == 0 or it + 1 == steps:
             now, b = time.perf_counter(), sent()
             k = n_loss
+            # The global batch's mean loss (equal shares: the mean over ranks).
+            total = torch.tensor([loss_sum], dtype=torch.float64)
+            dist.all_reduce(total)
+            loss_sum = total.item() / size
             if rank == 0:
                 extra = f" + {ddp_bytes / 1e3:.1f} kB torch allreduce (computed)" if ddp_bytes else ""
+                if hook:
+                    phase["hook"], hook_at = hook.exchange_seconds - hook_at, hook.exchange_seconds
+                times = ", ".join(f"{key} {v / k * 1000:.1f}" for key, v in phase.items() if key != "hook" or hook)
                 print(f"Finished training it {it + 1}/{steps} of epoch 0, {(now - last_t) / k * 1000:.2f} ms/it, "
-                      f"loss {loss_sum / k:.6f}, {(b - last_bytes) / k / 1e3:.1f} kB/step sent{extra} (rank 0)",
-                      flush=True)
+                      f"loss {loss_sum / k:.6f}, {(b - last_bytes) / k / 1e3:.1f} kB/step sent{extra} (rank 0); "
+                      f"ms/step: {times}", flush=True)
             last_t, last_bytes, loss_sum, n_loss = now, b, 0.0, 0
+            phase.update({key: 0.0 for key in ("data", "lookups", "fwd+bwd", "opt")})
     train_s = time.perf_counter() - t0
 
     # Test: every rank scores its share of each test batch.

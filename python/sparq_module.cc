@@ -225,6 +225,7 @@ PYBIND11_MODULE(_sparq, m) {
         QuantizedAlltoallOptions o;
         o.codec = parse_codec(codec);
         o.codec.row_len = row_len;
+        o.codec.rowwise.scale = compress::ScaleType::F16;  // as sparq train's table-wise alltoalls
         CollStats st;
         {
           py::gil_scoped_release nogil;
@@ -235,5 +236,6 @@ PYBIND11_MODULE(_sparq, m) {
       py::arg("comm"), py::arg("input"), py::arg("send_counts"), py::arg("output"), py::arg("recv_counts"),
       py::arg("codec"), py::arg("row_len"),
       "Alltoallv of float32 values: send_counts[j] to rank j, recv_counts[i] from rank i, every block for "
-      "another rank encoded by `codec` (fp32, q8, q4, q2) in rows of row_len values.");
+      "another rank encoded by `codec` (fp32, q8, q4, q2) in rows of row_len values, each with an fp16 scale "
+      "and bias.");
 }

@@ -76,6 +76,7 @@ class Hook:
         self.step = 0
         self.bytes_sent = 0
         self.dense_bytes = 0
+        self.exchange_seconds = 0.0  # selection + collective, on the hook's thread
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparq-hook")
         self._last = None
 
@@ -127,6 +128,7 @@ class Hook:
                 stats = x.exchange(name, host.numpy(), pieces, step)
                 self.bytes_sent += stats["bytes_sent"]
                 self.dense_bytes += stats["dense_bytes"]
+                self.exchange_seconds += stats["compress_seconds"] + stats["comm_seconds"]
                 if host is not buf:
                     buf.copy_(host, non_blocking=False)
                 fut.set_result(buf)

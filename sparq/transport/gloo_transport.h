@@ -57,7 +57,7 @@ class GlooTransport final : public Transport {
   std::string_view name() const override { return "gloo"; }
 
   // Payloads up to this size travel inside their header's message.
-  static constexpr std::size_t kInline = 8192;
+  static constexpr std::size_t kInline = 256 * 1024;
 
   struct Impl;
 
