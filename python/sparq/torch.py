@@ -39,6 +39,10 @@ def connect(group=None, *, iface=None, hostname=None, timeout=datetime.timedelta
         raise _sparq.InputError("sparq.torch.connect: torch.distributed is not initialized "
                                 "(call torch.distributed.init_process_group first)")
     group = group if group is not None else dist.group.WORLD
+    if dist.get_world_size(group) < 2:
+        raise _sparq.InputError(f"sparq.torch.connect: rank {dist.get_rank()} is in a group of "
+                                f"{dist.get_world_size(group)} rank: sparq's collectives need at least 2 "
+                                "(with one rank there is nothing to exchange; leave the hook out)")
     ranks = tuple(dist.get_process_group_ranks(group)) if hasattr(dist, "get_process_group_ranks") \
         else tuple(range(dist.get_world_size()))
     with _comm_lock:
@@ -121,7 +125,10 @@ class Hook:
         if bucket.is_last():
             self.step += 1
         fut = torch.futures.Future()
-        host = buf if buf.device.type == "cpu" else buf.to("cpu").pin_memory()
+        host = buf
+        if buf.device.type != "cpu":  # staged through pinned host memory (not yet measured on a GPU)
+            host = torch.empty(buf.shape, dtype=buf.dtype, pin_memory=True)
+            host.copy_(buf)
 
         def work():
             try:
@@ -149,7 +156,6 @@ class Hook:
         return {
             "codec": self.codec,
             "step": self.step,
-            "names": [(n, i) for i, n in enumerate(self._names.values())] if not self._named_by_model else None,
             "state": None if blob is None else torch.frombuffer(bytearray(blob), dtype=torch.uint8),
         }
 

@@ -8,7 +8,6 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -18,40 +17,36 @@ namespace {
 
 using GlooBuffer = std::unique_ptr<gloo::transport::UnboundBuffer>;
 
-constexpr std::uint64_t kControlSlot = 0;  // headers, with small payloads inline
-constexpr std::uint64_t kDataSlot = 1;     // large payloads, in the order of their headers
-// Largest payload a header may announce: more is a corrupt header, not an
+constexpr std::uint64_t kSlot = 0;  // every chunk of every message, in order per peer
+// Largest message a header may announce: more is a corrupt header, not an
 // allocation to attempt.
 constexpr std::uint64_t kMaxMessage = std::uint64_t{1} << 40;
 // Gloo closes every pair when a wait times out, so its own waits are given
 // no real limit; sparq's deadlines are kept by the condition variable.
 constexpr Millis kForever = std::chrono::hours(24 * 365);
+// Chunks sent to a peer and not yet known to be written out: past
+// 2 * kReclaimBatch, a send first waits for the oldest kReclaimBatch.
+constexpr std::size_t kReclaimBatch = 32;
 
 struct Header {
-  std::uint64_t size;
+  std::uint64_t size;  // the whole message's
   std::int32_t tag;
-  std::int32_t zero;
+  std::uint32_t len;  // this chunk's payload
 };
 static_assert(sizeof(Header) == 16);
-constexpr std::size_t kControlBytes = sizeof(Header) + GlooTransport::kInline;
+constexpr std::size_t kChunkBytes = sizeof(Header) + GlooTransport::kChunk;
 
-// One incoming message, from the moment its header arrived (or a receive was
-// posted for it) until its payload has landed.
+// One incoming message, from the moment its first chunk arrived (or a
+// receive was posted for it) until its last chunk has landed.
 struct Incoming {
   MutBytes buf;                // a posted fixed-size receive's buffer (lands there directly)
-  bool posted = false;         // a receive was posted before the header came
+  bool posted = false;         // a receive was posted before the message came
   bool any_size = false;       // ... and it takes any size
-  bool matched = false;        // the header came
-  bool done = false;           // the payload has landed
+  bool matched = false;        // its first chunk came
+  bool done = false;           // its last chunk has landed
   std::uint64_t size = 0;
   std::vector<std::byte> data;  // payload of an unexpected message, a receive of unknown size, a wrong size
   std::exception_ptr error;     // wrong size for the posted receive
-};
-
-struct Outgoing {
-  Header header{};
-  std::vector<std::byte> wire;  // the control message: header, and an inline payload
-  bool done = false;            // the caller's buffer may be reused
 };
 
 std::string what_of(std::exception_ptr e) {
@@ -64,17 +59,17 @@ std::string what_of(std::exception_ptr e) {
   }
 }
 
-// Blocks on one Gloo operation at a time for a thread that can be stopped:
+// Blocks on one Gloo receive at a time for a thread that can be stopped:
 // stop() aborts the wait under way, and every later one returns false.
 class Stoppable {
  public:
-  bool wait(gloo::transport::UnboundBuffer& b, bool send) {
+  bool wait(gloo::transport::UnboundBuffer& b) {
     {
       std::lock_guard lk(m_);
       if (stop_) return false;
       current_ = &b;
     }
-    const bool ok = send ? b.waitSend(kForever) : b.waitRecv(kForever);
+    const bool ok = b.waitRecv(kForever);
     std::lock_guard lk(m_);
     current_ = nullptr;
     return ok && !stop_;
@@ -82,10 +77,7 @@ class Stoppable {
   void stop() {
     std::lock_guard lk(m_);
     stop_ = true;
-    if (current_ != nullptr) {
-      current_->abortWaitSend();
-      current_->abortWaitRecv();
-    }
+    if (current_ != nullptr) current_->abortWaitRecv();
   }
 
  private:
@@ -95,7 +87,12 @@ class Stoppable {
 };
 
 class Receiver;
-class SendWaiter;
+
+// A chunk on its way out: its bytes live until Gloo has written them.
+struct Chunk {
+  std::vector<std::byte> wire;
+  GlooBuffer buf;
+};
 
 }  // namespace
 
@@ -104,15 +101,15 @@ struct GlooTransport::Impl {
   int rank = 0, size = 1;
   Millis timeout{0};
 
-  std::mutex mu;  // everything below, and every Incoming / Outgoing
+  std::mutex mu;  // everything below, and every Incoming
   std::condition_variable cv;
   std::map<std::pair<int, int>, std::deque<std::shared_ptr<Incoming>>> posted;      // by (peer, tag)
   std::map<std::pair<int, int>, std::deque<std::shared_ptr<Incoming>>> unexpected;  // by (peer, tag)
   std::exception_ptr failure;  // the transport is broken: every wait throws this
 
-  std::mutex send_mu;  // a header and its payload go out back to back
-  std::vector<std::unique_ptr<Receiver>> receivers;   // per peer
-  std::vector<std::unique_ptr<SendWaiter>> senders;   // per peer
+  std::mutex send_mu;                         // a message's chunks go out back to back
+  std::vector<std::deque<Chunk>> in_flight;   // per peer, oldest first (under send_mu)
+  std::vector<std::unique_ptr<Receiver>> receivers;  // per peer
 
   void fail(const std::string& msg) {
     {
@@ -129,7 +126,8 @@ struct GlooTransport::Impl {
     cv.notify_all();
   }
 
-  // The Incoming a header from `src` is for, and where its payload lands.
+  // The Incoming the first chunk of a message from `src` is for, and where
+  // the message's payload lands.
   std::pair<std::shared_ptr<Incoming>, std::byte*> match(int src, const Header& h) {
     std::lock_guard lk(mu);
     const auto key = std::pair(src, static_cast<int>(h.tag));
@@ -164,16 +162,14 @@ struct GlooTransport::Impl {
 
 namespace {
 
-// Receives everything one peer sends, in order: two control receives stay
-// posted (Gloo sends data only to a posted receive, and a receive posted in
-// advance lets the data go out at once).
+// Receives everything one peer sends, chunk by chunk, in order.
 class Receiver {
  public:
   Receiver(GlooTransport::Impl& im, int peer) : im_(im), peer_(peer) {
-    for (int i = 0; i < 2; ++i) {
-      mem_[i].resize(kControlBytes);
-      ctrl_[i] = im.ctx->createUnboundBuffer(mem_[i].data(), mem_[i].size());
-      ctrl_[i]->recv(peer, kControlSlot);
+    for (int i = 0; i < GlooTransport::kPosted; ++i) {
+      mem_[i].resize(kChunkBytes);
+      bufs_[i] = im.ctx->createUnboundBuffer(mem_[i].data(), mem_[i].size());
+      bufs_[i]->recv(peer, kSlot);
     }
     thread_ = std::thread([this] { run(); });
   }
@@ -185,22 +181,30 @@ class Receiver {
  private:
   void run() {
     try {
-      for (int i = 0;; i ^= 1) {
-        if (!stop_.wait(*ctrl_[i], false)) return;
+      std::shared_ptr<Incoming> msg;  // the message under way
+      std::byte* dst = nullptr;
+      std::uint64_t got = 0;
+      for (int i = 0;; i = (i + 1) % GlooTransport::kPosted) {
+        if (!stop_.wait(*bufs_[i])) return;
         Header h;
         std::memcpy(&h, mem_[i].data(), sizeof h);
-        SPARQ_CHECK_AS(WireError, h.zero == 0 && h.tag >= 0 && h.tag <= Transport::kMaxTag && h.size <= kMaxMessage,
-                       "corrupt message header (tag {}, {} bytes)", h.tag, h.size);
-        auto [m, dst] = im_.match(peer_, h);
-        if (h.size <= GlooTransport::kInline) {
-          if (h.size > 0) std::memcpy(dst, mem_[i].data() + sizeof h, h.size);
-        } else {
-          auto body = im_.ctx->createUnboundBuffer(dst, h.size);
-          body->recv(peer_, kDataSlot);
-          if (!stop_.wait(*body, false)) return;
+        SPARQ_CHECK_AS(WireError, h.tag >= 0 && h.tag <= Transport::kMaxTag && h.size <= kMaxMessage &&
+                                      h.len <= GlooTransport::kChunk,
+                       "corrupt chunk header (tag {}, message of {} bytes, chunk of {})", h.tag, h.size, h.len);
+        if (!msg) {
+          std::tie(msg, dst) = im_.match(peer_, h);
+          got = 0;
         }
-        im_.complete(*m);
-        ctrl_[i]->recv(peer_, kControlSlot);
+        SPARQ_CHECK_AS(WireError, h.size == msg->size && h.len <= msg->size - got,
+                       "chunk of {} bytes (message of {}, tag {}) after {} of a message of {}", h.len, h.size, h.tag,
+                       got, msg->size);
+        if (h.len > 0) std::memcpy(dst + got, mem_[i].data() + sizeof h, h.len);
+        got += h.len;
+        if (got == msg->size) {
+          im_.complete(*msg);
+          msg.reset();
+        }
+        bufs_[i]->recv(peer_, kSlot);
       }
     } catch (...) {
       im_.fail(fmt::format("gloo: receiving from rank {} failed: {}", peer_, what_of(std::current_exception())));
@@ -208,93 +212,25 @@ class Receiver {
   }
   GlooTransport::Impl& im_;
   const int peer_;
-  std::vector<std::byte> mem_[2];
-  GlooBuffer ctrl_[2];
+  std::vector<std::byte> mem_[GlooTransport::kPosted];
+  GlooBuffer bufs_[GlooTransport::kPosted];
   Stoppable stop_;
   std::thread thread_;
 };
 
-// Waits, in order, for the Gloo sends to one peer, keeping each send's
-// memory alive until Gloo is done with it.
-class SendWaiter {
- public:
-  SendWaiter(GlooTransport::Impl& im, int peer) : im_(im), peer_(peer), thread_([this] { run(); }) {}
-  ~SendWaiter() {
-    {
-      std::lock_guard lk(m_);
-      closing_ = true;
-    }
-    cv_.notify_all();
-    stop_.stop();
-    thread_.join();
-  }
-  // `last`: when this send completes, so has the message.
-  void add(GlooBuffer buf, std::shared_ptr<Outgoing> out, bool last) {
-    {
-      std::lock_guard lk(m_);
-      queue_.push_back({std::move(buf), std::move(out), last});
-    }
-    cv_.notify_all();
-  }
-
- private:
-  struct Item {
-    GlooBuffer buf;
-    std::shared_ptr<Outgoing> out;
-    bool last;
-  };
-  void run() {
-    try {
-      for (;;) {
-        Item item;
-        {
-          std::unique_lock lk(m_);
-          cv_.wait(lk, [&] { return closing_ || !queue_.empty(); });
-          if (closing_) return;
-          item = std::move(queue_.front());
-          queue_.pop_front();
-        }
-        if (!stop_.wait(*item.buf, true)) return;
-        if (!item.last) continue;
-        {
-          std::lock_guard lk(im_.mu);
-          item.out->done = true;
-        }
-        im_.cv.notify_all();
-      }
-    } catch (...) {
-      im_.fail(fmt::format("gloo: sending to rank {} failed: {}", peer_, what_of(std::current_exception())));
-    }
-  }
-  GlooTransport::Impl& im_;
-  const int peer_;
-  std::mutex m_;
-  std::condition_variable cv_;
-  std::deque<Item> queue_;
-  bool closing_ = false;
-  Stoppable stop_;
-  std::thread thread_;  // last: starts once the rest is built
-};
-
-}  // namespace
-
-namespace {
-
+// Every send is complete once its chunks are handed to Gloo.
 struct GlooSendState final : RequestState {
-  GlooTransport::Impl* impl;
-  std::shared_ptr<Outgoing> out;
-  bool test() override { return wait_until(Clock::now()); }
-  bool wait_until(Clock::time_point deadline) override {
-    return impl->wait_until(deadline, [&] { return out->done; });
-  }
-  std::size_t bytes() const override { return out->header.size; }
+  std::size_t size = 0;
+  bool test() override { return true; }
+  bool wait_until(Clock::time_point) override { return true; }
+  std::size_t bytes() const override { return size; }
 };
 
 struct GlooRecvState final : RequestState {
   GlooTransport::Impl* impl;
   std::shared_ptr<Incoming> in;
   int peer = -1, tag = -1;
-  MutBytes buf;       // a fixed-size receive's buffer
+  MutBytes buf;  // a fixed-size receive's buffer
   bool any_size = false;
   bool finished = false;
   std::vector<std::byte> message;
@@ -329,12 +265,32 @@ struct GlooRecvState final : RequestState {
       return;
     }
     if (in->size != buf.size())  // an unexpected message, matched here
-      SPARQ_THROW(WireError, "message of {} bytes where {} were expected", in->size, buf.size());
+      SPARQ_THROW(WireError, "message of {} bytes from rank {} (tag {}) where {} were expected", in->size, peer, tag,
+                  buf.size());
     if (!in->posted && in->size > 0) std::memcpy(buf.data(), in->data.data(), in->size);
   }
   std::size_t bytes() const override { return in->size; }
   std::vector<std::byte> take_message() override { return std::move(message); }
 };
+
+// The receive's Incoming: an unexpected message already under way, or a new
+// posted one its peer's receiver thread will fill.
+std::shared_ptr<Incoming> match_or_post(GlooTransport::Impl& im, int peer, int tag, MutBytes buf, bool any_size) {
+  std::lock_guard lk(im.mu);
+  const auto key = std::pair(peer, tag);
+  if (auto it = im.unexpected.find(key); it != im.unexpected.end()) {
+    auto m = it->second.front();
+    it->second.pop_front();
+    if (it->second.empty()) im.unexpected.erase(it);
+    return m;
+  }
+  auto m = std::make_shared<Incoming>();
+  m->posted = true;
+  m->any_size = any_size;
+  m->buf = buf;
+  im.posted[key].push_back(m);
+  return m;
+}
 
 }  // namespace
 
@@ -369,67 +325,58 @@ GlooTransport::GlooTransport(gloo::rendezvous::Store& store, int rank, int size,
   im.rank = rank;
   im.size = size;
   im.timeout = timeout;
-  for (int r = 0; r < size; ++r) {
-    im.receivers.push_back(r == rank ? nullptr : std::make_unique<Receiver>(im, r));
-    im.senders.push_back(r == rank ? nullptr : std::make_unique<SendWaiter>(im, r));
-  }
+  im.in_flight.resize(size);
+  for (int r = 0; r < size; ++r) im.receivers.push_back(r == rank ? nullptr : std::make_unique<Receiver>(im, r));
 }
 
+// Like MPI_Finalize, what was sent reaches its peers before the connections
+// close (a peer that is gone fails the wait at once; a stuck one is given the
+// transport's timeout); then the receivers stop.
 GlooTransport::~GlooTransport() {
+  {
+    std::lock_guard lk(impl_->send_mu);
+    for (auto& chunks : impl_->in_flight) {
+      try {
+        for (auto& c : chunks) c.buf->waitSend(timeout());
+      } catch (const std::exception&) {
+        // The peer is gone: nothing more can reach it.
+      }
+    }
+  }
   impl_->receivers.clear();
-  impl_->senders.clear();
 }
 
 std::unique_ptr<RequestState> GlooTransport::do_isend(int peer, int tag, Bytes data) {
   SPARQ_CHECK(peer != rank_, "gloo: rank {} sends to itself (tag {})", rank_, tag);
   Impl& im = *impl_;
-  auto out = std::make_shared<Outgoing>();
-  out->header = {data.size(), tag, 0};
-  const bool inline_payload = data.size() <= kInline;
-  out->wire.resize(sizeof(Header) + (inline_payload ? data.size() : 0));
-  std::memcpy(out->wire.data(), &out->header, sizeof(Header));
-  if (inline_payload) {
-    if (!data.empty()) std::memcpy(out->wire.data() + sizeof(Header), data.data(), data.size());
-    out->done = true;  // the caller's buffer is free at once
-  }
-  {
-    std::lock_guard lk(im.send_mu);
-    auto head = im.ctx->createUnboundBuffer(out->wire.data(), out->wire.size());
-    head->send(peer, kControlSlot);
-    im.senders[peer]->add(std::move(head), out, false);
-    if (!inline_payload) {
-      // Gloo's buffers are not const-typed; a send only reads.
-      auto body = im.ctx->createUnboundBuffer(const_cast<std::byte*>(data.data()), data.size());
-      body->send(peer, kDataSlot);
-      im.senders[peer]->add(std::move(body), out, true);
+  std::lock_guard lk(im.send_mu);
+  auto& sent = im.in_flight[peer];
+  std::size_t off = 0;
+  do {
+    if (sent.size() >= 2 * kReclaimBatch) {
+      try {
+        for (std::size_t i = 0; i < kReclaimBatch; ++i) {
+          sent.front().buf->waitSend(kForever);
+          sent.pop_front();
+        }
+      } catch (const std::exception& e) {
+        SPARQ_THROW(Error, "gloo: sending to rank {} (tag {}) failed: {}", peer, tag, e.what());
+      }
     }
-  }
+    const std::size_t len = std::min(kChunk, data.size() - off);
+    const Header h{data.size(), tag, static_cast<std::uint32_t>(len)};
+    Chunk& c = sent.emplace_back();
+    c.wire.resize(sizeof h + len);
+    std::memcpy(c.wire.data(), &h, sizeof h);
+    if (len > 0) std::memcpy(c.wire.data() + sizeof h, data.data() + off, len);
+    c.buf = im.ctx->createUnboundBuffer(c.wire.data(), c.wire.size());
+    c.buf->send(peer, kSlot);
+    off += len;
+  } while (off < data.size());
   auto s = std::make_unique<GlooSendState>();
-  s->impl = &im;
-  s->out = std::move(out);
+  s->size = data.size();
   return s;
 }
-
-namespace {
-// The receive's Incoming: an unexpected message already under way, or a new
-// posted one its peer's receiver thread will fill.
-std::shared_ptr<Incoming> match_or_post(GlooTransport::Impl& im, int peer, int tag, MutBytes buf, bool any_size) {
-  std::lock_guard lk(im.mu);
-  const auto key = std::pair(peer, tag);
-  if (auto it = im.unexpected.find(key); it != im.unexpected.end()) {
-    auto m = it->second.front();
-    it->second.pop_front();
-    if (it->second.empty()) im.unexpected.erase(it);
-    return m;
-  }
-  auto m = std::make_shared<Incoming>();
-  m->posted = true;
-  m->any_size = any_size;
-  m->buf = buf;
-  im.posted[key].push_back(m);
-  return m;
-}
-}  // namespace
 
 std::unique_ptr<RequestState> GlooTransport::do_irecv(int peer, int tag, MutBytes buf) {
   SPARQ_CHECK(peer != rank_, "gloo: rank {} receives from itself (tag {})", rank_, tag);
@@ -447,9 +394,9 @@ std::unique_ptr<RequestState> GlooTransport::do_irecv_message(int peer, int tag)
   auto s = std::make_unique<GlooRecvState>();
   s->impl = impl_.get();
   s->any_size = true;
-  s->in = match_or_post(*impl_, peer, tag, {}, true);
   s->peer = peer;
   s->tag = tag;
+  s->in = match_or_post(*impl_, peer, tag, {}, true);
   return s;
 }
 

@@ -10,19 +10,19 @@
 // operation nor tell a receiver the size of what arrived. sparq's semantics
 // (exact sizes checked, receives of unknown size, sends that complete
 // without their receive posted yet) are built on it like this:
-//  - every message starts with a 16-byte header (tag, size) on the control
-//    slot. A payload of up to kInline bytes travels in the same Gloo message
-//    (the send copies it and completes at once, like MPI's eager sends); a
-//    larger one follows on the data slot, from the caller's buffer;
-//  - per peer, one thread keeps two control receives posted and handles each
-//    header as it lands: the payload goes into the matching posted receive
-//    when its size is right, into a new buffer when none is posted yet (MPI's
-//    unexpected queue: the receive copies it later), into a discarded buffer
-//    when the size is wrong (the receive then fails with a WireError and the
-//    transport stays usable). Payloads are thus always received, so no send
-//    waits for its receive to be posted;
-//  - per peer, one thread waits for Gloo to finish the sends of large
-//    payloads (Gloo can only block on one operation, it cannot test one);
+//  - a message travels as chunks of at most kChunk payload bytes, each one
+//    Gloo message of a 16-byte header (tag, message size, chunk length) and
+//    the payload. The send copies them out and completes at once, like an MPI
+//    eager send; a sender more than 64 chunks ahead of a peer waits for the
+//    oldest to be written out (flow control);
+//  - per peer, one thread keeps kPosted receives of a chunk posted (Gloo
+//    sends data only to a posted receive; posted in advance, it goes out at
+//    once) and puts each chunk where it belongs: the first chunk of a message
+//    matches it to a posted receive of the right size (its payload then lands
+//    in the caller's buffer), to a new buffer when no receive is posted yet
+//    (MPI's unexpected queue: the receive copies it later), or to a discarded
+//    buffer when the size is wrong (that receive fails with a WireError; the
+//    transport stays usable);
 //  - the counters count payload bytes, like the other transports (whose
 //    envelopes are not counted either);
 //  - a corrupt header or a broken connection fails every later wait of the
@@ -56,8 +56,9 @@ class GlooTransport final : public Transport {
   int size() const override { return size_; }
   std::string_view name() const override { return "gloo"; }
 
-  // Payloads up to this size travel inside their header's message.
-  static constexpr std::size_t kInline = 256 * 1024;
+  // Payload bytes per chunk, and chunk receives posted per peer.
+  static constexpr std::size_t kChunk = 256 * 1024;
+  static constexpr int kPosted = 4;
 
   struct Impl;
 

@@ -202,6 +202,13 @@ def bad_input_is_an_exception_naming_bucket_and_rank(rank, size):
         raise AssertionError("a float64 bucket was accepted")
     except Exception as e:  # DDP re-raises the hook's error as a RuntimeError
         assert "bucket" in str(e) and f"rank {rank}" in str(e) and "float32" in str(e), str(e)
+    # A group of one rank: nothing to exchange, and an error that says so.
+    alone = [dist.new_group([r]) for r in range(size)][rank]
+    try:
+        st.connect(alone)
+        raise AssertionError("a group of one rank was accepted")
+    except sparq.InputError as e:
+        assert f"rank {rank}" in str(e) and "at least 2" in str(e), str(e)
     # Sizes that differ across ranks: every rank gets an error, none hangs.
     comm = st.connect(timeout=datetime.timedelta(seconds=5))
     x = sparq.GradExchange(comm, "dct:0.5,10", "ssar_split_allgather")
