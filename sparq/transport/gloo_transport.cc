@@ -327,6 +327,16 @@ GlooTransport::GlooTransport(gloo::rendezvous::Store& store, int rank, int size,
   im.timeout = timeout;
   im.in_flight.resize(size);
   for (int r = 0; r < size; ++r) im.receivers.push_back(r == rank ? nullptr : std::make_unique<Receiver>(im, r));
+  // No rank leaves before every rank is connected: Gloo's full mesh can be
+  // complete on one rank while another still sets up its pairs, and a rank
+  // that closed at once would fail that one's set-up.
+  std::vector<Request> reqs;
+  for (int r = 0; r < size; ++r)
+    if (r != rank) reqs.push_back(irecv(r, kMaxTag, {}));
+  for (int r = 0; r < size; ++r)
+    if (r != rank) isend(r, kMaxTag, {});
+  wait_all(reqs, timeout);
+  init_counters(size);  // the handshake is not traffic of the caller's
 }
 
 // Like MPI_Finalize, what was sent reaches its peers before the connections
@@ -378,26 +388,24 @@ std::unique_ptr<RequestState> GlooTransport::do_isend(int peer, int tag, Bytes d
   return s;
 }
 
-std::unique_ptr<RequestState> GlooTransport::do_irecv(int peer, int tag, MutBytes buf) {
+std::unique_ptr<RequestState> GlooTransport::post_recv(int peer, int tag, MutBytes buf, bool any_size) {
   SPARQ_CHECK(peer != rank_, "gloo: rank {} receives from itself (tag {})", rank_, tag);
   auto s = std::make_unique<GlooRecvState>();
   s->impl = impl_.get();
   s->buf = buf;
+  s->any_size = any_size;
   s->peer = peer;
   s->tag = tag;
-  s->in = match_or_post(*impl_, peer, tag, buf, false);
+  s->in = match_or_post(*impl_, peer, tag, buf, any_size);
   return s;
 }
 
+std::unique_ptr<RequestState> GlooTransport::do_irecv(int peer, int tag, MutBytes buf) {
+  return post_recv(peer, tag, buf, false);
+}
+
 std::unique_ptr<RequestState> GlooTransport::do_irecv_message(int peer, int tag) {
-  SPARQ_CHECK(peer != rank_, "gloo: rank {} receives from itself (tag {})", rank_, tag);
-  auto s = std::make_unique<GlooRecvState>();
-  s->impl = impl_.get();
-  s->any_size = true;
-  s->peer = peer;
-  s->tag = tag;
-  s->in = match_or_post(*impl_, peer, tag, {}, true);
-  return s;
+  return post_recv(peer, tag, {}, true);
 }
 
 }  // namespace sparq

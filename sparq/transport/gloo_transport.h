@@ -68,6 +68,7 @@ class GlooTransport final : public Transport {
   std::unique_ptr<RequestState> do_irecv_message(int peer, int tag) override;
 
  private:
+  std::unique_ptr<RequestState> post_recv(int peer, int tag, MutBytes buf, bool any_size);
   int rank_, size_;
   std::unique_ptr<Impl> impl_;
 };
