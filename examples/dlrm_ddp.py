@@ -183,6 +183,8 @@ def main():
     ap.add_argument("--print-freq", type=int, default=100)
     ap.add_argument("--hook", default="none", help="none | dct:ETA,L | q8|q4|q2[+ec] | topk:K/B")
     ap.add_argument("--emb-codec", default="fp32", help="FWD/BWD of the lookups alltoall, e.g. q4/q2 (fp32|q8|q4|q2)")
+    ap.add_argument("--bucket-cap-mb", type=float, default=25,
+                    help="DDP's bucket size: smaller buckets let the hook's exchanges overlap more of backward")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--no-shuffle", action="store_true", help="keep the training set's order")
@@ -213,7 +215,7 @@ def main():
         nn.init.uniform_(e.weight, -(1.0 / sizes[t]) ** 0.5, (1.0 / sizes[t]) ** 0.5)
 
     model = DenseDlrm(bot, top, dim)
-    ddp = DDP(model)
+    ddp = DDP(model, bucket_cap_mb=args.bucket_cap_mb)
     hook = None
     if args.hook != "none":
         codec = args.hook
