@@ -209,7 +209,10 @@ def main():
     if len(sizes) != NUM_SPARSE or bot[-1] != dim:
         raise SystemExit("--arch-embedding-size needs 1 or 26 sizes, and the bottom MLP must end in the feature size")
     owner = assign_tables(sizes, size)
-    mine = [t for t in range(NUM_SPARSE) if owner[t] == rank]
+    owned = [[t for t in range(NUM_SPARSE) if owner[t] == r] for r in range(size)]
+    mine = owned[rank]
+    # The received blocks hold the tables in rank order; this puts them back in table order.
+    to_table_order = torch.tensor([sum(owned, []).index(t) for t in range(NUM_SPARSE)])
     tables = nn.ModuleList(nn.Embedding(sizes[t], dim, sparse=True) for t in mine)
     for t, e in zip(mine, tables):
         nn.init.uniform_(e.weight, -(1.0 / sizes[t]) ** 0.5, (1.0 / sizes[t]) ** 0.5)
@@ -246,25 +249,19 @@ def main():
         mine_rows = [tables[k](torch.from_numpy(rows_of(ids[:, t], t, sizes[t]))) for k, t in enumerate(mine)]
         # Rows for rank j: its n samples x my tables, sample-major.
         if mine_rows:
-            send = torch.stack(mine_rows, dim=1).reshape(size, n * len(mine), dim).reshape(-1, dim)
+            send = torch.stack(mine_rows, dim=1).reshape(-1, dim)
         else:
             send = torch.empty(0, dim)
-        counts = [sum(1 for t in range(NUM_SPARSE) if owner[t] == r) for r in range(size)]
         got = st.quantized_alltoall(send, [n * len(mine)] * size, bits[fwd], bits[bwd],
-                                    recv_splits=[n * c for c in counts], comm=a2a)
+                                    recv_splits=[n * len(o) for o in owned], comm=a2a)
         if got.requires_grad:
             # Each rank's loss is the mean over its share; DDP averages the
             # dense gradients over ranks, and the tables' gradients, summed
             # over the ranks by the alltoall, need the same 1/P.
             got.register_hook(lambda g: g / size)
-        # Back to (n, 26, dim) in table order.
-        parts, start = {}, 0
-        for r in range(size):
-            block = got[start:start + n * counts[r]].reshape(n, counts[r], dim)
-            start += n * counts[r]
-            for k, t in enumerate([t for t in range(NUM_SPARSE) if owner[t] == r]):
-                parts[t] = block[:, k]
-        return torch.stack([parts[t] for t in range(NUM_SPARSE)], dim=1)
+        blocks = torch.split(got, [n * len(o) for o in owned])
+        by_rank = torch.cat([blk.view(n, len(o), dim) for blk, o in zip(blocks, owned)], dim=1)
+        return by_rank[:, to_table_order]  # (n, 26, dim)
 
     def sent():
         return a2a.counters()["bytes_sent"] + (hook.comm.counters()["bytes_sent"] if hook else 0)

@@ -43,8 +43,7 @@ def connect(group=None, *, iface=None, hostname=None, timeout=datetime.timedelta
         raise _sparq.InputError(f"sparq.torch.connect: rank {dist.get_rank()} is in a group of "
                                 f"{dist.get_world_size(group)} rank: sparq's collectives need at least 2 "
                                 "(with one rank there is nothing to exchange; leave the hook out)")
-    ranks = tuple(dist.get_process_group_ranks(group)) if hasattr(dist, "get_process_group_ranks") \
-        else tuple(range(dist.get_world_size()))
+    ranks = tuple(dist.get_process_group_ranks(group))
     with _comm_lock:
         n = _comm_counts.get(ranks, 0)
         _comm_counts[ranks] = n + 1

@@ -19,7 +19,6 @@ class BlobWriter {
   void f32(float v);
   void str(std::string_view s);
   void floats(std::span<const float> v);
-  const std::vector<std::byte>& bytes() const { return out_; }
   std::vector<std::byte> take() { return std::move(out_); }
 
  private:

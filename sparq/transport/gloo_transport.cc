@@ -98,8 +98,6 @@ struct Chunk {
 
 struct GlooTransport::Impl {
   std::shared_ptr<gloo::Context> ctx;
-  int rank = 0, size = 1;
-  Millis timeout{0};
 
   std::mutex mu;  // everything below, and every Incoming
   std::condition_variable cv;
@@ -233,6 +231,7 @@ struct GlooRecvState final : RequestState {
   MutBytes buf;  // a fixed-size receive's buffer
   bool any_size = false;
   bool finished = false;
+  Millis timeout{0};  // the transport's, when the receive was posted
   std::vector<std::byte> message;
 
   // Cancels a receive whose message has not come; one whose payload is
@@ -245,7 +244,7 @@ struct GlooRecvState final : RequestState {
       if (it != impl->posted.end()) std::erase(it->second, in);
       if (it != impl->posted.end() && it->second.empty()) impl->posted.erase(it);
     } else if (in->posted && !in->any_size && !in->error) {
-      impl->cv.wait_for(lk, impl->timeout, [&] { return in->done || impl->failure != nullptr; });
+      impl->cv.wait_for(lk, timeout, [&] { return in->done || impl->failure != nullptr; });
     }
   }
 
@@ -322,9 +321,6 @@ GlooTransport::GlooTransport(gloo::rendezvous::Store& store, int rank, int size,
   }
   Impl& im = *impl_;
   im.ctx = std::move(ctx);
-  im.rank = rank;
-  im.size = size;
-  im.timeout = timeout;
   im.in_flight.resize(size);
   for (int r = 0; r < size; ++r) im.receivers.push_back(r == rank ? nullptr : std::make_unique<Receiver>(im, r));
   // No rank leaves before every rank is connected: Gloo's full mesh can be
@@ -396,6 +392,7 @@ std::unique_ptr<RequestState> GlooTransport::post_recv(int peer, int tag, MutByt
   s->any_size = any_size;
   s->peer = peer;
   s->tag = tag;
+  s->timeout = timeout();
   s->in = match_or_post(*impl_, peer, tag, buf, any_size);
   return s;
 }
