@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <limits>
+#include <numeric>
 
 #include "sparq/coll/allreduce.h"
 #include "sparq/model/loss.h"
@@ -33,7 +37,42 @@ std::optional<EvalResult> evaluate(const std::function<std::vector<float>(const 
   r.loss = loss_sum / static_cast<double>(scores.size());
   r.accuracy = accuracy(scores, labels);
   r.auc = roc_auc(scores, labels);
+  r.positive_rate = std::accumulate(labels.begin(), labels.end(), 0.0) / static_cast<double>(labels.size());
   return r;
+}
+
+double EvalResult::ne() const {
+  const double p = positive_rate;
+  if (p <= 0 || p >= 1) return std::numeric_limits<double>::quiet_NaN();
+  return loss / -(p * std::log(p) + (1 - p) * std::log(1 - p));
+}
+
+nlohmann::json config_event(const TrainArgs& a, int ranks, std::string_view transport) {
+  const nlohmann::json flags = {
+      {"arch-sparse-feature-size", a.emb_dim}, {"arch-mlp-bot", a.mlp_bot}, {"arch-mlp-top", a.mlp_top},
+      {"arch-embedding-size", a.emb_size}, {"mini-batch-size", a.batch}, {"test-mini-batch-size", a.test_batch},
+      {"learning-rate", a.lr}, {"embedding-optimizer", a.emb_optim}, {"nepochs", a.nepochs},
+      {"num-batches", a.num_batches}, {"print-freq", a.print_freq}, {"test-freq", a.test_freq},
+      {"data-path", a.data_path}, {"test-data-path", a.test_data_path}, {"data-generation", a.data_generation},
+      {"data-size", a.data_size}, {"num-test", a.num_test}, {"data-cache", a.data_cache}, {"zipf", a.zipf},
+      {"cardinalities", a.cardinalities}, {"seed", a.seed}, {"threads", a.threads},
+      {"skip-bad-lines", a.skip_bad_lines}, {"no-shuffle", a.no_shuffle}, {"stream", a.stream},
+      {"shuffle-buffer", a.shuffle_buffer}, {"metrics", a.metrics}, {"save", a.save}, {"load", a.load},
+      {"ranks", a.ranks}, {"dp-codec", a.dp_codec}, {"dp-allreduce", a.dp_allreduce}, {"fuse-bytes", a.fuse_bytes},
+      {"no-overlap", a.no_overlap}, {"emb-placement", a.emb_placement}, {"emb-codec-fwd", a.emb_codec_fwd},
+      {"emb-codec-bwd", a.emb_codec_bwd}, {"emb-row-len", a.emb_row_len}, {"mp-splits", a.mp_splits},
+      {"micro-batches", a.micro_batches}, {"mp-codec", a.mp_codec}, {"mp-threshold-eta", a.mp_threshold_eta},
+      {"dp-mode", a.dp_mode}, {"servers", a.servers}, {"max-staleness", a.max_staleness},
+      {"ef-drain-every", a.ef_drain_every}, {"ef-drain-fraction", a.ef_drain_fraction}, {"fail-at", a.fail_at},
+      {"target-loss", a.target_loss}, {"target-auc", a.target_auc}, {"verify-freq", a.verify_freq},
+      {"timeout", a.timeout_s}};
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char start[32];
+  std::strftime(start, sizeof start, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return {{"event", "config"}, {"flags", flags},           {"ranks", ranks},
+          {"transport", transport}, {"version", SPARQ_VERSION}, {"start_time", start}};
 }
 
 void Accounting::add(const std::string& name, const ExchangeStats& x) {
