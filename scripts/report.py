@@ -180,12 +180,15 @@ def main():
         rows = -(-len(entities) // cols)
         fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False)
         for ax, entity in zip(axes.flat, entities):
+            ys = []
             for label, ts in zip(names, trains):
                 pts = [(t["step"], t["traffic"][entity]["bytes_per_step"]) for t in ts
                        if entity in t.get("traffic", {})]
                 if pts:
                     ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=label)
-            ax.set_yscale("log")
+                    ys += [p[1] for p in pts]
+            if ys and min(ys) > 0 and max(ys) > 10 * min(ys):  # codecs apart by orders of magnitude
+                ax.set_yscale("log")
             ax.set_title(entity)
             ax.set_xlabel("step")
             ax.grid(alpha=0.3, which="both")
