@@ -35,7 +35,12 @@ int mpiexec_world_size() {
   return l ? l->size : 1;
 }
 
-std::string_view launch_mode() { return mpiexec_world_size() > 1 ? "mpi" : "local"; }
+std::string_view launch_mode() {
+  // One process of Open MPI's mpiexec still asks for MPI (`mpiexec -n 1` with
+  // native collectives); one task of srun or Hydra need not pay for MPI's start.
+  const auto l = detect_launcher(process_env);
+  return l && (l->size > 1 || l->name == "Open MPI") ? "mpi" : "local";
+}
 
 void launch(const LaunchOptions& opts, const std::function<void(Transport&)>& user_fn) {
   // With a network model, each rank sees its transport through a virtual clock.

@@ -39,7 +39,8 @@ using EnvLookup = std::function<const char*(const char*)>;
 std::optional<Launcher> detect_launcher(const EnvLookup& env);
 
 // Which transport launch() will use in this process: "mpi" when a launcher
-// started more than one process, else "local".
+// started more than one process, or Open MPI's mpiexec started this one;
+// else "local".
 std::string_view launch_mode();
 
 // Processes the launcher started (from its environment, without initialising
