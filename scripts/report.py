@@ -17,8 +17,8 @@ test events' "ne", or from their loss and "positive_rate"; a file whose test
 events carry neither has no NE curve, and the script says so.
 """
 import argparse
-import math
 import json
+import math
 import os
 import sys
 import tempfile
