@@ -4,7 +4,7 @@
 // (--dp-mode ps); docs/parallelism.md.
 //
 //   Finished training it i/n of epoch e, X ms/it, loss L, S samples/s (data .. fwd .. bwd .. opt .. ms/it)
-//   Testing at - i/n of epoch e, loss L, accuracy A %, auc U, best auc B
+//   Testing at - i/n of epoch e, loss L, accuracy A %, auc U, best auc B, ne N
 //
 // Data: --data-path DIR (train.{bin,tsv} and test.{bin,tsv}, as written by
 // `sparq gen-data` / `sparq convert`) or FILE (+ --test-data-path), or
@@ -188,6 +188,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     if (!j.contains("train_s")) j["train_s"] = wall - eval_s;
     *metrics << j.dump() << "\n" << std::flush;
   };
+  emit(config_event(a, nranks, t.name()));
 
   if (!data.source.empty()) say(fmt::format("data: {}\n", data.source));
   if (data.streaming())
@@ -417,9 +418,9 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     } else if (hybrid) {  // replica 0's stages run the test batches; its last scores them and tells rank 0
       hybrid->gather_tables();
       r = evaluate([&](const Batch& b) { return hybrid->predict(b); }, data.test, cfg, a.test_batch);
-      double m[3] = {r ? r->loss : 0, r ? r->accuracy : 0, r ? r->auc : 0};
+      double m[4] = {r ? r->loss : 0, r ? r->accuracy : 0, r ? r->auc : 0, r ? r->positive_rate : 0};
       allreduce(t, std::span<double>(m));
-      r = EvalResult{m[0], m[1], m[2]};
+      r = EvalResult{m[0], m[1], m[2], m[3]};
     } else {
       dp->gather_model(0);  // table-wise: the tables of the other ranks
       if (!lead) return;    // the dense replicas are identical: one rank tests
@@ -434,10 +435,13 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     last_eval = *r;
     evaluated = true;
     best_auc = std::max(best_auc, last_eval.auc);
-    say(fmt::format("Testing at - {}/{} of epoch {}, loss {:.6f}, accuracy {:.3f} %, auc {:.4f}, best auc {:.4f}\n", it,
-               nbatches, epoch, last_eval.loss, 100 * last_eval.accuracy, last_eval.auc, best_auc));
+    say(fmt::format("Testing at - {}/{} of epoch {}, loss {:.6f}, accuracy {:.3f} %, auc {:.4f}, best auc {:.4f}, ne "
+                    "{:.6f}\n",
+                    it, nbatches, epoch, last_eval.loss, 100 * last_eval.accuracy, last_eval.auc, best_auc,
+                    last_eval.ne()));
     emit({{"event", "test"}, {"epoch", epoch}, {"it", it}, {"nbatches", nbatches}, {"step", epoch * nbatches + it},
-          {"loss", last_eval.loss}, {"accuracy", last_eval.accuracy}, {"auc", last_eval.auc}, {"train_s", test_at}});
+          {"loss", last_eval.loss}, {"accuracy", last_eval.accuracy}, {"auc", last_eval.auc},
+          {"positive_rate", last_eval.positive_rate}, {"ne", last_eval.ne()}, {"train_s", test_at}});
   };
   auto test_now = [&](std::size_t it, std::size_t epoch) {
     if (data.test.size() == 0) return;
@@ -743,7 +747,17 @@ void add_train(CLI::App& app, Run& run) {
   c->add_option("--timeout", a->timeout_s, "Seconds a rank waits for a peer before failing")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  c->callback([a, &run] { run = [a] { run_train(*a); }; });
+  c->callback([a, c, &run] {
+    for (const CLI::Option* o : c->get_options()) {
+      if (o->get_lnames().empty() || o->get_lnames().front() == "help") continue;
+      std::string v;
+      if (o->get_type_size() == 0) v = o->count() > 0 ? "true" : "false";  // a flag
+      else if (o->count() > 0) v = o->results().back();
+      else v = o->get_default_str();
+      a->flag_values.emplace_back(o->get_lnames().front(), v);
+    }
+    run = [a] { run_train(*a); };
+  });
 }
 
 }  // namespace sparq::cli

@@ -3,6 +3,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace sparq::cli {
 
@@ -63,6 +65,9 @@ struct TrainArgs {
   double target_loss = 0, target_auc = 0;  // 0: train the whole --nepochs
   std::size_t verify_freq = 1000;
   double timeout_s = 300;
+  // Every flag by name with its value, as given or by default (the first
+  // line of --metrics); filled from the parser, so no flag is left out.
+  std::vector<std::pair<std::string, std::string>> flag_values;
 };
 
 }  // namespace sparq::cli

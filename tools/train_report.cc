@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <limits>
+#include <numeric>
 
 #include "sparq/coll/allreduce.h"
 #include "sparq/model/loss.h"
@@ -33,7 +37,29 @@ std::optional<EvalResult> evaluate(const std::function<std::vector<float>(const 
   r.loss = loss_sum / static_cast<double>(scores.size());
   r.accuracy = accuracy(scores, labels);
   r.auc = roc_auc(scores, labels);
+  r.positive_rate = std::accumulate(labels.begin(), labels.end(), 0.0) / static_cast<double>(labels.size());
   return r;
+}
+
+double EvalResult::ne() const {
+  const double p = positive_rate;
+  if (p <= 0 || p >= 1) return std::numeric_limits<double>::quiet_NaN();
+  return loss / -(p * std::log(p) + (1 - p) * std::log(1 - p));
+}
+
+nlohmann::json config_event(const TrainArgs& a, int ranks, std::string_view transport) {
+  nlohmann::json flags = nlohmann::json::object();
+  for (const auto& [name, text] : a.flag_values) {  // numbers and booleans as such, the rest as given
+    auto v = nlohmann::json::parse(text, nullptr, false);
+    flags[name] = v.is_discarded() || !(v.is_number() || v.is_boolean()) ? nlohmann::json(text) : v;
+  }
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char start[32];
+  std::strftime(start, sizeof start, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return {{"event", "config"}, {"flags", flags},           {"ranks", ranks},
+          {"transport", transport}, {"version", SPARQ_VERSION}, {"start_time", start}};
 }
 
 void Accounting::add(const std::string& name, const ExchangeStats& x) {

@@ -1,21 +1,28 @@
 #pragma once
-// What `sparq train` reports: test metrics, and the per-entity traffic table.
+// What `sparq train` reports: its configuration, test metrics, and the
+// per-entity traffic table.
 #include <nlohmann/json.hpp>
 
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "sparq/data/dataset.h"
 #include "sparq/model/dlrm.h"
 #include "sparq/train/grad_exchange.h"
+#include "tools/train_args.h"
 
 namespace sparq::cli {
 
 struct EvalResult {
   double loss = 0, accuracy = 0, auc = 0.5;
+  double positive_rate = 0;  // the test set's base CTR p
+  // Normalized entropy: loss / -(p log p + (1-p) log(1-p)), the loss against
+  // always predicting p; NaN when the test set has one class only.
+  double ne() const;
 };
 
 // Test metrics over `test`; logits_of(batch) gives the logits, or nothing on
@@ -23,6 +30,11 @@ struct EvalResult {
 // which then returns nothing.
 std::optional<EvalResult> evaluate(const std::function<std::vector<float>(const Batch&)>& logits_of,
                                    const RecordSet& test, const DlrmConfig& cfg, std::size_t batch);
+
+// The first line of a --metrics file: the run's whole configuration, every
+// flag of `sparq train` by its name (without the dashes) under "flags", the
+// ranks, the transport's name, sparq's version and the start time (UTC).
+nlohmann::json config_event(const TrainArgs& a, int ranks, std::string_view transport);
 
 // What this rank put on the wire per entity, cumulative: the table printed
 // at the end of a distributed run, and its lines in --metrics. Bytes come

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 
 #include "sparq/transport/local_transport.h"
 #include "sparq/transport/mpi_transport.h"
@@ -9,12 +10,36 @@
 
 namespace sparq {
 
-std::string_view launch_mode() { return MpiSession::launched_by_mpiexec() ? "mpi" : "local"; }
+std::optional<Launcher> detect_launcher(const EnvLookup& env) {
+  // Slurm: the step's task count, not SLURM_NTASKS, which a batch script (not
+  // itself a task of a step) also holds: running sparq there directly is no
+  // job of many processes.
+  static constexpr Launcher kLaunchers[] = {{"Open MPI", "OMPI_COMM_WORLD_SIZE"},
+                                            {"MPICH/Hydra", "PMI_SIZE"},
+                                            {"Slurm", "SLURM_STEP_NUM_TASKS"},
+                                            {"PMIx", "PMIX_SIZE"}};
+  for (Launcher l : kLaunchers)
+    if (const char* v = env(std::string(l.size_var).c_str())) {
+      l.size = std::max(1, std::atoi(v));
+      return l;
+    }
+  return std::nullopt;
+}
+
+namespace {
+const char* process_env(const char* name) { return std::getenv(name); }
+}  // namespace
 
 int mpiexec_world_size() {
-  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE"})
-    if (const char* v = std::getenv(var)) return std::max(1, std::atoi(v));
-  return 1;
+  const auto l = detect_launcher(process_env);
+  return l ? l->size : 1;
+}
+
+std::string_view launch_mode() {
+  // One process of Open MPI's mpiexec still asks for MPI (`mpiexec -n 1` with
+  // native collectives); one task of srun or Hydra need not pay for MPI's start.
+  const auto l = detect_launcher(process_env);
+  return l && (l->size > 1 || l->name == "Open MPI") ? "mpi" : "local";
 }
 
 void launch(const LaunchOptions& opts, const std::function<void(Transport&)>& user_fn) {
@@ -27,8 +52,13 @@ void launch(const LaunchOptions& opts, const std::function<void(Transport&)>& us
   };
   SPARQ_CHECK_AS(InputError, opts.ranks >= 0, "--ranks must be >= 1, got {}", opts.ranks);
   if (launch_mode() == "mpi") {
+    const Launcher l = *detect_launcher(process_env);
     MpiSession session(nullptr, nullptr);
     MpiTransport t;
+    SPARQ_CHECK_AS(InputError, t.size() == l.size,
+                   "started by {} as {} processes ({}={}), but MPI sees {}: this sparq's MPI library does not "
+                   "speak that launcher's protocol; start it with the mpiexec of the MPI sparq was built with",
+                   l.name, l.size, l.size_var, l.size, t.size());
     SPARQ_CHECK_AS(InputError, opts.ranks == 0 || opts.ranks == t.size(),
                    "--ranks {} given under mpiexec with {} processes: use one or the other", opts.ranks, t.size());
     t.set_timeout(opts.timeout);

@@ -4,8 +4,8 @@
 // The same function runs on every rank either way, so the same seed and rank
 // count give the same results on both.
 #include <functional>
-
 #include <optional>
+#include <string_view>
 
 #include "sparq/transport/net_model.h"
 #include "sparq/transport/transport.h"
@@ -20,16 +20,40 @@ struct LaunchOptions {
   std::optional<NetModel> net;
 };
 
-// Which transport launch() will use in this process: "mpi" or "local".
+// The launcher that started this process, as its environment tells it
+// (without initialising MPI): its name, the variable holding the number of
+// processes it started, and that number.
+struct Launcher {
+  std::string_view name;      // "Open MPI", "MPICH/Hydra", "Slurm", "PMIx"
+  std::string_view size_var;  // e.g. "PMI_SIZE"
+  int size = 1;
+};
+
+// Looks up an environment variable: std::getenv, or a table in tests.
+using EnvLookup = std::function<const char*(const char*)>;
+
+// The first launcher whose process count is set, in this order: Open MPI
+// (OMPI_COMM_WORLD_SIZE), MPICH/Hydra (PMI_SIZE), Slurm's srun
+// (SLURM_STEP_NUM_TASKS), PMIx (PMIX_SIZE). A process manager started under
+// another (Hydra's proxies run as Slurm tasks) comes first. Nothing when none is.
+std::optional<Launcher> detect_launcher(const EnvLookup& env);
+
+// Which transport launch() will use in this process: "mpi" when a launcher
+// started more than one process, or Open MPI's mpiexec started this one;
+// else "local".
 std::string_view launch_mode();
 
-// Processes in the mpiexec job that started this one (from the launcher's
-// environment, without initialising MPI); 1 when not started by mpiexec.
+// Processes the launcher started (from its environment, without initialising
+// MPI); 1 when no launcher started this one.
 int mpiexec_world_size();
 
 // Runs fn on every rank and returns when all finished. Errors propagate as
 // exceptions from the failing rank (local), or from this rank (MPI: callers
 // must then abort the job, see MpiSession::abort_job, so no rank hangs).
+// When MPI's world is not the launcher's process count (sparq's Open MPI
+// started by MPICH's mpiexec, or by srun without PMI support: each process a
+// world of one), it throws InputError naming both, instead of running that
+// many independent trainings.
 void launch(const LaunchOptions& opts, const std::function<void(Transport&)>& fn);
 
 }  // namespace sparq
