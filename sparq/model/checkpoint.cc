@@ -74,17 +74,35 @@ void save_checkpoint(const std::string& path, const Dlrm<float>& model, Optimize
                  std::strerror(errno));
 }
 
-std::string load_checkpoint(const std::string& path, Dlrm<float>& model, Optimizer<float>& opt) {
+namespace {
+std::unique_ptr<std::FILE, Closer> open_checkpoint(const std::string& path) {
   std::unique_ptr<std::FILE, Closer> f(std::fopen(path.c_str(), "rb"));
   SPARQ_CHECK_AS(InputError, f != nullptr, "cannot open '{}': {}", path, std::strerror(errno));
-  In in{f.get(), path};
+  return f;
+}
+
+std::string read_meta(In& in) {
   char magic[8];
   in.bytes(magic, 8);
-  SPARQ_CHECK_AS(InputError, std::memcmp(magic, kMagic, 8) == 0, "'{}' is not a sparq checkpoint", path);
+  SPARQ_CHECK_AS(InputError, std::memcmp(magic, kMagic, 8) == 0, "'{}' is not a sparq checkpoint", in.path);
   const std::uint64_t mlen = in.u64();
-  SPARQ_CHECK_AS(InputError, mlen < (1u << 26), "'{}': corrupt checkpoint (metadata {} bytes)", path, mlen);
+  SPARQ_CHECK_AS(InputError, mlen < (1u << 26), "'{}': corrupt checkpoint (metadata {} bytes)", in.path, mlen);
   std::string meta(mlen, '\0');
   in.bytes(meta.data(), mlen);
+  return meta;
+}
+}  // namespace
+
+std::string read_checkpoint_meta(const std::string& path) {
+  const auto f = open_checkpoint(path);
+  In in{f.get(), path};
+  return read_meta(in);
+}
+
+std::string load_checkpoint(const std::string& path, Dlrm<float>& model, Optimizer<float>& opt) {
+  const auto f = open_checkpoint(path);
+  In in{f.get(), path};
+  std::string meta = read_meta(in);
   in.floats(model.dense().params(), "the dense buffer");
   const std::uint64_t nt = in.u64();
   SPARQ_CHECK_AS(InputError, nt == model.tables().size(), "'{}': {} tables, this model has {}", path, nt,
@@ -97,7 +115,7 @@ std::string load_checkpoint(const std::string& path, Dlrm<float>& model, Optimiz
   }
   const std::uint64_t ns = in.u64();
   SPARQ_CHECK_AS(InputError, ns == opt.state().size(),
-                 "'{}': {} optimizer state vectors, this optimizer has {} (different --embedding-optimizer?)", path, ns,
+                 "'{}': {} optimizer state vectors, this optimizer has {} (different --embedding-optimizer or --optimizer?)", path, ns,
                  opt.state().size());
   for (auto& s : opt.state()) in.floats(s, "optimizer state");
   return meta;

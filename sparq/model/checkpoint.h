@@ -1,6 +1,7 @@
 #pragma once
 // Checkpoints: model parameters (dense buffer, every table), optimizer state
-// (row-wise Adagrad accumulators) and a caller-defined metadata string (the
+// (Optimizer::state(): row-wise Adagrad accumulators, then the dense
+// optimizer's vectors) and a caller-defined metadata string (the
 // trainer stores its step, epoch and flags there as JSON). Values are stored
 // bit-exactly, so a run resumed from a checkpoint continues with exactly the
 // parameters an uninterrupted run has at that step.
@@ -25,5 +26,8 @@ void save_checkpoint(const std::string& path, const Dlrm<float>& model, Optimize
 // Loads into a model and optimizer built with the same configuration (sizes
 // are checked: a mismatch is an InputError naming the file). Returns meta.
 std::string load_checkpoint(const std::string& path, Dlrm<float>& model, Optimizer<float>& opt);
+
+// The metadata alone, to check a checkpoint fits before building on it.
+std::string read_checkpoint_meta(const std::string& path);
 
 }  // namespace sparq
