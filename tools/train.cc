@@ -55,6 +55,7 @@ std::string checkpoint_meta(std::size_t step, const TrainArgs& a, const DlrmConf
   j["model"] = cfg.describe();
   j["config"] = checkpoint_config_json(cfg);
   j["embedding_optimizer"] = a.emb_optim;
+  j["optimizer"] = a.optimizer;
   j["state_ranks"] = state_ranks;  // ranks whose codec state the file holds
   return j.dump();
 }
@@ -78,6 +79,16 @@ Codec emb_codec(const std::string& s, const char* flag) {
   return parse_codec(s);
 }
 
+// --lr-num-warmup-steps, --lr-decay-start-step, --lr-num-decay-steps, checked.
+LrSchedule lr_schedule(const TrainArgs& a) {
+  SPARQ_CHECK_AS(InputError, a.lr_num_warmup_steps >= 0 && a.lr_decay_start_step >= 0 && a.lr_num_decay_steps >= 0,
+                 "--lr-num-warmup-steps, --lr-decay-start-step and --lr-num-decay-steps must be >= 0");
+  const LrSchedule s{static_cast<std::uint64_t>(a.lr_num_warmup_steps),
+                     static_cast<std::uint64_t>(a.lr_decay_start_step), static_cast<std::uint64_t>(a.lr_num_decay_steps)};
+  s.validate();
+  return s;
+}
+
 void run_train(const TrainArgs& a) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines appear as they happen, also when piped
   SPARQ_CHECK_AS(InputError, a.threads >= 1, "--threads must be >= 1");
@@ -97,6 +108,8 @@ void run_train(const TrainArgs& a) {
   SPARQ_CHECK_AS(InputError, cfg.num_dense() == kCriteoDense, "--arch-mlp-bot must start with {} (dense features)",
                  kCriteoDense);
   cfg.validate();
+  parse_dense_optim(a.optimizer);
+  lr_schedule(a);
 
   DataParallelOptions dpo;
   dpo.codec = parse_dp_codec(a.dp_codec, a.dp_allreduce);
@@ -126,6 +139,11 @@ void run_train(const TrainArgs& a) {
     SPARQ_CHECK_AS(InputError, nstages == 1 && dpo.placement == EmbPlacement::Replicated && a.emb_optim == "sgd",
                    "--dp-mode ps serves the whole model to data-parallel workers: no --mp-splits, --emb-placement or "
                    "--embedding-optimizer other than sgd");
+    SPARQ_CHECK_AS(InputError,
+                   a.optimizer == "sgd" && a.lr_num_warmup_steps == 0 && a.lr_decay_start_step == 0 &&
+                       a.lr_num_decay_steps == 0,
+                   "--dp-mode ps: the servers apply plain SGD at a fixed rate: no --optimizer other than sgd, no "
+                   "--lr-num-warmup-steps/--lr-decay-start-step/--lr-num-decay-steps");
     SPARQ_CHECK_AS(InputError, dpo.codec.kind == DpCodec::Kind::None || dpo.codec.kind == DpCodec::Kind::Dct,
                    "--dp-mode ps pushes dense gradients with --dp-codec none or dct:ETA,L, not '{}'", a.dp_codec);
   }
@@ -211,11 +229,16 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
   OptimizerOptions oo;
   oo.lr = a.lr;
   oo.embedding = parse_embedding_optim(a.emb_optim);
+  oo.dense = parse_dense_optim(a.optimizer);
+  oo.schedule = lr_schedule(a);
   Optimizer<float> opt(oo, model);
   std::size_t rows = 0;
   for (auto r : cfg.table_rows) rows += r;
-  say(fmt::format("model: {} ({} dense parameters{}, {} embedding rows), lr {}, embedding optimizer {}, threads {}\n",
-                  cfg.describe(), model.dense().size(), mp ? " on stage 0" : "", rows, a.lr, a.emb_optim, a.threads));
+  say(fmt::format("model: {} ({} dense parameters{}, {} embedding rows), lr {}{}, optimizer {}, embedding optimizer {}, "
+                  "threads {}\n",
+                  cfg.describe(), model.dense().size(), mp ? " on stage 0" : "", rows, a.lr,
+                  oo.schedule.active() ? " (" + oo.schedule.describe() + ")" : "", a.optimizer, a.emb_optim,
+                  a.threads));
   say(blas_core_line() + "\n");
 
   const bool streaming = data.streaming();
@@ -227,18 +250,22 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
   std::size_t step = 0;
   std::vector<Blob> rank_states;  // --load: every rank's codec state
   if (!a.load.empty()) {
-    std::string text;
+    const auto meta = nlohmann::json::parse(read_checkpoint_meta(a.load), nullptr, false);
+    SPARQ_CHECK_AS(InputError, !meta.is_discarded() && meta.contains("step"), "'{}': checkpoint without a step", a.load);
+    const std::string saved_optim = meta.value("optimizer", "sgd");  // older checkpoints: SGD was the only one
+    SPARQ_CHECK_AS(InputError, saved_optim == a.optimizer,
+                   "'{}' was saved with --optimizer {}: resume it with the same optimizer, not {}", a.load, saved_optim,
+                   a.optimizer);
     if (mp) {  // the checkpoint holds the whole model: take this stage's part
       Dlrm<float> whole(cfg, a.seed);
       Optimizer<float> whole_opt(oo, whole);
-      text = load_checkpoint(a.load, whole, &whole_opt, &rank_states);
+      load_checkpoint(a.load, whole, &whole_opt, &rank_states);
       copy_stage(whole, whole_opt, model, opt);
     } else {
-      text = load_checkpoint(a.load, model, &opt, &rank_states);
+      load_checkpoint(a.load, model, &opt, &rank_states);
     }
-    const auto meta = nlohmann::json::parse(text, nullptr, false);
-    SPARQ_CHECK_AS(InputError, !meta.is_discarded() && meta.contains("step"), "'{}': checkpoint without a step", a.load);
     step = meta["step"];
+    opt.set_steps(step);  // the schedule and Adam's bias correction continue where they were
     say(fmt::format("loaded {} at step {} (epoch {}, it {})\n", a.load, step, step / nbatches, step % nbatches));
   }
 
@@ -633,8 +660,20 @@ void add_train(CLI::App& app, Run& run) {
       ->capture_default_str();
   c->add_option("--mini-batch-size", a->batch, "Training batch size")->capture_default_str();
   c->add_option("--test-mini-batch-size", a->test_batch, "Evaluation batch size")->capture_default_str();
-  c->add_option("--learning-rate", a->lr, "SGD learning rate (dense and embeddings)")->capture_default_str();
+  c->add_option("--learning-rate", a->lr, "Learning rate (dense and embeddings)")->capture_default_str();
+  c->add_option("--optimizer", a->optimizer,
+                "Dense (MLP) optimizer: sgd, adagrad or adam (PyTorch's formulas and defaults)")
+      ->capture_default_str();
   c->add_option("--embedding-optimizer", a->emb_optim, "sgd or rowwise-adagrad")->capture_default_str();
+  c->add_option("--lr-num-warmup-steps", a->lr_num_warmup_steps,
+                "LR schedule (the reference's): linear warmup over this many steps (0: none)")
+      ->capture_default_str();
+  c->add_option("--lr-decay-start-step", a->lr_decay_start_step,
+                "LR schedule: the step the quadratic decay starts at (>= the warmup steps)")
+      ->capture_default_str();
+  c->add_option("--lr-num-decay-steps", a->lr_num_decay_steps,
+                "LR schedule: decay over this many steps to at least 1e-7, then hold (0: no decay)")
+      ->capture_default_str();
   c->add_option("--nepochs", a->nepochs, "Epochs")->capture_default_str();
   c->add_option("--num-batches", a->num_batches, "Batches per epoch (0 = the whole training set)")->capture_default_str();
   c->add_option("--print-freq", a->print_freq, "Print every N iterations")->capture_default_str()->check(CLI::PositiveNumber);

@@ -17,6 +17,10 @@ struct TrainArgs {
   std::size_t test_batch = 16384;
   double lr = 0.1;
   std::string emb_optim = "sgd";
+  std::string optimizer = "sgd";  // of the dense (MLP) parameters
+  // The reference's learning-rate schedule (LrSchedule); signed, so that a
+  // negative value gets sparq's error rather than a parse error.
+  long lr_num_warmup_steps = 0, lr_decay_start_step = 0, lr_num_decay_steps = 0;
   std::size_t nepochs = 1;
   std::size_t num_batches = 0;  // per epoch; 0 = all
   std::size_t print_freq = 1000;

@@ -130,7 +130,7 @@ std::string load_checkpoint(const std::string& path, Dlrm<float>& model, Optimiz
   if (opt == nullptr) return meta;
   const std::uint64_t ns = in.u64();
   SPARQ_CHECK_AS(InputError, ns == opt->state().size(),
-                 "'{}': {} optimizer state vectors, this optimizer has {} (different --embedding-optimizer?)", path, ns,
+                 "'{}': {} optimizer state vectors, this optimizer has {} (different --embedding-optimizer or --optimizer?)", path, ns,
                  opt->state().size());
   for (auto& s : opt->state()) in.floats(s, "optimizer state");
   if (rank_states) rank_states->clear();

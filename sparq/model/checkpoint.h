@@ -1,6 +1,7 @@
 #pragma once
-// Checkpoints: model parameters (dense buffer, every table), optimizer state,
-// each rank's codec state (error-feedback residuals, DCT thresholds and their
+// Checkpoints: model parameters (dense buffer, every table), optimizer state
+// (Optimizer::state(): row-wise Adagrad accumulators, then the dense
+// optimizer's vectors), each rank's codec state (error-feedback residuals, DCT thresholds and their
 // schedule, as saved by the trainer's plan) and a metadata JSON string (the
 // trainer stores the step, the flags and the model configuration there).
 // Values are stored bit-exactly, so a run resumed from a checkpoint continues

@@ -1,6 +1,7 @@
 #include "sparq/model/kernels.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace sparq::kernels {
@@ -131,6 +132,27 @@ SPARQ_INLINE void sub_scaled_impl(T* __restrict p, const T* __restrict g, T a, s
   for (std::size_t i = 0; i < n; ++i) p[i] -= a * g[i];
 }
 
+template <class T>
+SPARQ_INLINE void adagrad_impl(T* __restrict p, const T* __restrict g, T* __restrict s, T lr, T eps, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    s[i] += g[i] * g[i];
+    p[i] -= lr * (g[i] / (std::sqrt(s[i]) + eps));
+  }
+}
+
+template <class T>
+SPARQ_INLINE void adam_impl(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v,
+                            const AdamCoeffs& k, std::size_t n) {
+  const T b1 = static_cast<T>(k.beta1), c1 = static_cast<T>(k.c1), b2 = static_cast<T>(k.beta2),
+          c2 = static_cast<T>(k.c2), step = static_cast<T>(k.step), bc2 = static_cast<T>(k.bc2),
+          eps = static_cast<T>(k.eps);
+  for (std::size_t i = 0; i < n; ++i) {
+    m[i] = m[i] * b1 + c1 * g[i];
+    v[i] = v[i] * b2 + c2 * (g[i] * g[i]);
+    p[i] -= step * (m[i] / (std::sqrt(v[i]) / bc2 + eps));
+  }
+}
+
 }  // namespace
 
 SPARQ_CLONES void bias_act(float* y, const float* b, std::size_t rows, std::size_t cols, bool relu) {
@@ -167,5 +189,17 @@ void interaction_bwd(const double* v, const double* dout, std::size_t batch, std
 }
 SPARQ_CLONES void sub_scaled(float* p, const float* g, float a, std::size_t n) { sub_scaled_impl(p, g, a, n); }
 void sub_scaled(double* p, const double* g, double a, std::size_t n) { sub_scaled_impl(p, g, a, n); }
+SPARQ_CLONES void adagrad(float* p, const float* g, float* s, float lr, float eps, std::size_t n) {
+  adagrad_impl(p, g, s, lr, eps, n);
+}
+void adagrad(double* p, const double* g, double* s, double lr, double eps, std::size_t n) {
+  adagrad_impl(p, g, s, lr, eps, n);
+}
+SPARQ_CLONES void adam(float* p, const float* g, float* m, float* v, const AdamCoeffs& k, std::size_t n) {
+  adam_impl(p, g, m, v, k, n);
+}
+void adam(double* p, const double* g, double* m, double* v, const AdamCoeffs& k, std::size_t n) {
+  adam_impl(p, g, m, v, k, n);
+}
 
 }  // namespace sparq::kernels

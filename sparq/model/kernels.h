@@ -38,4 +38,18 @@ void interaction_bwd(const double* v, const double* dout, std::size_t batch, std
 void sub_scaled(float* p, const float* g, float a, std::size_t n);
 void sub_scaled(double* p, const double* g, double a, std::size_t n);
 
+// Adagrad, in PyTorch's order of operations:
+//   s[i] += g[i]^2;  p[i] -= lr * (g[i] / (sqrt(s[i]) + eps))
+void adagrad(float* p, const float* g, float* s, float lr, float eps, std::size_t n);
+void adagrad(double* p, const double* g, double* s, double lr, double eps, std::size_t n);
+
+// Adam, in PyTorch's order of operations (c1 = 1 - beta1, c2 = 1 - beta2,
+// step = lr / (1 - beta1^t), bc2 = sqrt(1 - beta2^t)):
+//   m = m * beta1 + c1 * g;  v = v * beta2 + c2 * g^2;  p -= step * (m / (sqrt(v) / bc2 + eps))
+struct AdamCoeffs {
+  double beta1, c1, beta2, c2, step, bc2, eps;
+};
+void adam(float* p, const float* g, float* m, float* v, const AdamCoeffs& k, std::size_t n);
+void adam(double* p, const double* g, double* m, double* v, const AdamCoeffs& k, std::size_t n);
+
 }  // namespace sparq::kernels

@@ -18,12 +18,56 @@ std::string_view embedding_optim_name(EmbeddingOptim o) {
   return o == EmbeddingOptim::Sgd ? "sgd" : "rowwise-adagrad";
 }
 
+DenseOptim parse_dense_optim(std::string_view s) {
+  if (s == "sgd") return DenseOptim::Sgd;
+  if (s == "adagrad") return DenseOptim::Adagrad;
+  if (s == "adam") return DenseOptim::Adam;
+  SPARQ_THROW(InputError, "unknown optimizer '{}' (sgd, adagrad, adam)", s);
+}
+
+std::string_view dense_optim_name(DenseOptim o) {
+  return o == DenseOptim::Sgd ? "sgd" : o == DenseOptim::Adagrad ? "adagrad" : "adam";
+}
+
+std::size_t dense_state_vectors(DenseOptim o) { return o == DenseOptim::Sgd ? 0 : o == DenseOptim::Adagrad ? 1 : 2; }
+
 template <class T>
 void sgd_dense(std::span<T> params, std::span<const T> grads, T lr) {
   SPARQ_CHECK(params.size() == grads.size(), "params {} vs grads {}", params.size(), grads.size());
   parallel_for(params.size(), std::size_t{1} << 16, [&](std::size_t i0, std::size_t i1) {
     kernels::sub_scaled(params.data() + i0, grads.data() + i0, lr, i1 - i0);
   });
+}
+
+template <class T>
+void dense_update(DenseOptim o, std::span<T> params, std::span<const T> grads, std::span<std::vector<T>> state,
+                  double lr, std::uint64_t t) {
+  SPARQ_CHECK(params.size() == grads.size(), "params {} vs grads {}", params.size(), grads.size());
+  SPARQ_CHECK(state.size() == dense_state_vectors(o), "{} needs {} state vectors, got {}", dense_optim_name(o),
+              dense_state_vectors(o), state.size());
+  for (const auto& s : state) SPARQ_CHECK(s.size() == params.size(), "state of {} for {} params", s.size(), params.size());
+  constexpr std::size_t grain = std::size_t{1} << 16;
+  if (o == DenseOptim::Sgd) {
+    sgd_dense<T>(params, grads, static_cast<T>(lr));
+  } else if (o == DenseOptim::Adagrad) {
+    parallel_for(params.size(), grain, [&](std::size_t i0, std::size_t i1) {
+      kernels::adagrad(params.data() + i0, grads.data() + i0, state[0].data() + i0, static_cast<T>(lr),
+                       static_cast<T>(kAdagradEps), i1 - i0);
+    });
+  } else {
+    // The per-update scalars in double, as PyTorch's Python computes them.
+    const double n = static_cast<double>(t);
+    const kernels::AdamCoeffs k{.beta1 = kAdamBeta1,
+                                .c1 = 1 - kAdamBeta1,
+                                .beta2 = kAdamBeta2,
+                                .c2 = 1 - kAdamBeta2,
+                                .step = lr / (1 - std::pow(kAdamBeta1, n)),
+                                .bc2 = std::sqrt(1 - std::pow(kAdamBeta2, n)),
+                                .eps = kAdamEps};
+    parallel_for(params.size(), grain, [&](std::size_t i0, std::size_t i1) {
+      kernels::adam(params.data() + i0, grads.data() + i0, state[0].data() + i0, state[1].data() + i0, k, i1 - i0);
+    });
+  }
 }
 
 template <class T>
@@ -56,16 +100,20 @@ void rowwise_adagrad_rows(EmbeddingBag<T>& table, std::span<T> state, const Spar
 template <class T>
 Optimizer<T>::Optimizer(const OptimizerOptions& opts, Dlrm<T>& model) : opts_(opts), model_(&model) {
   if (opts_.embedding_lr < 0) opts_.embedding_lr = opts_.lr;
+  opts_.schedule.validate();
   if (opts_.embedding == EmbeddingOptim::RowwiseAdagrad)
     for (const auto& t : model.tables()) state_.emplace_back(t.rows(), T(0));
+  table_vectors_ = state_.size();
+  for (std::size_t i = 0; i < dense_state_vectors(opts_.dense); ++i) state_.emplace_back(model.dense().size(), T(0));
 }
 
 template <class T>
 void Optimizer<T>::step() {
+  const std::uint64_t t = ++steps_;
   auto& dense = model_->dense();
-  sgd_dense<T>(dense.params(), dense.grads(), static_cast<T>(opts_.lr));
+  dense_update<T>(opts_.dense, dense.params(), dense.grads(), dense_state(), opts_.schedule.lr(opts_.lr, t), t);
   auto& tables = model_->tables();
-  const T elr = static_cast<T>(opts_.embedding_lr);
+  const T elr = static_cast<T>(opts_.schedule.lr(opts_.embedding_lr, t));
   parallel_for(tables.size(), 4, [&](std::size_t t0, std::size_t t1) {  // tables are independent
     for (std::size_t t = t0; t < t1; ++t) {
       if (opts_.embedding == EmbeddingOptim::Sgd)
@@ -79,6 +127,10 @@ void Optimizer<T>::step() {
 
 template void sgd_dense<float>(std::span<float>, std::span<const float>, float);
 template void sgd_dense<double>(std::span<double>, std::span<const double>, double);
+template void dense_update<float>(DenseOptim, std::span<float>, std::span<const float>, std::span<std::vector<float>>,
+                                  double, std::uint64_t);
+template void dense_update<double>(DenseOptim, std::span<double>, std::span<const double>,
+                                   std::span<std::vector<double>>, double, std::uint64_t);
 template void sgd_rows<float>(EmbeddingBag<float>&, const SparseGrad<float>&, float);
 template void sgd_rows<double>(EmbeddingBag<double>&, const SparseGrad<double>&, double);
 template void rowwise_adagrad_rows<float>(EmbeddingBag<float>&, std::span<float>, const SparseGrad<float>&, float, float);

@@ -1,5 +1,6 @@
 #include "sparq/train/hybrid.h"
 
+#include <algorithm>
 #include <tuple>
 
 #include "sparq/coll/call.h"
@@ -98,18 +99,29 @@ std::vector<std::string> stage_view_names(const DlrmStage& s) {
       for (const char* part : {"weight", "bias"}) names.push_back(fmt::format("{}.{}.{}", prefix, l, part));
   return names;
 }
+
+// A view's part of a dense optimizer state vector (which spans the buffer).
+std::span<float> view_of(std::vector<float>& state, const ParamView& v) {
+  return std::span(state).subspan(v.offset, v.size);
+}
 }  // namespace
 
+// The dense optimizer's state travels view by view with the parameters: a
+// stage's buffer holds its views at other offsets than the whole model's.
 void gather_whole(Transport& world, const std::vector<DlrmStage>& plan, const Dlrm<float>& stage,
                   Optimizer<float>& stage_opt, Dlrm<float>* whole, Optimizer<float>* whole_opt) {
   const int r = world.rank(), m = static_cast<int>(plan.size());
   if (r >= m) return;  // other replicas hold the same parameters
   Call c(world, "gather stages", tags::kTableGather, Millis{0});
   std::vector<Request> reqs;
-  auto& state = stage_opt.state();
+  const auto state = stage_opt.table_state();
+  const auto dstate = stage_opt.dense_state();
   if (r > 0) {
     const auto& d = stage.dense();
-    for (std::size_t v = 0; v < d.views().size(); ++v) reqs.push_back(c.isend(0, d.param(v)));
+    for (std::size_t v = 0; v < d.views().size(); ++v) {
+      reqs.push_back(c.isend(0, d.param(v)));
+      for (auto& s : dstate) reqs.push_back(c.isend(0, view_of(s, d.views()[v])));
+    }
     for (std::size_t tb = 0; tb < stage.tables().size(); ++tb) {
       reqs.push_back(c.isend(0, stage.tables()[tb].weights()));
       if (!state.empty()) reqs.push_back(c.isend(0, std::span<const float>(state[tb])));
@@ -119,15 +131,21 @@ void gather_whole(Transport& world, const std::vector<DlrmStage>& plan, const Dl
   }
   SPARQ_CHECK(whole != nullptr && whole_opt != nullptr, "gather_whole: rank 0 needs the whole model to fill");
   auto& wd = whole->dense();
-  auto& wstate = whole_opt->state();
+  const auto wstate = whole_opt->table_state();
+  const auto wdstate = whole_opt->dense_state();
   for (int s = 0; s < m; ++s) {
     for (const auto& name : stage_view_names(plan[s])) {
-      const auto dst = wd.param(wd.find(name));
+      const std::size_t wv = wd.find(name);
+      const auto dst = wd.param(wv);
       if (s == 0) {
-        const auto src = stage.dense().param(stage.dense().find(name));
+        const std::size_t sv = stage.dense().find(name);
+        const auto src = stage.dense().param(sv);
         std::copy(src.begin(), src.end(), dst.begin());
+        for (std::size_t k = 0; k < dstate.size(); ++k)
+          std::ranges::copy(view_of(dstate[k], stage.dense().views()[sv]), view_of(wdstate[k], wd.views()[wv]).begin());
       } else {
         reqs.push_back(c.irecv(s, dst));
+        for (auto& ws : wdstate) reqs.push_back(c.irecv(s, view_of(ws, wd.views()[wv])));
       }
     }
     if (!plan[s].middle) continue;
@@ -147,14 +165,19 @@ void gather_whole(Transport& world, const std::vector<DlrmStage>& plan, const Dl
 
 void copy_stage(const Dlrm<float>& whole, Optimizer<float>& whole_opt, Dlrm<float>& stage, Optimizer<float>& stage_opt) {
   auto& d = stage.dense();
+  const auto wdstate = whole_opt.dense_state();
+  const auto dstate = stage_opt.dense_state();
   for (std::size_t v = 0; v < d.views().size(); ++v) {
-    const auto src = whole.dense().param(whole.dense().find(d.views()[v].name));
+    const std::size_t wv = whole.dense().find(d.views()[v].name);
+    const auto src = whole.dense().param(wv);
     std::copy(src.begin(), src.end(), d.param(v).begin());
+    for (std::size_t k = 0; k < dstate.size(); ++k)
+      std::ranges::copy(view_of(wdstate[k], whole.dense().views()[wv]), view_of(dstate[k], d.views()[v]).begin());
   }
   for (std::size_t tb = 0; tb < stage.tables().size(); ++tb) {
     const auto src = whole.tables()[tb].weights();
     std::copy(src.begin(), src.end(), stage.tables()[tb].weights().begin());
-    if (!stage_opt.state().empty()) stage_opt.state()[tb] = whole_opt.state()[tb];
+    if (!stage_opt.table_state().empty()) stage_opt.table_state()[tb] = whole_opt.table_state()[tb];
   }
 }
 

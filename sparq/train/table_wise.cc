@@ -136,7 +136,7 @@ void TableWise::gather(int root, Optimizer<float>& opt) {
   const int r = t_.rank();
   Call c(t_, "table-wise gather", tags::kTableGather, Millis{0});
   std::vector<Request> reqs;
-  auto& state = opt.state();
+  const auto state = opt.table_state();
   for (std::size_t tb = 0; tb < owner_.size(); ++tb) {
     if (owner_[tb] == root || (r != root && r != owner_[tb])) continue;
     const auto w = model_.tables()[tb].weights();

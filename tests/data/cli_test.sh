@@ -145,4 +145,30 @@ for bad in "--emb-placement row-wise" "--emb-codec-fwd q4" "--ranks 2 --emb-plac
   run train "${common[@]}" $bad && fail "'$bad' must fail"
   [ "$(wc -l < "$D/err")" -eq 1 ] && grep -q "error" "$D/err" || fail "'$bad': one-line error: $(cat "$D/err")"
 done
+# Dense Adagrad/Adam with the reference's LR schedule: data-parallel replicas
+# and hybrid stages stay identical (checked every step), and a resumed run
+# equals the uninterrupted one bitwise (the schedule and Adam's bias
+# correction continue from the checkpoint's step; a stage's slice of the dense
+# state travels with its parameters). Bad schedule flags are one-line errors.
+sch=(--learning-rate 0.01 --lr-num-warmup-steps 5 --lr-decay-start-step 15 --lr-num-decay-steps 20 --verify-freq 1)
+for mode in "--optimizer adam" "--optimizer adam --ranks 2 --emb-placement table-wise --embedding-optimizer rowwise-adagrad" \
+            "--optimizer adagrad --ranks 3 --mp-splits bot:1,top:1 --micro-batches 2" \
+            "--optimizer adam --ranks 4 --mp-splits bot:1 --embedding-optimizer rowwise-adagrad"; do
+  # shellcheck disable=SC2086
+  { run train "${common[@]}" "${sch[@]}" $mode --nepochs 2 --save "$D/o_full.ck" &&
+    run train "${common[@]}" "${sch[@]}" $mode --nepochs 1 --save "$D/o_half.ck" &&
+    run train "${common[@]}" "${sch[@]}" $mode --nepochs 2 --load "$D/o_half.ck" --save "$D/o_res.ck"; } ||
+    fail "'$mode': $(cat "$D/err")"
+  cmp -s "$D/o_full.ck" "$D/o_res.ck" || fail "'$mode': resumed run must equal the uninterrupted one bitwise"
+done
+grep -q "^model: .*lr 0.01 (linear warmup over updates 1..4, quadratic decay over updates 15..34), optimizer adam," \
+  "$D/out" || fail "model line names the schedule and optimizer: $(grep model: "$D/out")"
+run train "${common[@]}" --load "$D/o_full.ck" && fail "a checkpoint of another --optimizer must not load"
+grep -q "saved with --optimizer adam" "$D/err" || fail "optimizer mismatch error: $(cat "$D/err")"
+for bad in "--optimizer rmsprop" "--lr-num-decay-steps -3" "--lr-num-warmup-steps 10 --lr-decay-start-step 5 --lr-num-decay-steps 3" \
+           "--lr-decay-start-step 5" "--ranks 3 --dp-mode ps --optimizer adam" "--ranks 3 --dp-mode ps --lr-num-warmup-steps 4"; do
+  # shellcheck disable=SC2086
+  run train "${common[@]}" $bad && fail "'$bad' must fail"
+  [ "$(wc -l < "$D/err")" -eq 1 ] && grep -q "error" "$D/err" || fail "'$bad': one-line error: $(cat "$D/err")"
+done
 echo "cli_test: all passed"

@@ -29,8 +29,12 @@ void train(Dlrm<float>& m, Optimizer<float>& opt, int steps, int first) {
 
 TEST(Checkpoint, ResumeIsBitwise) {
   const auto path = (std::filesystem::temp_directory_path() / ("sparq_ck_" + std::to_string(::getpid()))).string();
-  for (auto eo : {EmbeddingOptim::Sgd, EmbeddingOptim::RowwiseAdagrad}) {
-    OptimizerOptions oo{.lr = 0.05, .embedding = eo};
+  for (auto [eo, dense] : {std::pair{EmbeddingOptim::Sgd, DenseOptim::Sgd},
+                           std::pair{EmbeddingOptim::RowwiseAdagrad, DenseOptim::Sgd},
+                           std::pair{EmbeddingOptim::Sgd, DenseOptim::Adagrad},
+                           std::pair{EmbeddingOptim::RowwiseAdagrad, DenseOptim::Adam}}) {
+    // With a schedule whose warmup ends and decay runs after the save.
+    OptimizerOptions oo{.lr = 0.05, .embedding = eo, .dense = dense, .schedule = {3, 6, 3}};
     Dlrm<float> a(test::tiny_config(), 1);
     Optimizer<float> oa(oo, a);
     train(a, oa, 5, 0);
@@ -40,6 +44,8 @@ TEST(Checkpoint, ResumeIsBitwise) {
     Dlrm<float> b(test::tiny_config(), 99);  // different init: everything must come from the file
     Optimizer<float> ob(oo, b);
     EXPECT_EQ(load_checkpoint(path, b, &ob), "{\"step\": 5}");
+    EXPECT_EQ(read_checkpoint_meta(path), "{\"step\": 5}");
+    ob.set_steps(5);  // what the trainer takes from the meta
     train(b, ob, 5, 5);
     EXPECT_EQ(std::memcmp(a.dense().params().data(), b.dense().params().data(), a.dense().size() * 4), 0);
     for (std::size_t t = 0; t < a.tables().size(); ++t)
@@ -52,6 +58,9 @@ TEST(Checkpoint, ResumeIsBitwise) {
   Dlrm<float> c(other, 1);
   Optimizer<float> oc({}, c);
   EXPECT_THROW(load_checkpoint(path, c, &oc), InputError);
+  Dlrm<float> d(test::tiny_config(), 1);
+  Optimizer<float> od({.dense = DenseOptim::Adagrad}, d);  // saved with Adam: 2 dense vectors, not 1
+  EXPECT_THROW(load_checkpoint(path, d, &od), InputError);
   std::filesystem::remove(path);
 }
 
