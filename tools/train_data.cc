@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "sparq/core/error.h"
+#include "sparq/data/npz.h"
 #include "sparq/data/random.h"
 #include "sparq/transport/transport.h"
 #include "tools/synthetic_data.h"
@@ -34,7 +35,7 @@ std::size_t count_lines(const std::string& path) {
 }
 
 std::string pick(const std::string& dir, const std::string& stem) {
-  for (const char* ext : {".bin", ".tsv"}) {
+  for (const char* ext : {".bin", ".tsv", ".npz"}) {
     const auto p = dir + "/" + stem + ext;
     if (std::filesystem::exists(p)) return p;
   }
@@ -73,7 +74,7 @@ Data load_data(const TrainArgs& a, const DlrmConfig& cfg) {
     check_no_synthetic_flags(a, "--data-path");
     if (std::filesystem::is_directory(a.data_path)) {
       train = pick(a.data_path, "train");
-      SPARQ_CHECK_AS(InputError, !train.empty(), "'{}' has no train.bin or train.tsv", a.data_path);
+      SPARQ_CHECK_AS(InputError, !train.empty(), "'{}' has no train.bin, train.tsv or train.npz", a.data_path);
       if (test.empty()) test = pick(a.data_path, "test");
       d.teacher = read_teacher(a.data_path);
     } else {
@@ -82,8 +83,8 @@ Data load_data(const TrainArgs& a, const DlrmConfig& cfg) {
     }
     std::size_t bad = 0;
     if (a.stream) {
-      SPARQ_CHECK_AS(InputError, !is_binary_records(train),
-                     "--stream reads TSV; '{}' is binary (memory-mapped anyway: drop --stream)", train);
+      SPARQ_CHECK_AS(InputError, !is_binary_records(train) && !is_zip(train),
+                     "--stream reads TSV; '{}' is binary or .npz (drop --stream)", train);
       d.stream_file = train;
       d.stream_lines = count_lines(train);
     } else {
