@@ -192,9 +192,12 @@ np.savez(sys.argv[1] + "/fortran.npz", x=np.asfortranarray(np.ones((2, 3))))
 np.savez(sys.argv[1] + "/big.npz", x=np.ones(3, ">i4"))
 np.savez(sys.argv[1] + "/rec.npz", x=np.zeros(2, "i4,f4"))
 np.savez(sys.argv[1] + "/obj.npz", x=np.array(["a"], dtype=object))
+import zipfile
+zipfile.ZIP64_LIMIT = 10  # zip64 extra fields and end records, as a file over 4 GiB has
+np.savez_compressed(sys.argv[1] + "/z64.npz", **a)
 )";
   ASSERT_EQ(run_python(code, d.path.string()), 0);
-  for (const char* f : {"s.npz", "c.npz"}) {
+  for (const char* f : {"s.npz", "c.npz", "z64.npz"}) {
     SCOPED_TRACE(f);
     const auto m = read_npz((d.path / f).string());
     ASSERT_EQ(m.size(), 12u);
