@@ -24,6 +24,7 @@
 #include <optional>
 
 #include "sparq/coll/allreduce.h"
+#include "sparq/coll/blob_allgather.h"
 #include "sparq/coll/patterns.h"
 #include "sparq/core/error.h"
 #include "sparq/core/units.h"
@@ -47,13 +48,24 @@ namespace sparq::cli {
 
 namespace {
 
-std::string checkpoint_meta(std::size_t step, const TrainArgs& a, const DlrmConfig& cfg) {
+std::string checkpoint_meta(std::size_t step, const TrainArgs& a, const DlrmConfig& cfg, int state_ranks) {
   nlohmann::json j;
   j["step"] = step;
   j["seed"] = a.seed;
   j["model"] = cfg.describe();
+  j["config"] = checkpoint_config_json(cfg);
   j["embedding_optimizer"] = a.emb_optim;
+  j["state_ranks"] = state_ranks;  // ranks whose codec state the file holds
   return j.dump();
+}
+
+// --save PATH: "{step}" in PATH becomes the step, so --save-every can keep
+// every checkpoint; without it each save replaces the last.
+std::string checkpoint_path(const std::string& pattern, std::size_t step) {
+  std::string p = pattern;
+  for (auto at = p.find("{step}"); at != std::string::npos; at = p.find("{step}", at))
+    p.replace(at, 6, std::to_string(step));
+  return p;
 }
 
 void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const Data& data,
@@ -70,6 +82,7 @@ void run_train(const TrainArgs& a) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines appear as they happen, also when piped
   SPARQ_CHECK_AS(InputError, a.threads >= 1, "--threads must be >= 1");
   SPARQ_CHECK_AS(InputError, a.batch >= 1, "--mini-batch-size must be >= 1");
+  SPARQ_CHECK_AS(InputError, a.save_every == 0 || !a.save.empty(), "--save-every needs --save PATH");
   SPARQ_CHECK_AS(InputError, std::isfinite(a.target_loss) && a.target_loss >= 0,
                  "--target-loss must be a test loss > 0 (or 0: none), got {}", a.target_loss);
   SPARQ_CHECK_AS(InputError, a.target_auc >= 0 && a.target_auc <= 1, "--target-auc must be in (0, 1] (or 0: none), got {}",
@@ -113,7 +126,6 @@ void run_train(const TrainArgs& a) {
     SPARQ_CHECK_AS(InputError, nstages == 1 && dpo.placement == EmbPlacement::Replicated && a.emb_optim == "sgd",
                    "--dp-mode ps serves the whole model to data-parallel workers: no --mp-splits, --emb-placement or "
                    "--embedding-optimizer other than sgd");
-    SPARQ_CHECK_AS(InputError, a.load.empty(), "--load with --dp-mode ps is not built yet");
     SPARQ_CHECK_AS(InputError, dpo.codec.kind == DpCodec::Kind::None || dpo.codec.kind == DpCodec::Kind::Dct,
                    "--dp-mode ps pushes dense gradients with --dp-codec none or dct:ETA,L, not '{}'", a.dp_codec);
   }
@@ -210,24 +222,21 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
   std::unique_ptr<StreamBatches> streamer;
   std::size_t stream_bad = 0;
   std::size_t step = 0;
+  std::vector<Blob> rank_states;  // --load: every rank's codec state
   if (!a.load.empty()) {
     std::string text;
     if (mp) {  // the checkpoint holds the whole model: take this stage's part
       Dlrm<float> whole(cfg, a.seed);
       Optimizer<float> whole_opt(oo, whole);
-      text = load_checkpoint(a.load, whole, whole_opt);
+      text = load_checkpoint(a.load, whole, &whole_opt, &rank_states);
       copy_stage(whole, whole_opt, model, opt);
     } else {
-      text = load_checkpoint(a.load, model, opt);
+      text = load_checkpoint(a.load, model, &opt, &rank_states);
     }
     const auto meta = nlohmann::json::parse(text, nullptr, false);
     SPARQ_CHECK_AS(InputError, !meta.is_discarded() && meta.contains("step"), "'{}': checkpoint without a step", a.load);
     step = meta["step"];
     say(fmt::format("loaded {} at step {} (epoch {}, it {})\n", a.load, step, step / nbatches, step % nbatches));
-    if (dpo.codec.kind != DpCodec::Kind::None)
-      say(fmt::format("note: the checkpoint holds no --dp-codec state: {}'s error feedback and thresholds restart "
-                      "from zero\n",
-                      dpo.codec.text));
   }
 
   if (mp)
@@ -250,7 +259,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     const int workers = nranks - a.servers;
     layout.emplace(model, workers, a.servers);
     if (t.rank() >= workers) {  // a server: serve until every worker has finished
-      PsServer(t, model, *layout, a.lr, a.max_staleness).run();
+      PsServer(t, model, *layout, a.lr, a.max_staleness, step).run();
       return;
     }
     say(fmt::format("parameter server: {} workers, {} servers, --max-staleness {}, --dp-codec {}\n", workers,
@@ -266,6 +275,41 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     dp.emplace(t, model, opt, dpo, residuals);
   }
   Transport& peers = workers_group ? static_cast<Transport&>(*workers_group) : t;  // the ranks that train
+  // Codec state: each training rank's own (residuals, thresholds, plans).
+  auto save_state = [&] { return dp ? dp->save_state() : hybrid ? hybrid->save_state() : ps->save_state(); };
+  if (!rank_states.empty()) {
+    // Residuals belong to a rank's share of the data: another number of
+    // ranks cannot continue them, so the run says it starts them afresh.
+    if (rank_states.size() == static_cast<std::size_t>(peers.size())) {
+      const auto& mine = rank_states[static_cast<std::size_t>(peers.rank())];
+      if (dp) dp->load_state(mine);
+      if (hybrid) hybrid->load_state(mine);
+      if (ps) ps->load_state(mine);
+    } else if (dpo.codec.kind != DpCodec::Kind::None || mpc.kind != MpCodec::Kind::None) {
+      say(fmt::format("note: '{}' holds the codec state of {} ranks, this run has {}: error feedback and thresholds "
+                      "restart from zero\n",
+                      a.load, rank_states.size(), peers.size()));
+    }
+  }
+  // A checkpoint of the whole model, every rank's codec state and the step
+  // (every rank calls it; rank 0 writes).
+  auto save_now = [&] {
+    const std::string path = checkpoint_path(a.save, step);
+    std::unique_ptr<Dlrm<float>> whole;
+    std::unique_ptr<Optimizer<float>> whole_opt;
+    if (dp) dp->gather_model(0);
+    if (ps && lead) ps->fetch_all(step);  // the servers' shards make the complete model
+    if (mp) {  // rank 0 assembles the whole model from replica 0's stages
+      if (lead) whole = std::make_unique<Dlrm<float>>(cfg, a.seed), whole_opt = std::make_unique<Optimizer<float>>(oo, *whole);
+      hybrid->gather_tables();
+      gather_whole(t, stages, model, opt, whole.get(), whole_opt.get());
+    }
+    const std::vector<Blob> states = gather_blobs(peers, save_state(), 0);
+    if (!lead) return;
+    save_checkpoint(path, whole ? *whole : model, whole_opt ? *whole_opt : opt,
+                    checkpoint_meta(step, a, cfg, peers.size()), states);
+    say(fmt::format("saved {} at step {}\n", path, step));
+  };
   // --fail-at RANK:STEP (testing failure handling): that rank dies there.
   long fail_rank = -1;
   std::uint64_t fail_step = 0;
@@ -455,6 +499,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
       local_samples += s.samples;
       residuals.maybe_drain(step);
       ++step;
+      if (a.save_every > 0 && step % a.save_every == 0) save_now();
       if (nranks > 1 && a.verify_freq > 0 && step % a.verify_freq == 0) verify_model(step);
       if ((it + 1) % a.print_freq == 0 || it + 1 == nbatches) {
         // Wall time of the iterations themselves: printing and testing stay out of ms/it.
@@ -560,20 +605,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
                                       : ""),
                       say, emit);
   }
-  if (dp && !a.save.empty()) dp->gather_model(0);
-  if (ps && lead && !a.save.empty()) ps->fetch_all(step);  // the servers' shards make the complete model
-  if (mp && !a.save.empty()) {  // rank 0 assembles the whole model from replica 0's stages
-    std::unique_ptr<Dlrm<float>> whole;
-    std::unique_ptr<Optimizer<float>> whole_opt;
-    if (lead) whole = std::make_unique<Dlrm<float>>(cfg, a.seed), whole_opt = std::make_unique<Optimizer<float>>(oo, *whole);
-    hybrid->gather_tables();
-    gather_whole(t, stages, model, opt, whole.get(), whole_opt.get());
-    if (lead) save_checkpoint(a.save, *whole, *whole_opt, checkpoint_meta(step, a, cfg));
-    say(fmt::format("saved {} at step {}\n", a.save, step));
-  } else if (lead && !a.save.empty()) {
-    save_checkpoint(a.save, model, opt, checkpoint_meta(step, a, cfg));
-    say(fmt::format("saved {} at step {}\n", a.save, step));
-  }
+  if (!a.save.empty() && (a.save_every == 0 || step % a.save_every != 0)) save_now();
   if (ps) ps->finish();
 }
 
@@ -615,7 +647,11 @@ void add_train(CLI::App& app, Run& run) {
               "Stream a TSV training file each epoch (background parser + shuffle buffer) instead of loading it");
   c->add_option("--shuffle-buffer", a->shuffle_buffer, "--stream: shuffle buffer in records")->capture_default_str();
   c->add_option("--metrics", a->metrics, "Write JSON lines (one per print/test event) to this file");
-  c->add_option("--save", a->save, "Save a checkpoint here at the end");
+  c->add_option("--save", a->save,
+                "Save a checkpoint here at the end (and every --save-every steps; \"{step}\" in the path becomes the "
+                "step)");
+  c->add_option("--save-every", a->save_every, "Save a checkpoint every N steps (0: only at the end)")
+      ->capture_default_str();
   c->add_option("--load", a->load, "Resume from this checkpoint");
   c->add_option("--ranks", a->ranks,
                 "Data parallel over N in-process ranks (threads); under mpiexec every process is a rank. "

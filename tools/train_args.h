@@ -33,6 +33,7 @@ struct TrainArgs {
   bool stream = false;
   std::size_t shuffle_buffer = 100000;
   std::string metrics, save, load;
+  std::size_t save_every = 0;  // steps; 0 = only at the end
   // Data parallelism: --mini-batch-size is the global batch (the reference's
   // convention), split evenly over the ranks.
   int ranks = 0;

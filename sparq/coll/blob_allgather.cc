@@ -68,4 +68,15 @@ std::vector<Blob> allgather_blobs(Call& c, Blob mine) {
   return by_rank;
 }
 
+std::vector<Blob> gather_blobs(Transport& t, Blob mine, int root) {
+  if (t.rank() != root) {
+    t.send(root, tags::kBlobGather, mine);
+    return {};
+  }
+  std::vector<Blob> all(static_cast<std::size_t>(t.size()));
+  for (int r = 0; r < t.size(); ++r)
+    all[static_cast<std::size_t>(r)] = r == root ? std::move(mine) : t.recv_message(r, tags::kBlobGather);
+  return all;
+}
+
 }  // namespace sparq

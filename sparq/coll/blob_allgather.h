@@ -22,4 +22,9 @@ using Blob = std::vector<std::byte>;
 // Returns the P blobs in rank order (mine included, moved in).
 std::vector<Blob> allgather_blobs(Call& c, Blob mine);
 
+// Every rank's blob to `root` only (checkpoints: each rank's codec state),
+// one message per rank: root gets the P blobs in rank order, the others an
+// empty vector.
+std::vector<Blob> gather_blobs(Transport& t, Blob mine, int root);
+
 }  // namespace sparq

@@ -20,6 +20,10 @@ void BlobWriter::floats(std::span<const float> v) {
   u64(v.size());
   raw(v.data(), v.size_bytes());
 }
+void BlobWriter::bytes(std::span<const std::byte> b) {
+  u64(b.size());
+  raw(b.data(), b.size());
+}
 
 void BlobReader::raw(void* p, std::size_t n) {
   SPARQ_CHECK_AS(InputError, n <= in_.size() - pos_, "{}: truncated ({} bytes needed at offset {}, {} left)", what_, n,
@@ -52,6 +56,14 @@ std::vector<float> BlobReader::floats() {
   std::vector<float> v(n);
   raw(v.data(), n * sizeof(float));
   return v;
+}
+std::vector<std::byte> BlobReader::bytes() {
+  const std::uint64_t n = u64();
+  SPARQ_CHECK_AS(InputError, n <= in_.size() - pos_, "{}: a blob of {} bytes where {} are left", what_, n,
+                 in_.size() - pos_);
+  std::vector<std::byte> b(n);
+  raw(b.data(), n);
+  return b;
 }
 void BlobReader::expect_end() const {
   SPARQ_CHECK_AS(InputError, pos_ == in_.size(), "{}: {} bytes after the end", what_, in_.size() - pos_);

@@ -19,6 +19,7 @@ class BlobWriter {
   void f32(float v);
   void str(std::string_view s);
   void floats(std::span<const float> v);
+  void bytes(std::span<const std::byte> b);  // length-prefixed: a nested blob
   std::vector<std::byte> take() { return std::move(out_); }
 
  private:
@@ -34,6 +35,7 @@ class BlobReader {
   float f32();
   std::string str();
   std::vector<float> floats();
+  std::vector<std::byte> bytes();
   // Throws unless every byte was read.
   void expect_end() const;
   const std::string& what() const { return what_; }

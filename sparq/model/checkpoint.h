@@ -1,29 +1,47 @@
 #pragma once
-// Checkpoints: model parameters (dense buffer, every table), optimizer state
-// (row-wise Adagrad accumulators) and a caller-defined metadata string (the
-// trainer stores its step, epoch and flags there as JSON). Values are stored
-// bit-exactly, so a run resumed from a checkpoint continues with exactly the
-// parameters an uninterrupted run has at that step.
+// Checkpoints: model parameters (dense buffer, every table), optimizer state,
+// each rank's codec state (error-feedback residuals, DCT thresholds and their
+// schedule, as saved by the trainer's plan) and a metadata JSON string (the
+// trainer stores the step, the flags and the model configuration there).
+// Values are stored bit-exactly, so a run resumed from a checkpoint continues
+// with exactly the state an uninterrupted run has at that step.
 //
-//   char[8] "SPARQCK1"; u64 meta bytes, meta;
+//   char[8] "SPARQCK2"; u64 meta bytes, meta;
 //   u64 n, float[n] dense parameters;
 //   u64 tables; per table: u64 rows, u64 dim, float[rows*dim];
 //   u64 states; per state: u64 n, float[n]
+//   u64 ranks; per rank: u64 n, byte[n]          (codec state)
 //
-// Written to "<path>.tmp" and renamed, so a crash never leaves half a file
-// under the final name.
+// "SPARQCK1" files (no codec section) still load. Written to "<path>.tmp" and
+// renamed, so a crash never leaves half a file under the final name.
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "sparq/model/dlrm.h"
 #include "sparq/model/optimizer.h"
 
 namespace sparq {
 
-void save_checkpoint(const std::string& path, const Dlrm<float>& model, Optimizer<float>& opt,
-                     const std::string& meta);
+void save_checkpoint(const std::string& path, const Dlrm<float>& model, Optimizer<float>& opt, const std::string& meta,
+                     std::span<const std::vector<std::byte>> rank_states = {});
 
-// Loads into a model and optimizer built with the same configuration (sizes
-// are checked: a mismatch is an InputError naming the file). Returns meta.
-std::string load_checkpoint(const std::string& path, Dlrm<float>& model, Optimizer<float>& opt);
+// Loads into a model (and optimizer, unless null) built with the same
+// configuration (sizes are checked: a mismatch is an InputError naming the
+// file). Fills `rank_states` (when given) with the codec states. Returns meta.
+std::string load_checkpoint(const std::string& path, Dlrm<float>& model, Optimizer<float>* opt,
+                            std::vector<std::vector<std::byte>>* rank_states = nullptr);
+
+// The metadata alone (for tools that need the configuration first).
+std::string read_checkpoint_meta(const std::string& path);
+
+// The model configuration as the trainer stores it under meta's "config",
+// by train's flag names ({"arch_mlp_bot": "13-512-256-64-16", ...}), and
+// back; `path` names the file in errors.
+nlohmann::json checkpoint_config_json(const DlrmConfig& cfg);
+DlrmConfig checkpoint_config(const std::string& meta, const std::string& path);
 
 }  // namespace sparq

@@ -186,4 +186,24 @@ std::uint64_t DataParallel::replica_hash() const {
   return h;
 }
 
+namespace {
+constexpr std::string_view kDpStateMagic = "sparq data parallel state 1";
+}  // namespace
+
+std::vector<std::byte> DataParallel::save_state() const {
+  BlobWriter w;
+  w.str(kDpStateMagic);
+  w.bytes(exchange_.save_state());
+  save_history(w, emb_history_);
+  return w.take();
+}
+
+void DataParallel::load_state(std::span<const std::byte> blob) {
+  BlobReader r(blob, "data-parallel state");
+  SPARQ_CHECK_AS(InputError, r.str() == kDpStateMagic, "not a data-parallel state (saved by another plan?)");
+  exchange_.load_state(r.bytes());
+  emb_history_ = load_history(r);
+  r.expect_end();
+}
+
 }  // namespace sparq

@@ -73,6 +73,12 @@ class DataParallel {
 
   const DataParallelOptions& options() const { return opts_; }
 
+  // This rank's codec state (the gradient exchange's, and the replicated
+  // tables' sparse allreduce plan), for checkpoints: load_state() of a blob
+  // that this rank saved under the same options continues bit for bit.
+  std::vector<std::byte> save_state() const;
+  void load_state(std::span<const std::byte> blob);
+
  private:
   struct Bucket {
     std::size_t lo = 0, hi = 0;              // range of the dense gradient buffer

@@ -224,6 +224,20 @@ namespace {
 constexpr std::string_view kStateMagic = "sparq grad exchange state 1";
 }
 
+void save_history(BlobWriter& w, const SparseAutoHistory& h) {
+  w.u64(h.dim);
+  w.u64(static_cast<std::uint64_t>(h.nranks));
+  w.u64(h.result_nnz);
+}
+
+SparseAutoHistory load_history(BlobReader& r) {
+  SparseAutoHistory h;
+  h.dim = r.u64();
+  h.nranks = static_cast<int>(r.u64());
+  h.result_nnz = r.u64();
+  return h;
+}
+
 std::vector<std::byte> GradExchange::save_state() const {
   BlobWriter w;
   w.str(kStateMagic);
@@ -234,9 +248,7 @@ std::vector<std::byte> GradExchange::save_state() const {
   w.u64(auto_history_.size());
   for (const auto& [name, h] : auto_history_) {
     w.str(name);
-    w.u64(h.dim);
-    w.u64(static_cast<std::uint64_t>(h.nranks));
-    w.u64(h.result_nnz);
+    save_history(w, h);
   }
   return w.take();
 }
@@ -256,11 +268,7 @@ void GradExchange::load_state(std::span<const std::byte> blob) {
   auto_history_.clear();
   for (std::uint64_t i = 0; i < n; ++i) {
     std::string name = r.str();
-    SparseAutoHistory h;
-    h.dim = r.u64();
-    h.nranks = static_cast<int>(r.u64());
-    h.result_nnz = r.u64();
-    auto_history_[std::move(name)] = h;
+    auto_history_[std::move(name)] = load_history(r);
   }
   r.expect_end();
 }

@@ -34,6 +34,7 @@
 #include "sparq/coll/sparse_allreduce.h"
 #include "sparq/compress/dct_dp.h"
 #include "sparq/compress/error_feedback.h"
+#include "sparq/core/blob.h"
 
 namespace sparq {
 
@@ -74,6 +75,11 @@ struct ExchangeStats {
   bool counted = true;               // false when bytes bypassed the counters (native MPI)
   ExchangeStats& operator+=(const ExchangeStats& o);
 };
+
+// An auto sparse allreduce's plan in a state blob: the algorithm that runs
+// decides the order of the sum, so a bit-for-bit resume needs the plan too.
+void save_history(BlobWriter& w, const SparseAutoHistory& h);
+SparseAutoHistory load_history(BlobReader& r);
 
 class GradExchange {
  public:

@@ -158,4 +158,26 @@ void copy_stage(const Dlrm<float>& whole, Optimizer<float>& whole_opt, Dlrm<floa
   }
 }
 
+namespace {
+constexpr std::string_view kHybridStateMagic = "sparq hybrid state 1";
+}  // namespace
+
+std::vector<std::byte> Hybrid::save_state() const {
+  BlobWriter w;
+  w.str(kHybridStateMagic);
+  w.bytes(exchange_.save_state());
+  save_history(w, emb_history_);
+  pipe_.save_state(w);
+  return w.take();
+}
+
+void Hybrid::load_state(std::span<const std::byte> blob) {
+  BlobReader r(blob, "hybrid state");
+  SPARQ_CHECK_AS(InputError, r.str() == kHybridStateMagic, "not a model-parallel state (saved by another plan?)");
+  exchange_.load_state(r.bytes());
+  emb_history_ = load_history(r);
+  pipe_.load_state(r);
+  r.expect_end();
+}
+
 }  // namespace sparq

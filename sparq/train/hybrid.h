@@ -62,6 +62,10 @@ class Hybrid {
   // Hash of this stage's replicated parameters (dense, and the tables unless
   // table-wise), to compare among its replicas; verify() throws when they differ.
   void verify(std::uint64_t step);
+  // This rank's codec state (gradient exchange, sparse allreduce plan, the
+  // pipeline's residuals), as DataParallel::save_state().
+  std::vector<std::byte> save_state() const;
+  void load_state(std::span<const std::byte> blob);
 
  private:
   Dlrm<float>& model_;

@@ -233,8 +233,33 @@ void PsWorker::finish() {
   wait_sends();
 }
 
-PsServer::PsServer(Transport& t, Dlrm<float>& model, const PsLayout& layout, double lr, std::uint64_t max_staleness)
-    : t_(t), model_(model), layout_(layout), lr_(lr), max_staleness_(max_staleness) {}
+namespace {
+constexpr std::string_view kWorkerStateMagic = "sparq parameter-server worker state 1";
+}  // namespace
+
+std::vector<std::byte> PsWorker::save_state() const {
+  BlobWriter w;
+  w.str(kWorkerStateMagic);
+  w.str(codec_.text);
+  residuals_.save(w);
+  if (dct_) dct_->save(w);
+  return w.take();
+}
+
+void PsWorker::load_state(std::span<const std::byte> blob) {
+  BlobReader r(blob, "parameter-server worker state");
+  SPARQ_CHECK_AS(InputError, r.str() == kWorkerStateMagic, "not a parameter-server worker state (saved by another plan?)");
+  const std::string codec = r.str();
+  SPARQ_CHECK_AS(InputError, codec == codec_.text, "worker state of codec '{}' loaded into codec '{}'", codec,
+                 codec_.text);
+  residuals_.load(r);
+  if (dct_) dct_->load(r);
+  r.expect_end();
+}
+
+PsServer::PsServer(Transport& t, Dlrm<float>& model, const PsLayout& layout, double lr, std::uint64_t max_staleness,
+                   std::uint64_t first_step)
+    : t_(t), model_(model), layout_(layout), lr_(lr), max_staleness_(max_staleness), first_step_(first_step) {}
 
 PsServerStats PsServer::run() {
   PsServerStats st;
@@ -242,7 +267,7 @@ PsServerStats PsServer::run() {
   auto& dense = model_.dense();
   auto& tables = model_.tables();
   const float step_lr = static_cast<float>(lr_ / W);
-  std::vector<std::uint64_t> clock(W, 0);  // pushes received per worker
+  std::vector<std::uint64_t> clock(W, first_step_);  // steps pushed per worker
   std::vector<bool> done(W, false);
   std::vector<Request> req(W);
   for (int w = 0; w < W; ++w) req[w] = t_.irecv_message(w, kRequestTag);

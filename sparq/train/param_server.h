@@ -58,6 +58,10 @@ class PsWorker {
   void fetch_all(std::uint64_t steps);
   // Tells every server that this worker has finished; call once, last.
   void finish();
+  // This worker's codec state (error feedback, DCT-DP thresholds), as
+  // DataParallel::save_state().
+  std::vector<std::byte> save_state() const;
+  void load_state(std::span<const std::byte> blob);
 
  private:
   void send(int server, std::vector<std::byte> msg);
@@ -82,8 +86,10 @@ struct PsServerStats {
 class PsServer {
  public:
   // `model` is the full model initialised like the workers'; this server
-  // keeps and updates its shard of it.
-  PsServer(Transport& t, Dlrm<float>& model, const PsLayout& layout, double lr, std::uint64_t max_staleness);
+  // keeps and updates its shard of it. `first_step`: the step the workers
+  // start at (a resumed run's), as if every worker had pushed that many.
+  PsServer(Transport& t, Dlrm<float>& model, const PsLayout& layout, double lr, std::uint64_t max_staleness,
+           std::uint64_t first_step = 0);
   // Serves until every worker has finished. Throws TimeoutError when no
   // worker sends anything for the transport's timeout.
   PsServerStats run();
@@ -93,7 +99,7 @@ class PsServer {
   Dlrm<float>& model_;
   const PsLayout& layout_;
   double lr_;
-  std::uint64_t max_staleness_;
+  std::uint64_t max_staleness_, first_step_;
 };
 
 }  // namespace sparq

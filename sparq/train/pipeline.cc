@@ -267,4 +267,17 @@ std::vector<float> Pipeline::predict(const Batch& batch) {
   return logits;
 }
 
+void Pipeline::save_state(BlobWriter& w) const {
+  w.u64(grad_residual_.size());
+  for (const auto& e : grad_residual_) w.floats(e);
+}
+
+void Pipeline::load_state(BlobReader& r) {
+  const std::uint64_t n = r.u64();
+  SPARQ_CHECK_AS(InputError, n == 0 || n == micro_, "{}: residuals of {} micro-batches, this pipeline has {}", r.what(),
+                 n, micro_);
+  grad_residual_.assign(n, {});
+  for (auto& e : grad_residual_) e = r.floats();
+}
+
 }  // namespace sparq

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sparq/core/blob.h"
 #include "sparq/compress/dct_mp.h"
 #include "sparq/data/batch.h"
 #include "sparq/model/dlrm.h"
@@ -71,6 +72,9 @@ class Pipeline {
   // threshold at sparsity `eta` (the |value| below which a fraction eta of
   // the row lies): the DCT paper's Figure 5, with and without DCT-MP.
   void track_threshold(double eta) { threshold_eta_ = eta; }
+  // topk-grad's residuals (the only state the cut codecs keep across steps).
+  void save_state(BlobWriter& w) const;
+  void load_state(BlobReader& r);
 
   // Forward only (testing): the logits of `batch` on the last stage, empty elsewhere.
   std::vector<float> predict(const Batch& batch);
