@@ -16,7 +16,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 # Table sizes differ per table, the bottom and top MLPs have 2 layers each.
 rows=$(seq -s- 100 37 1025)
 "$sparq" train --data-path "$tmp" --arch-embedding-size "$rows" --arch-sparse-feature-size 8 --arch-mlp-bot 13-16-8 \
-  --arch-mlp-top 32-1 --mini-batch-size 64 --num-batches 50 --learning-rate 0.2 --print-freq 50 --save "$tmp/m.ck" \
+  --arch-mlp-top 32-1 --mini-batch-size 64 --nepochs 3 --learning-rate 0.2 --print-freq 1000 --save "$tmp/m.ck" \
   > /dev/null
 "$sparq" predict --load "$tmp/m.ck" --data-path "$tmp/test.tsv" --out "$tmp/sparq.tsv" --test-batch 300
 [ "$(wc -l < "$tmp/sparq.tsv")" -eq 1000 ] || fail "one score per sample"
