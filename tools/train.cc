@@ -150,7 +150,6 @@ void run_train(const TrainArgs& a) {
                    "--mp-splits");
   }
   if (world > 1) {
-    SPARQ_CHECK_AS(InputError, !a.stream, "--stream with more than one rank is not built yet");
     if (a.ranks > 1) {  // ranks are threads of this process: one core each
       set_blas_threads(1);
       set_compute_threads(1);
@@ -190,15 +189,18 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     *metrics << j.dump() << "\n" << std::flush;
   };
 
-  if (!data.stream_file.empty())
-    say(fmt::format("data: streaming {} ({} lines, shuffle buffer {})\n", data.stream_file, data.stream_lines,
-               a.no_shuffle ? 0 : a.shuffle_buffer));
+  if (!data.source.empty()) say(fmt::format("data: {}\n", data.source));
+  if (data.streaming())
+    say(fmt::format("data: streaming {}{} ({} lines, shuffle buffer {}{})\n", data.stream_files.front(),
+                    data.stream_files.size() > 1 ? fmt::format(" .. {}", data.stream_files.back()) : "",
+                    data.stream_lines(), a.no_shuffle ? 0 : a.shuffle_buffer,
+                    nranks > 1 ? ", each rank its own shard" : ""));
   say(fmt::format("data: {} train, {} test samples ({:.2f} s to load/generate){}\n", data.train.size(), data.test.size(),
              data.load_secs, a.skip_bad_lines ? fmt::format(", skipped {} bad lines", data.bad_lines) : ""));
   if (data.teacher)
     say(fmt::format("teacher (ceiling): test loss {:.6f}, accuracy {:.3f} %, auc {:.4f}\n", data.teacher->loss,
                100 * data.teacher->accuracy, data.teacher->auc));
-  SPARQ_CHECK_AS(InputError, data.train.size() > 0 || data.stream_lines > 0, "no training samples");
+  SPARQ_CHECK_AS(InputError, data.train.size() > 0 || data.stream_lines() > 0, "no training samples");
   SPARQ_CHECK_AS(InputError, (a.target_loss == 0 && a.target_auc == 0) || data.test.size() > 0,
                  "--target-loss/--target-auc are checked on the test set: this run has no test samples");
 
@@ -215,8 +217,8 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
                   cfg.describe(), model.dense().size(), mp ? " on stage 0" : "", rows, a.lr, a.emb_optim, a.threads));
   say(blas_core_line() + "\n");
 
-  const bool streaming = !data.stream_file.empty();
-  BatchPlan plan(streaming ? data.stream_lines : data.train.size(),
+  const bool streaming = data.streaming();
+  BatchPlan plan(streaming ? data.stream_lines() : data.train.size(),
                  {.batch = a.batch, .shuffle = !a.no_shuffle, .seed = a.seed});
   const std::size_t nbatches = a.num_batches ? std::min(a.num_batches, plan.num_batches()) : plan.num_batches();
   std::unique_ptr<StreamBatches> streamer;
@@ -463,7 +465,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
   for (std::size_t epoch = step / nbatches; epoch < a.nepochs; ++epoch) {
     if (streaming) {
       if (streamer) stream_bad += streamer->bad_lines();
-      streamer = std::make_unique<StreamBatches>(data.stream_file, a, epoch);
+      streamer = std::make_unique<StreamBatches>(data, a, epoch, peers);
       for (std::size_t k = 0; k < step % nbatches; ++k)  // resume: skip what this epoch already trained on
         streamer->next(a.batch, cfg.table_rows, batch);
     } else {
@@ -477,7 +479,13 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
       }
       auto t0 = Clock::now();
       if (streaming) {
-        if (!streamer->next(a.batch, cfg.table_rows, batch)) break;  // fewer records than lines (bad lines)
+        const std::uint64_t sent = streamer->bytes_sent();
+        if (!streamer->next(a.batch, cfg.table_rows, batch)) break;  // fewer records than lines (bad lines, sub-sampling)
+        if (nranks > 1) {
+          ExchangeStats x;  // the records of the global batch, allgathered
+          x.bytes_sent = x.dense_bytes = streamer->bytes_sent() - sent;
+          acct_print.add("data", x);
+        }
       } else {
         // Every rank assembles the global batch; DataParallel trains on its share.
         plan.fill(it, data.train.records(), cfg.table_rows, batch);
@@ -631,6 +639,17 @@ void add_train(CLI::App& app, Run& run) {
   c->add_option("--data-path", a->data_path, "Directory with train/test .bin/.tsv, or a training file");
   c->add_option("--test-data-path", a->test_data_path, "Test file (when --data-path is a file)");
   c->add_option("--data-generation", a->data_generation, "dataset, synthetic or random")->capture_default_str();
+  c->add_option("--data-set", a->data_set, "--raw-data-file's layout: kaggle (one file, 7 days) or terabyte (day files)")
+      ->capture_default_str();
+  c->add_option("--raw-data-file", a->raw_data_file,
+                "Raw Criteo data with the reference's split: kaggle: train.txt; terabyte: the prefix of PREFIX_0 .. "
+                "PREFIX_23 (each plain or .gz). The last day: first half test, second half validation");
+  c->add_option("--data-days", a->data_days, "Days of --raw-data-file (0: 7 for kaggle, 24 for terabyte)")
+      ->capture_default_str();
+  c->add_option("--data-sub-sample-rate", a->sub_sample_rate,
+                "Drop this fraction of the negative training samples of --raw-data-file (as the reference)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.999999));
   c->add_option("--data-size", a->data_size, "Synthetic training samples")->capture_default_str();
   c->add_option("--num-test", a->num_test, "Synthetic test samples")->capture_default_str();
   c->add_option("--data-cache", a->data_cache, "Synthetic: directory to reuse or write the generated data (binary)");

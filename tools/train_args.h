@@ -20,6 +20,10 @@ struct TrainArgs {
   std::size_t print_freq = 1000;
   long test_freq = -1;          // iterations; -1 = end of each epoch only
   std::string data_path, test_data_path;
+  // The raw Criteo sets with the reference's split (criteo_days.h).
+  std::string data_set = "kaggle", raw_data_file;
+  std::size_t data_days = 0;  // 0: the set's (7 or 24)
+  double sub_sample_rate = 0;
   std::string data_generation = "dataset";
   std::size_t data_size = 1000000;
   std::size_t num_test = 100000;

@@ -1,5 +1,6 @@
 #include "tools/train_data.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -8,31 +9,17 @@
 #include <filesystem>
 #include <fstream>
 
+#include "sparq/coll/blob_allgather.h"
+#include "sparq/coll/patterns.h"
 #include "sparq/core/error.h"
+#include "sparq/data/criteo_days.h"
 #include "sparq/data/npz.h"
+#include "sparq/data/text_file.h"
 #include "sparq/data/random.h"
 #include "sparq/transport/transport.h"
 #include "tools/synthetic_data.h"
 
 namespace sparq::cli {
-
-// Lines of a file (a last line without '\n' counts): one memchr pass, far
-// cheaper than parsing, so a streamed epoch knows its number of batches.
-std::size_t count_lines(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  SPARQ_CHECK_AS(InputError, f != nullptr, "cannot open '{}'", path);
-  std::vector<char> buf(1 << 20);
-  std::size_t n = 0, got;
-  char last = '\n';
-  while ((got = std::fread(buf.data(), 1, buf.size(), f)) > 0) {
-    for (const char* p = buf.data(); (p = static_cast<const char*>(std::memchr(p, '\n', buf.data() + got - p)));
-         ++p)
-      ++n;
-    last = buf[got - 1];
-  }
-  std::fclose(f);
-  return n + (last != '\n' ? 1 : 0);
-}
 
 std::string pick(const std::string& dir, const std::string& stem) {
   for (const char* ext : {".bin", ".tsv", ".npz"}) {
@@ -68,8 +55,43 @@ Data load_data(const TrainArgs& a, const DlrmConfig& cfg) {
   const auto t0 = Clock::now();
   TsvOptions tsv;
   tsv.skip_bad_lines = a.skip_bad_lines;
-  if (a.data_generation == "dataset") {
-    SPARQ_CHECK_AS(InputError, !a.data_path.empty(), "--data-path is required with --data-generation dataset");
+  SPARQ_CHECK_AS(InputError, a.sub_sample_rate == 0 || !a.raw_data_file.empty(),
+                 "--data-sub-sample-rate drops negatives while reading --raw-data-file");
+  if (!a.raw_data_file.empty()) {
+    SPARQ_CHECK_AS(InputError, a.data_generation == "dataset" && a.data_path.empty() && a.test_data_path.empty(),
+                   "--raw-data-file is the data: no --data-path, --test-data-path or --data-generation with it");
+    check_no_synthetic_flags(a, "--raw-data-file");
+    const CriteoSet set = parse_criteo_set(a.data_set);
+    const std::size_t days = a.data_days ? a.data_days : default_days(set);
+    const CriteoSplit s = plan_criteo_split(set, a.raw_data_file, days);
+    TsvOptions o = tsv;
+    o.first_line = s.train_begin;
+    o.end_line = s.train_end;
+    o.drop_negatives = a.sub_sample_rate;
+    o.sample_seed = a.seed;
+    std::size_t bad = 0;
+    if (a.stream) {
+      d.stream_files = s.train_files;
+      d.stream_begin = s.train_begin;
+      d.stream_end = s.train_end;
+      d.drop_negatives = a.sub_sample_rate;
+    } else {
+      d.train = RecordSet(read_criteo_tsv(s.train_files, o, &bad));
+      d.bad_lines += bad;
+    }
+    TsvOptions t = tsv;  // the test half of the last day, never sub-sampled
+    t.first_line = s.test_begin;
+    t.end_line = s.test_end;
+    d.test = RecordSet(read_criteo_tsv(s.eval_files, t, &bad));
+    d.bad_lines += bad;
+    d.source = fmt::format(
+        "{} split of {}: days 0-{} train ({} lines{}), day {} halved: test {} samples, validation {} samples", a.data_set,
+        a.raw_data_file, s.train_days - 1, s.train_end - s.train_begin,
+        a.sub_sample_rate > 0 ? fmt::format(", negatives kept with probability {}", 1 - a.sub_sample_rate) : "",
+        s.train_days, s.test_end - s.test_begin, s.val_end - s.val_begin);
+  } else if (a.data_generation == "dataset") {
+    SPARQ_CHECK_AS(InputError, !a.data_path.empty(),
+                   "--data-path or --raw-data-file is required with --data-generation dataset");
     std::string train = a.data_path, test = a.test_data_path;
     check_no_synthetic_flags(a, "--data-path");
     if (std::filesystem::is_directory(a.data_path)) {
@@ -85,8 +107,8 @@ Data load_data(const TrainArgs& a, const DlrmConfig& cfg) {
     if (a.stream) {
       SPARQ_CHECK_AS(InputError, !is_binary_records(train) && !is_zip(train),
                      "--stream reads TSV; '{}' is binary or .npz (drop --stream)", train);
-      d.stream_file = train;
-      d.stream_lines = count_lines(train);
+      d.stream_files = {train};
+      d.stream_end = count_lines(train);
     } else {
       d.train = RecordSet::load(train, tsv, &bad);
     }
@@ -142,6 +164,49 @@ Data load_data(const TrainArgs& a, const DlrmConfig& cfg) {
   (void)cfg;
   d.load_secs = seconds_since(t0);
   return d;
+}
+
+StreamBatches::StreamBatches(const Data& d, const TrainArgs& a, std::size_t epoch, Transport& peers) : peers_(peers) {
+  TsvOptions o;
+  o.skip_bad_lines = a.skip_bad_lines;
+  o.shuffle_buffer = a.no_shuffle ? 0 : a.shuffle_buffer;
+  o.seed = a.seed * 1000003 + epoch + (peers.size() > 1 ? 7919 * static_cast<std::uint64_t>(peers.rank()) : 0);
+  o.rank = peers.rank();
+  o.nranks = peers.size();
+  o.shard_block = pattern::Partition{a.batch, peers.size()}.max_len();
+  o.first_line = d.stream_begin;
+  o.end_line = d.stream_end;
+  o.drop_negatives = d.drop_negatives;
+  o.sample_seed = a.seed;
+  stream_ = std::make_unique<TsvStream>(d.stream_files, o);
+}
+
+bool StreamBatches::next(std::size_t batch, std::span<const std::size_t> rows, Batch& out) {
+  const int P = peers_.size();
+  const std::size_t mine = pattern::Partition{batch, P}.len(peers_.rank());
+  recs_.clear();
+  CriteoRecord r;
+  while (recs_.size() < mine && stream_->next(r)) recs_.push_back(r);
+  if (P > 1) {
+    const auto bytes = std::as_bytes(std::span<const CriteoRecord>(recs_));
+    Call c(peers_, "streamed batch", tags::kStreamBatch, Millis{0});
+    const std::vector<Blob> all = allgather_blobs(c, Blob(bytes.begin(), bytes.end()));
+    bytes_sent_ += c.finish("bruck").wire.bytes_sent;
+    recs_.clear();
+    const pattern::Partition shares{batch, P};
+    for (int q = 0; q < P; ++q) {
+      const Blob& b = all[static_cast<std::size_t>(q)];
+      SPARQ_CHECK_AS(WireError,
+                     b.size() % sizeof(CriteoRecord) == 0 && b.size() / sizeof(CriteoRecord) <= shares.len(q),
+                     "streamed batch: rank {} sent {} bytes, not up to {} records", q, b.size(), shares.len(q));
+      const std::size_t n = b.size() / sizeof(CriteoRecord);
+      recs_.resize(recs_.size() + n);
+      std::memcpy(recs_.data() + recs_.size() - n, b.data(), b.size());
+    }
+  }
+  if (recs_.empty()) return false;
+  make_batch(recs_, {}, 0, recs_.size(), rows, out);
+  return true;
 }
 
 }  // namespace sparq::cli

@@ -6,21 +6,9 @@
 #include <memory>
 
 #include "sparq/core/error.h"
+#include "sparq/data/text_file.h"
 
 namespace sparq {
-
-namespace {
-struct FileCloser {
-  void operator()(std::FILE* f) const { std::fclose(f); }
-};
-using File = std::unique_ptr<std::FILE, FileCloser>;
-
-File open_or_throw(const std::string& path) {
-  File f(std::fopen(path.c_str(), "rb"));
-  SPARQ_CHECK_AS(InputError, f != nullptr, "cannot open '{}': {}", path, std::strerror(errno));
-  return f;
-}
-}  // namespace
 
 TsvStream::TsvStream(std::vector<std::string> files, const TsvOptions& opts)
     : files_(std::move(files)), opts_(opts), rng_(opts.seed, 0x75f) {
@@ -28,7 +16,11 @@ TsvStream::TsvStream(std::vector<std::string> files, const TsvOptions& opts)
                  "rank {} of {} is not a valid shard", opts_.rank, opts_.nranks);
   SPARQ_CHECK_AS(InputError, opts_.shard_block >= 1 && opts_.chunk_records >= 1 && opts_.queue_chunks >= 1,
                  "shard block, chunk and queue sizes must be positive");
-  for (const auto& f : files_) open_or_throw(f);  // fail early, in the caller's thread
+  SPARQ_CHECK_AS(InputError, opts_.first_line <= opts_.end_line, "line range [{}, {}) is empty", opts_.first_line,
+                 opts_.end_line);
+  SPARQ_CHECK_AS(InputError, opts_.drop_negatives >= 0 && opts_.drop_negatives < 1,
+                 "the sub-sample rate of negatives must be in [0, 1), got {}", opts_.drop_negatives);
+  for (const auto& f : files_) TextFile{f};  // fail early, in the caller's thread
   shuffle_.reserve(opts_.shuffle_buffer);
   thread_ = std::thread([this] { parse_main(); });
 }
@@ -68,17 +60,22 @@ void TsvStream::parse_main() {
     std::vector<char> buf(1 << 20);
     std::string carry;  // a line split across reads
     for (const auto& path : files_) {
-      File f = open_or_throw(path);
+      if (line_no_global >= opts_.end_line) break;
+      TextFile f(path);
       std::size_t line_in_file = 0;
       auto handle = [&](std::string_view line) -> bool {  // false: stop everything
         ++line_in_file;
         const std::size_t g = line_no_global++;
-        if ((g / opts_.shard_block) % P != r) return true;
+        if (g < opts_.first_line) return true;
+        if (g >= opts_.end_line) return false;
+        if (((g - opts_.first_line) / opts_.shard_block) % P != r) return true;
         if (line.empty() || (line.size() == 1 && line[0] == '\r')) {  // a blank line is malformed too
           why = "empty line";
         } else {
           CriteoRecord rec;
           if (parse_criteo_line(line, rec, why)) {
+            if (rec.label == 0 && opts_.drop_negatives > 0 && Rng(opts_.sample_seed, g).uniform() < opts_.drop_negatives)
+              return true;
             out.push_back(rec);
             ++kept;
             if (out.size() == opts_.chunk_records && !push(false)) return false;
@@ -91,11 +88,8 @@ void TsvStream::parse_main() {
       };
       bool go = true;
       while (go) {
-        const std::size_t n = std::fread(buf.data(), 1, buf.size(), f.get());
-        if (n == 0) {
-          SPARQ_CHECK_AS(InputError, !std::ferror(f.get()), "read error on '{}'", path);
-          break;
-        }
+        const std::size_t n = f.read(buf.data(), buf.size());
+        if (n == 0) break;
         std::string_view chunk(buf.data(), n);
         std::size_t pos = 0;
         while (go) {

@@ -1,5 +1,6 @@
 #pragma once
-// Streaming reader of Criteo TSV files: a background thread reads and parses
+// Streaming reader of Criteo TSV files (plain or gzip, text_file.h): a
+// background thread reads and parses
 // (reading is I/O, parsing is most of the cost), the consumer takes records
 // through a bounded queue, optionally through a shuffle buffer.
 //
@@ -13,6 +14,14 @@
 // being parsed. Bad lines count in the numbering, so the split does not
 // depend on the data's validity.
 //
+// Line range: only global lines [first_line, end_line) are read (the
+// reference's day splits of one file or of day files); block numbering for
+// sharding starts at first_line.
+//
+// Sub-sampling (the reference's --data-sub-sample-rate): a negative sample is
+// dropped with probability `drop_negatives`, decided by a uniform drawn from
+// (seed, global line number), so the same lines go whatever the sharding.
+//
 // Shuffling: a buffer of S records; once full, each record handed out is a
 // uniformly chosen slot, refilled with the next parsed record (then the
 // buffer drains in random order). S = 0 keeps file order. Deterministic for
@@ -22,6 +31,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -41,6 +51,9 @@ struct TsvOptions {
   std::size_t chunk_records = 4096;
   std::size_t queue_chunks = 8;
   std::size_t max_records = 0;        // stop after this many records for this rank (0 = all)
+  std::size_t first_line = 0, end_line = std::numeric_limits<std::size_t>::max();
+  double drop_negatives = 0;          // probability, in [0, 1)
+  std::uint64_t sample_seed = 0;      // seeds drop_negatives
 };
 
 class TsvStream {

@@ -1,9 +1,14 @@
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <set>
 
 #include "sparq/core/error.h"
+#include "sparq/data/criteo_days.h"
+#include "sparq/data/text_file.h"
 #include "sparq/data/tsv_stream.h"
 #include "tests/data/temp_dir.h"
 
@@ -139,6 +144,134 @@ TEST(TsvStream, MaxRecords) {
   o.max_records = 10;
   TsvStream s({d.file("a.tsv", lines(100))}, o);
   EXPECT_EQ(ids(s).size(), 10u);
+}
+
+}  // namespace
+}  // namespace sparq
+
+namespace sparq {
+namespace {
+
+std::string gzip_file(const test::TempDir& d, const std::string& name, const std::string& text) {
+  const auto p = (d.path / name).string();
+  gzFile f = gzopen(p.c_str(), "wb");
+  gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
+  gzclose(f);
+  return p;
+}
+
+TEST(TsvStream, GzipReadsLikePlain) {
+  test::TempDir d;
+  const auto text = lines(5000);
+  TsvStream plain({d.file("a.tsv", text)}, {}), gz({gzip_file(d, "a.tsv.gz", text)}, {});
+  EXPECT_EQ(ids(plain), ids(gz));
+}
+
+TEST(TsvStream, TruncatedGzipIsAnErrorNamingTheFile) {
+  test::TempDir d;
+  std::string bytes;
+  {
+    std::ifstream in(gzip_file(d, "a.gz", lines(20000)), std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const auto cut = d.file("cut.gz", bytes.substr(0, bytes.size() / 2));
+  TsvStream s({cut}, {});
+  try {
+    ids(s);
+    FAIL() << "a truncated gzip file must not read as a short file";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("cut.gz': "), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(count_lines(cut), InputError);
+}
+
+// Global lines [first_line, end_line) across files, sharded in blocks from first_line.
+TEST(TsvStream, LineRangeAcrossFilesAndShards) {
+  test::TempDir d;
+  const auto a = d.file("a.tsv", lines(500)), b = d.file("b.tsv", lines(500));
+  std::multiset<std::uint32_t> got;
+  for (int r = 0; r < 3; ++r) {
+    TsvOptions o;
+    o.first_line = 100;
+    o.end_line = 700;
+    o.rank = r;
+    o.nranks = 3;
+    o.shard_block = 7;
+    TsvStream s({a, b}, o);
+    for (auto id : ids(s)) got.insert(id);
+  }
+  std::multiset<std::uint32_t> want;
+  for (std::uint32_t g = 100; g < 700; ++g) want.insert(g < 500 ? g : g - 500);  // ids restart in b
+  EXPECT_EQ(got, want);
+}
+
+// --data-sub-sample-rate: negatives dropped by line number, whatever the
+// sharding; positives all kept.
+TEST(TsvStream, DroppedNegativesDoNotDependOnSharding) {
+  test::TempDir d;
+  const auto a = d.file("a.tsv", lines(8000));  // line i has label i % 2
+  auto kept = [&](int P) {
+    std::set<std::uint32_t> out;
+    for (int r = 0; r < P; ++r) {
+      TsvOptions o;
+      o.drop_negatives = 0.5;
+      o.sample_seed = 9;
+      o.rank = r;
+      o.nranks = P;
+      o.shard_block = 64;
+      TsvStream s({a}, o);
+      for (auto id : ids(s)) out.insert(id);
+    }
+    return out;
+  };
+  const auto one = kept(1);
+  EXPECT_EQ(one, kept(3));
+  std::size_t neg = 0;
+  for (std::uint32_t i = 0; i < 8000; ++i) {
+    if (i % 2) EXPECT_TRUE(one.count(i));
+    else neg += one.count(i);
+  }
+  EXPECT_GT(neg, 1800u);  // 4000 negatives, half kept: 2000 +- 32 (1 sigma)
+  EXPECT_LT(neg, 2200u);
+  TsvOptions bad;
+  bad.drop_negatives = 1;
+  EXPECT_THROW(TsvStream({a}, bad), InputError);
+}
+
+TEST(CriteoSplit, KaggleDaysByLineCount) {
+  test::TempDir d;
+  const auto f = d.file("train.txt", lines(100));
+  const CriteoSplit s = plan_criteo_split(CriteoSet::Kaggle, f, 7);
+  // 100 = 7 x 14 + 2: days 0 and 1 hold 15 lines, days 2-6 14.
+  EXPECT_EQ(s.train_end, 86u);
+  EXPECT_EQ(s.test_begin, 86u);
+  EXPECT_EQ(s.test_end, 93u);  // ceil(14 / 2) test lines first
+  EXPECT_EQ(s.val_begin, 93u);
+  EXPECT_EQ(s.val_end, 100u);
+  EXPECT_EQ(s.train_files, s.eval_files);
+}
+
+TEST(CriteoSplit, TerabyteDayFilesPlainOrGzip) {
+  test::TempDir d;
+  const auto prefix = (d.path / "day").string();
+  d.file("day_0", lines(10));
+  gzip_file(d, "day_1.gz", lines(7));
+  d.file("day_2", lines(9));
+  const CriteoSplit s = plan_criteo_split(CriteoSet::Terabyte, prefix, 3);
+  EXPECT_EQ(s.train_files, (std::vector<std::string>{prefix + "_0", prefix + "_1.gz"}));
+  EXPECT_EQ(s.train_end, 17u);
+  EXPECT_EQ(s.eval_files, std::vector<std::string>{prefix + "_2"});
+  EXPECT_EQ(s.test_end, 5u);
+  EXPECT_EQ(s.val_begin, 5u);
+  EXPECT_EQ(s.val_end, 9u);
+  try {
+    plan_criteo_split(CriteoSet::Terabyte, prefix, 4);
+    FAIL() << "a missing day must be an error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("day_3.gz"), std::string::npos) << e.what();
+  }
+  d.file("day_1", lines(7));
+  EXPECT_THROW(plan_criteo_split(CriteoSet::Terabyte, prefix, 3), InputError);  // day_1 and day_1.gz
 }
 
 }  // namespace

@@ -43,6 +43,7 @@ in_process() {
   resume dp_q4ec -- --ranks 3 --dp-codec q4+ec
   resume dp_topk -- --ranks 2 --dp-codec topk:8/64 --fuse-bytes 1KiB
   resume tablewise -- --ranks 2 --emb-placement table-wise --emb-codec-fwd q4 --emb-codec-bwd q2 --dp-codec dct:0.9,7
+  resume stream -- --ranks 2 --stream --shuffle-buffer 300 --dp-codec dct:0.9,7
   resume adagrad -- --ranks 2 --embedding-optimizer rowwise-adagrad --dp-codec dct:0.9,7
   resume mp -- --ranks 2 --mp-splits bot:1 --micro-batches 2 --mp-codec topk-grad:0.8
   resume hybrid -- --ranks 4 --mp-splits bot:1 --micro-batches 2 --mp-codec dct:0.9 --dp-codec dct:0.9,7
