@@ -20,5 +20,7 @@ void add_gen_data(CLI::App& app, Run& run);
 void add_convert(CLI::App& app, Run& run);
 void add_train(CLI::App& app, Run& run);
 void add_report(CLI::App& app, Run& run);
+void add_predict(CLI::App& app, Run& run);
+void add_export(CLI::App& app, Run& run);
 
 }  // namespace sparq::cli

@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
   sparq::cli::add_convert(app, run);
   sparq::cli::add_train(app, run);
   sparq::cli::add_report(app, run);
+  sparq::cli::add_predict(app, run);
+  sparq::cli::add_export(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -13,6 +13,7 @@
 #include "sparq/coll/patterns.h"
 #include "sparq/core/error.h"
 #include "sparq/data/criteo_days.h"
+#include "sparq/data/npz.h"
 #include "sparq/data/text_file.h"
 #include "sparq/data/random.h"
 #include "sparq/transport/transport.h"
@@ -21,7 +22,7 @@
 namespace sparq::cli {
 
 std::string pick(const std::string& dir, const std::string& stem) {
-  for (const char* ext : {".bin", ".tsv"}) {
+  for (const char* ext : {".bin", ".tsv", ".npz"}) {
     const auto p = dir + "/" + stem + ext;
     if (std::filesystem::exists(p)) return p;
   }
@@ -95,7 +96,7 @@ Data load_data(const TrainArgs& a, const DlrmConfig& cfg) {
     check_no_synthetic_flags(a, "--data-path");
     if (std::filesystem::is_directory(a.data_path)) {
       train = pick(a.data_path, "train");
-      SPARQ_CHECK_AS(InputError, !train.empty(), "'{}' has no train.bin or train.tsv", a.data_path);
+      SPARQ_CHECK_AS(InputError, !train.empty(), "'{}' has no train.bin, train.tsv or train.npz", a.data_path);
       if (test.empty()) test = pick(a.data_path, "test");
       d.teacher = read_teacher(a.data_path);
     } else {
@@ -104,8 +105,8 @@ Data load_data(const TrainArgs& a, const DlrmConfig& cfg) {
     }
     std::size_t bad = 0;
     if (a.stream) {
-      SPARQ_CHECK_AS(InputError, !is_binary_records(train),
-                     "--stream reads TSV; '{}' is binary (memory-mapped anyway: drop --stream)", train);
+      SPARQ_CHECK_AS(InputError, !is_binary_records(train) && !is_zip(train),
+                     "--stream reads TSV; '{}' is binary or .npz (drop --stream)", train);
       d.stream_files = {train};
       d.stream_end = count_lines(train);
     } else {

@@ -3,7 +3,9 @@
 #include <numeric>
 
 #include "sparq/core/error.h"
+#include "sparq/data/criteo_npz.h"
 #include "sparq/data/hash.h"
+#include "sparq/data/npz.h"
 #include "sparq/data/random.h"
 
 namespace sparq {
@@ -13,6 +15,10 @@ RecordSet RecordSet::load(const std::string& path, const TsvOptions& tsv, std::s
     MappedRecords m(path);
     if (bad_lines) *bad_lines = m.bad_lines();
     return RecordSet(std::move(m));
+  }
+  if (is_zip(path)) {
+    if (bad_lines) *bad_lines = 0;
+    return RecordSet(read_criteo_npz(path));
   }
   return RecordSet(read_criteo_tsv({path}, tsv, bad_lines));
 }

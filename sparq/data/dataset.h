@@ -28,7 +28,8 @@ class RecordSet {
   std::span<const CriteoRecord> records() const { return mapped_ ? mapped_->records() : std::span(owned_); }
   std::size_t size() const { return records().size(); }
 
-  // A binary file (by its magic) is mapped; anything else is read as TSV
+  // A binary file (by its magic) is mapped; a zip is read as the DLRM
+  // reference's .npz (criteo_npz.h, all of it); anything else is read as TSV
   // with `tsv` (sharding there applies to lines; pass rank 0 of 1 to load
   // everything). `bad_lines` receives the skipped count.
   static RecordSet load(const std::string& path, const TsvOptions& tsv = {}, std::size_t* bad_lines = nullptr);

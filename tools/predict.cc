@@ -1,0 +1,78 @@
+// `sparq predict`: a checkpoint's click probabilities for a data file (TSV,
+// sparq binary or the reference's .npz), one per line in data order, and the
+// test metrics against the file's labels (every format holds them).
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "sparq/core/error.h"
+#include "sparq/data/dataset.h"
+#include "sparq/model/blas.h"
+#include "sparq/model/checkpoint.h"
+#include "sparq/model/loss.h"
+#include "sparq/model/parallel.h"
+#include "tools/commands.h"
+#include "tools/train_report.h"
+
+namespace sparq::cli {
+
+namespace {
+
+struct PredictArgs {
+  std::string load, data_path, out;
+  std::size_t batch = 16384;
+  int threads = 2;
+};
+
+void run_predict(const PredictArgs& a) {
+  SPARQ_CHECK_AS(InputError, a.batch >= 1, "--test-mini-batch-size must be >= 1");
+  SPARQ_CHECK_AS(InputError, a.threads >= 1, "--threads must be >= 1");
+  set_blas_threads(a.threads);
+  set_compute_threads(a.threads);
+  const DlrmConfig cfg = checkpoint_config(read_checkpoint_meta(a.load), a.load);
+  Dlrm<float> model(cfg, 0);
+  load_checkpoint(a.load, model, nullptr);
+  const RecordSet data = RecordSet::load(a.data_path);
+  std::vector<float> scores;
+  scores.reserve(data.size());
+  const auto r = evaluate(
+      [&](const Batch& b) {
+        const auto z = model.forward(b);
+        for (float x : z) scores.push_back(sigmoid(x));
+        return std::vector<float>(z.begin(), z.end());
+      },
+      data, cfg, a.batch);
+  // Written beside the target and renamed: a failure leaves no partial file.
+  const std::string tmp = a.out + ".tmp";
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(tmp.c_str(), "w"), std::fclose);
+  SPARQ_CHECK_AS(InputError, f != nullptr, "cannot create '{}': {}", tmp, std::strerror(errno));
+  for (float s : scores) fmt::print(f.get(), "{}\n", s);
+  const bool ok = std::ferror(f.get()) == 0 && std::fclose(f.release()) == 0;
+  if (!ok || std::rename(tmp.c_str(), a.out.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    SPARQ_THROW(InputError, "cannot write '{}': {}", a.out, std::strerror(errno));
+  }
+  fmt::print("model: {}\n", cfg.describe());
+  if (r)
+    fmt::print("{} samples of {}: loss {:.6f}, accuracy {:.3f} %, auc {:.6f}\n", scores.size(), a.data_path, r->loss,
+               100 * r->accuracy, r->auc);
+  fmt::print("scores: {}\n", a.out);
+}
+
+}  // namespace
+
+void add_predict(CLI::App& app, Run& run) {
+  auto a = std::make_shared<PredictArgs>();
+  auto* c = app.add_subcommand("predict", "Click probabilities of a checkpoint's model for a data file");
+  c->add_option("--load", a->load, "Checkpoint (sparq train --save)")->required();
+  c->add_option("--data-path", a->data_path, "Data file: TSV, sparq binary or the reference's .npz")->required();
+  c->add_option("--out", a->out, "Scores, one per line in data order")->required();
+  c->add_option("--test-mini-batch-size,--test-batch", a->batch, "Samples per forward pass")->capture_default_str();
+  c->add_option("--threads", a->threads, "Threads of the forward pass")->capture_default_str();
+  c->callback([a, &run] { run = [a] { run_predict(*a); }; });
+}
+
+}  // namespace sparq::cli
