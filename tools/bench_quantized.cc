@@ -130,12 +130,12 @@ void add_one(CLI::App& bench, Run& run, const std::string& what) {
       ->capture_default_str();
   c->add_option("--row-len", f->row_len, "values per quantization row (a weight row, or the embedding dim)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   if (ar) {
     c->add_option("--algo", f->algos, "comma list of ring, recursive-doubling")->capture_default_str();
     c->add_option("--group", f->group, "recursive-doubling: ranks per fully connected group")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(kPositive);
   }
   add_bench_flags(c, f->common);
   c->callback([&run, f, what, ar] {

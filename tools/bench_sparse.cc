@@ -27,7 +27,7 @@ using compress::SparseStream;
 struct SparseFlags {
   BenchFlags common;
   std::string dim = "16M", densities = "0.78%";
-  std::string algos = "ssar_recursive_double,ssar_split_allgather,dsar_split_allgather,dense,auto";
+  std::string algos = "ssar-recursive-double,ssar-split-allgather,dsar-split-allgather,dense,auto";
   int qsgd_bits = 0;
   std::uint64_t seed = 1;
 };
@@ -134,9 +134,9 @@ void add_bench_sparse(CLI::App& bench, Run& run) {
   c->add_option("--density", f->densities, "comma list of densities per rank, e.g. 0.1%,0.78%,10%")
       ->capture_default_str();
   c->add_option("--algo", f->algos,
-                "comma list of ssar_recursive_double, ssar_split_allgather, dsar_split_allgather, dense, auto")
+                "comma list of ssar-recursive-double, ssar-split-allgather, dsar-split-allgather, dense, auto")
       ->capture_default_str();
-  c->add_option("--qsgd", f->qsgd_bits, "QSGD bits (2, 4, 8) for the dense phase of dsar_split_allgather; 0 = fp32")
+  c->add_option("--qsgd", f->qsgd_bits, "QSGD bits (2, 4, 8) for the dense phase of dsar-split-allgather; 0 = fp32")
       ->capture_default_str();
   c->add_option("--seed", f->seed, "seed of the random index sets")->capture_default_str();
   add_bench_flags(c, f->common);

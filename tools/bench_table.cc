@@ -6,20 +6,21 @@
 
 #include "sparq/coll/allreduce.h"
 #include "sparq/coll/broadcast.h"
+#include "tools/commands.h"
 
 namespace sparq::cli {
 
 void add_bench_flags(CLI::App* c, BenchFlags& f) {
-  c->add_option("--iters", f.iters, "timed iterations per row")->capture_default_str()->check(CLI::PositiveNumber);
+  c->add_option("--iters", f.iters, "timed iterations per row")->capture_default_str()->check(kPositive);
   c->add_option("--warmup", f.warmup, "untimed iterations first")->capture_default_str()->check(CLI::NonNegativeNumber);
   c->add_option("--json", f.json_path, "also write the rows as a JSON array to this file");
   c->add_option("--ranks", f.ranks, "in-process ranks (threads over LocalTransport); not with mpiexec")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   c->add_option("--net", f.net,
                 "simulate an alpha-beta network BANDWIDTH,LATENCY (e.g. 10gbit,20us): adds sim_time_us");
   c->add_option("--timeout", f.timeout_s, "seconds a rank waits for a peer before failing")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
 }
 
 LaunchOptions launch_options(const BenchFlags& f) {

@@ -11,6 +11,16 @@ namespace sparq::cli {
 
 using Run = std::function<void()>;
 
+// A count that must be >= 1. CLI11's PositiveNumber states its range as
+// "0.000000 to 179769313486231570814527423731704356798..."; this says what
+// is wrong in words.
+inline const CLI::Validator kPositive(
+    [](std::string& s) -> std::string {
+      double v = 0;
+      return CLI::detail::lexical_cast(s, v) && v > 0 ? std::string() : "must be a positive number, got " + s;
+    },
+    "POSITIVE");
+
 void add_bench(CLI::App& app, Run& run);
 // `bench sparse-allreduce`, registered by add_bench under `bench`.
 void add_bench_sparse(CLI::App& bench, Run& run);

@@ -30,8 +30,13 @@ int main(int argc, char** argv) {
   sparq::cli::add_export(app, run);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {  // one line, like every other error
+    fmt::print(stderr, "sparq: error: {} (see --help)\n", e.what());
+    return e.get_exit_code();
   }
   try {
     run();

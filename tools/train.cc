@@ -3,7 +3,7 @@
 // parallel, model parallel / hybrid (--mp-splits) or parameter server
 // (--dp-mode ps); docs/parallelism.md.
 //
-//   Finished training it i/n of epoch e, X ms/it, loss L, S samples/s (data .. fwd .. bwd .. opt .. ms/it)
+//   Finished training it i/n of epoch e, X ms/it, loss L, accuracy A %, S samples/s (data .. ms/it), eta T
 //   Testing at - i/n of epoch e, loss L, accuracy A %, auc U, best auc B, ne N
 //
 // Data: --data-path DIR (train.{bin,tsv} and test.{bin,tsv}, as written by
@@ -60,6 +60,14 @@ std::string checkpoint_meta(std::size_t step, const TrainArgs& a, const DlrmConf
   return j.dump();
 }
 
+// "42s", "3m05s", "2h07m": the ETA of the progress lines.
+std::string format_duration(double s) {
+  const auto t = static_cast<long long>(std::llround(std::max(s, 0.0)));
+  if (t < 60) return fmt::format("{}s", t);
+  if (t < 3600) return fmt::format("{}m{:02}s", t / 60, t % 60);
+  return fmt::format("{}h{:02}m", t / 3600, t % 3600 / 60);
+}
+
 // --save PATH: "{step}" in PATH becomes the step, so --save-every can keep
 // every checkpoint; without it each save replaces the last.
 std::string checkpoint_path(const std::string& pattern, std::size_t step) {
@@ -94,6 +102,10 @@ void run_train(const TrainArgs& a) {
   SPARQ_CHECK_AS(InputError, a.threads >= 1, "--threads must be >= 1");
   SPARQ_CHECK_AS(InputError, a.batch >= 1, "--mini-batch-size must be >= 1");
   SPARQ_CHECK_AS(InputError, a.save_every == 0 || !a.save.empty(), "--save-every needs --save PATH");
+  SPARQ_CHECK_AS(InputError, a.test_freq >= -1, "--test-freq must be N > 0, 0 (each epoch's end) or -1 (never), got {}",
+                 a.test_freq);
+  SPARQ_CHECK_AS(InputError, a.test_freq >= 0 || (a.target_loss == 0 && a.target_auc == 0),
+                 "--target-loss/--target-auc are checked at tests: --test-freq -1 never tests");
   SPARQ_CHECK_AS(InputError, std::isfinite(a.target_loss) && a.target_loss >= 0,
                  "--target-loss must be a test loss > 0 (or 0: none), got {}", a.target_loss);
   SPARQ_CHECK_AS(InputError, a.target_auc >= 0 && a.target_auc <= 1, "--target-auc must be in (0, 1] (or 0: none), got {}",
@@ -358,6 +370,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     Accounting traffic;
     double threshold_sum = 0;
     std::size_t threshold_rows = 0;
+    std::size_t correct = 0;  // predictions that equal the label (training accuracy)
   };
   double busy_total = 0, idle_total = 0;  // model parallelism: this stage
   double thr_sum = 0;                     // model parallelism: X_act thresholds since the last print
@@ -366,7 +379,8 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     StepOut o;
     if (ps) {
       const PsWorkerStats s = ps->step(b, step);
-      o = {s.loss * static_cast<double>(s.samples), s.samples, s.forward_s, s.backward_s, 0, s.wait_s, {}, 0, 0};
+      o = {s.loss * static_cast<double>(s.samples), s.samples, s.forward_s, s.backward_s, 0, s.wait_s, {}, 0, 0,
+           s.correct};
       o.traffic.add("W_grad", s.w_grad);
       o.traffic.add("emb_grad", s.emb_grad);
       ExchangeStats pull = s.pull;  // received; no compressed form to compare with
@@ -378,7 +392,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
       const HybridStepStats h = hybrid->step(b, step);
       const PipelineStepStats& s = h.pipe;
       o = {h.loss_sum, h.samples, s.forward_s, s.backward_s, s.optimizer_s, s.idle_s, {}, s.threshold_sum,
-           s.threshold_rows};
+           s.threshold_rows, s.correct};
       o.traffic.add("X_act", s.x_act);
       o.traffic.add("X_grad", s.x_grad);
       if (hybrid->replicas() > 1) {
@@ -397,7 +411,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     }
     const DpStepStats s = dp->step(b, step);
     const std::size_t local = pattern::Partition{b.size, nranks}.len(t.rank());
-    o = {s.loss * static_cast<double>(local), local, s.forward_s, s.backward_s, s.optimizer_s, 0, {}, 0, 0};
+    o = {s.loss * static_cast<double>(local), local, s.forward_s, s.backward_s, s.optimizer_s, 0, {}, 0, 0, s.correct};
     if (nranks > 1) {
       o.traffic.add("W_grad", s.w_grad);
       if (dpo.placement == EmbPlacement::TableWise) {
@@ -412,7 +426,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
   };
   Accounting acct, acct_print;  // this rank's traffic: cumulative, since the last print
   double t_comm = 0, tot_comm = 0;
-  double t_data = 0, t_fwd = 0, t_bwd = 0, t_opt = 0, t_iter = 0, loss_sum = 0;  // since the last print
+  double t_data = 0, t_fwd = 0, t_bwd = 0, t_opt = 0, t_iter = 0, loss_sum = 0, correct = 0;  // since the last print
   double tot_data = 0, tot_fwd = 0, tot_bwd = 0, tot_opt = 0;
   std::size_t its = 0, samples = 0, tot_samples = 0, local_samples = 0;
   // Replicas must stay bit-identical: hash every parameter, compare across ranks.
@@ -525,6 +539,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
       t_data += seconds_since(t0);
       const StepOut s = run_step(batch);
       loss_sum += s.loss_sum;
+      correct += static_cast<double>(s.correct);
       t_fwd += s.fwd;
       t_bwd += s.bwd;
       t_opt += s.opt;
@@ -544,22 +559,25 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
         // Wall time of the iterations themselves: printing and testing stay out of ms/it.
         const double wall = t_iter;
         const double ms = 1e3 * wall / static_cast<double>(its);
-        // The global batch's mean loss: every rank's sum over its samples.
-        double sums[2] = {loss_sum, static_cast<double>(local_samples)};
+        // The global batch's mean loss and accuracy: every rank's sums over its samples.
+        double sums[3] = {loss_sum, static_cast<double>(local_samples), correct};
         if (peers.size() > 1) allreduce(peers, std::span<double>(sums));
-        const double loss = sums[0] / sums[1];
+        const double loss = sums[0] / sums[1], train_accuracy = sums[2] / sums[1];
         const double n = static_cast<double>(its);
+        // At this interval's pace, the steps left of --nepochs (a target may end sooner).
+        const double eta = ms / 1e3 * static_cast<double>(a.nepochs * nbatches - step);
         say(fmt::format(
-            "Finished training it {}/{} of epoch {}, {:.2f} ms/it, loss {:.6f}, {:.0f} samples/s (data {:.2f} fwd "
-            "{:.2f} bwd {:.2f} opt {:.2f}{} ms/it)\n",
-            it + 1, nbatches, epoch, ms, loss, static_cast<double>(samples) / wall, 1e3 * t_data / n, 1e3 * t_fwd / n,
-            1e3 * t_bwd / n, 1e3 * t_opt / n, nranks > 1 ? fmt::format(" comm wait {:.2f}", 1e3 * t_comm / n) : ""));
+            "Finished training it {}/{} of epoch {}, {:.2f} ms/it, loss {:.6f}, accuracy {:.3f} %, {:.0f} samples/s "
+            "(data {:.2f} fwd {:.2f} bwd {:.2f} opt {:.2f}{} ms/it), eta {}\n",
+            it + 1, nbatches, epoch, ms, loss, 100 * train_accuracy, static_cast<double>(samples) / wall,
+            1e3 * t_data / n, 1e3 * t_fwd / n, 1e3 * t_bwd / n, 1e3 * t_opt / n,
+            nranks > 1 ? fmt::format(" comm wait {:.2f}", 1e3 * t_comm / n) : "", format_duration(eta)));
         nlohmann::json traffic;  // bytes per step since the last print, per entity
         for (const auto& [name, x] : acct_print.rows)
           traffic[name] = {{"bytes_per_step", static_cast<double>(x.bytes_sent) / n},
                            {"dense_bytes_per_step", static_cast<double>(x.dense_bytes) / n}, {"ratio", ratio(x)}};
         emit({{"event", "train"}, {"epoch", epoch}, {"it", it + 1}, {"nbatches", nbatches}, {"step", step},
-              {"loss", loss}, {"ms_per_it", ms}, {"samples_per_s", static_cast<double>(samples) / wall},
+              {"loss", loss}, {"accuracy", train_accuracy}, {"eta_s", eta}, {"ms_per_it", ms}, {"samples_per_s", static_cast<double>(samples) / wall},
               {"phase_ms", {{"data", 1e3 * t_data / n}, {"forward", 1e3 * t_fwd / n},
                             {"backward", 1e3 * t_bwd / n}, {"optimizer", 1e3 * t_opt / n},
                             {"comm_wait", 1e3 * t_comm / n}}},
@@ -573,7 +591,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
         acct_print = {};
         tot_data += t_data, tot_fwd += t_fwd, tot_bwd += t_bwd, tot_opt += t_opt, tot_comm += t_comm;
         tot_samples += samples;
-        t_data = t_fwd = t_bwd = t_opt = t_comm = t_iter = loss_sum = 0;
+        t_data = t_fwd = t_bwd = t_opt = t_comm = t_iter = loss_sum = correct = 0;
         its = samples = local_samples = 0;
       }
       if (a.test_freq > 0 && (it + 1) % static_cast<std::size_t>(a.test_freq) == 0 && it + 1 != nbatches) {
@@ -582,7 +600,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
       }
     }
     if (reached) break;
-    test_now(nbatches, epoch);
+    if (a.test_freq >= 0) test_now(nbatches, epoch);
     if (reached) break;
   }
   if (has_target && !reached)
@@ -652,7 +670,25 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
 
 void add_train(CLI::App& app, Run& run) {
   auto a = std::make_shared<TrainArgs>();
-  auto* c = app.add_subcommand("train", "Train DLRM with the reference's flags (one rank, or data parallel)");
+  auto* c = app.add_subcommand("train", "Train DLRM with the reference's flags, on one rank or distributed");
+  c->footer(R"(Plans (docs/parallelism.md):
+  one rank           no --ranks and no mpiexec; --threads splits each step's work
+  data parallel      --ranks N (threads of this process) or one rank per mpiexec process;
+                     --mini-batch-size is the global batch. Dense gradients: --dp-codec,
+                     --dp-allreduce, --fuse-bytes, --no-overlap. Tables: --emb-placement
+                     replicated (sparse allreduce of their gradients) or table-wise (tables
+                     spread over the ranks, alltoalls coded by --emb-codec-fwd/--emb-codec-bwd)
+  model parallel     --mp-splits cuts the MLPs into stages, one rank each, pipelined over
+                     --micro-batches; --mp-codec codes what crosses a cut (DCT-MP)
+  hybrid             --mp-splits on a multiple of the stage count: replicas of the pipeline,
+                     each stage's gradients exchanged among its replicas with --dp-codec
+  parameter server   --dp-mode ps: the last --servers ranks hold the model, the others push
+                     gradients and pull parameters asynchronously (--max-staleness)
+Data: --data-path (TSV, sparq binary, the reference's .npz), --raw-data-file with --data-set
+kaggle|terabyte (the reference's split; day files may be .gz), or --data-generation
+synthetic|random. --stream reads TSV as it trains, each rank its own shard.
+Checkpoints (--save, --save-every, --load) hold the model, the optimizer and every rank's
+codec state: a resumed run continues bit for bit.)");
   c->add_option("--arch-sparse-feature-size", a->emb_dim, "Embedding dimension")->capture_default_str();
   c->add_option("--arch-mlp-bot", a->mlp_bot, "Bottom MLP widths, input first")->capture_default_str();
   c->add_option("--arch-mlp-top", a->mlp_top, "Top MLP widths after the interaction, ending in 1")->capture_default_str();
@@ -676,8 +712,10 @@ void add_train(CLI::App& app, Run& run) {
       ->capture_default_str();
   c->add_option("--nepochs", a->nepochs, "Epochs")->capture_default_str();
   c->add_option("--num-batches", a->num_batches, "Batches per epoch (0 = the whole training set)")->capture_default_str();
-  c->add_option("--print-freq", a->print_freq, "Print every N iterations")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--test-freq", a->test_freq, "Test every N iterations (-1: at the end of each epoch)")
+  c->add_option("--print-freq", a->print_freq, "Print every N iterations")->capture_default_str()->check(kPositive);
+  c->add_option("--test-freq", a->test_freq,
+                "Test every N iterations and at the end of each epoch (0: only at the end of each epoch; -1: never, as "
+                "the reference's default)")
       ->capture_default_str();
   c->add_option("--data-path", a->data_path, "Directory with train/test .bin/.tsv, or a training file");
   c->add_option("--test-data-path", a->test_data_path, "Test file (when --data-path is a file)");
@@ -718,14 +756,14 @@ void add_train(CLI::App& app, Run& run) {
   c->add_option("--ranks", a->ranks,
                 "Data parallel over N in-process ranks (threads); under mpiexec every process is a rank. "
                 "--mini-batch-size is the global batch")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   c->add_option("--dp-codec", a->dp_codec,
                 "Dense gradient exchange: none, dct:ETA,L (DCT-DP), topk:K/B, q8|q4|q2[+ec], qsgd:BITS")
       ->capture_default_str();
   c->add_option("--dp-allreduce", a->dp_allreduce,
                 "Collective of the --dp-codec: auto, or for none ring|recursive-doubling|rabenseifner|native, for q* "
-                "ring|recursive-doubling, for dct/topk ssar_recursive_double|ssar_split_allgather|"
-                "dsar_split_allgather|dense")
+                "ring|recursive-doubling, for dct/topk ssar-recursive-double|ssar-split-allgather|"
+                "dsar-split-allgather|dense")
       ->capture_default_str();
   c->add_option("--fuse-bytes", a->fuse_bytes,
                 "Exchange adjacent layers' gradients together until a group holds this many bytes (e.g. 1MiB; 0: "
@@ -744,12 +782,12 @@ void add_train(CLI::App& app, Run& run) {
   c->add_option("--emb-row-len", a->emb_row_len,
                 "Table-wise: values per quantization row of the alltoalls (each with an fp16 scale and bias)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   c->add_option("--mp-splits", a->mp_splits,
                 "Model parallel: cut the MLPs after these layers, e.g. bot:2,top:2 (3 stages, one per rank)");
   c->add_option("--micro-batches", a->micro_batches, "Model parallel: micro-batches per step (GPipe schedule)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   c->add_option("--mp-codec", a->mp_codec, "Model parallel: what crosses a cut: none, dct:ETA (DCT-MP), or the paper's negative baselines "
                 "topk-grad:ETA, sketch:ETA")
       ->capture_default_str();
@@ -785,7 +823,7 @@ void add_train(CLI::App& app, Run& run) {
       ->capture_default_str();
   c->add_option("--timeout", a->timeout_s, "Seconds a rank waits for a peer before failing")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   c->callback([a, c, &run] {
     for (const CLI::Option* o : c->get_options()) {
       if (o->get_lnames().empty() || o->get_lnames().front() == "help") continue;

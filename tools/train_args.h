@@ -24,7 +24,7 @@ struct TrainArgs {
   std::size_t nepochs = 1;
   std::size_t num_batches = 0;  // per epoch; 0 = all
   std::size_t print_freq = 1000;
-  long test_freq = -1;          // iterations; -1 = end of each epoch only
+  long test_freq = 0;           // iterations (and each epoch's end); 0 = each epoch's end only; -1 = never
   std::string data_path, test_data_path;
   // The raw Criteo sets with the reference's split (criteo_days.h).
   std::string data_set = "kaggle", raw_data_file;

@@ -17,9 +17,9 @@ using compress::SparseStream;
 std::string_view sparse_algo_name(SparseAlgo a) {
   switch (a) {
     case SparseAlgo::Auto: return "auto";
-    case SparseAlgo::SsarRecursiveDouble: return "ssar_recursive_double";
-    case SparseAlgo::SsarSplitAllgather: return "ssar_split_allgather";
-    case SparseAlgo::DsarSplitAllgather: return "dsar_split_allgather";
+    case SparseAlgo::SsarRecursiveDouble: return "ssar-recursive-double";
+    case SparseAlgo::SsarSplitAllgather: return "ssar-split-allgather";
+    case SparseAlgo::DsarSplitAllgather: return "dsar-split-allgather";
     case SparseAlgo::Dense: return "dense";
   }
   return "?";
@@ -30,8 +30,8 @@ SparseAlgo parse_sparse_algo(std::string_view s) {
                        SparseAlgo::DsarSplitAllgather, SparseAlgo::Dense})
     if (s == sparse_algo_name(a)) return a;
   SPARQ_THROW(InputError,
-              "unknown sparse allreduce algorithm '{}' (auto, ssar_recursive_double, ssar_split_allgather, "
-              "dsar_split_allgather, dense)",
+              "unknown sparse allreduce algorithm '{}' (auto, ssar-recursive-double, ssar-split-allgather, "
+              "dsar-split-allgather, dense)",
               s);
 }
 

@@ -4,12 +4,12 @@
 // Message sizes are discovered on receipt; no rank knows the others' nnz.
 //
 // Algorithms (docs/algorithms.md has rounds, bytes and bounds):
-//  - ssar_recursive_double: log2 P rounds exchanging the whole partial sum
+//  - ssar-recursive-double: log2 P rounds exchanging the whole partial sum
 //    with rank r ^ 2^t (non-powers of two folded first); latency-optimal.
-//  - ssar_split_allgather: split N into P ranges, send each range of my
+//  - ssar-split-allgather: split N into P ranges, send each range of my
 //    stream to its owner (non-blocking, all at once), owners sum, then a
 //    sparse (concatenating) allgather of the reduced ranges.
-//  - dsar_split_allgather: the same split, then the reduced range goes dense
+//  - dsar-split-allgather: the same split, then the reduced range goes dense
 //    and a dense ring allgather follows, optionally QSGD-quantized.
 //  - dense: densify and run the dense allreduce (for comparison).
 //  - values = Bf16 or Fp8: every sparse message carries values in that format
@@ -60,7 +60,7 @@ struct SparseAllreduceOptions {
   SparseAlgo algo = SparseAlgo::Auto;
   int tag = tags::kSparseAllreduce;
   Millis timeout{0};
-  // dsar_split_allgather (and auto's choice of it): QSGD for the dense phase.
+  // dsar-split-allgather (and auto's choice of it): QSGD for the dense phase.
   std::optional<compress::QsgdOptions> dense_qsgd;
   std::uint64_t step = 0, tensor = 0;  // QSGD randomness keys
   compress::ValueFormat values = compress::ValueFormat::F32;

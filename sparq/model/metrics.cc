@@ -37,4 +37,11 @@ double accuracy(std::span<const float> scores, std::span<const float> labels, fl
   return static_cast<double>(ok) / static_cast<double>(scores.size());
 }
 
+std::size_t correct_predictions(std::span<const float> logits, std::span<const float> labels) {
+  SPARQ_CHECK(logits.size() == labels.size(), "{} logits for {} labels", logits.size(), labels.size());
+  std::size_t ok = 0;
+  for (std::size_t i = 0; i < logits.size(); ++i) ok += (logits[i] > 0.0f) == (labels[i] > 0.5f);
+  return ok;
+}
+
 }  // namespace sparq

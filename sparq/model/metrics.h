@@ -15,4 +15,8 @@ double roc_auc(std::span<const float> scores, std::span<const float> labels);
 // label.
 double accuracy(std::span<const float> scores, std::span<const float> labels, float threshold = 0.5f);
 
+// Training batches: how many logits predict their label (logit > 0 is a
+// click, the same as probability > 0.5), for the training accuracy.
+std::size_t correct_predictions(std::span<const float> logits, std::span<const float> labels);
+
 }  // namespace sparq

@@ -4,6 +4,7 @@
 
 #include "sparq/coll/patterns.h"
 #include "sparq/model/loss.h"
+#include "sparq/model/metrics.h"
 #include "sparq/train/emb_grad_exchange.h"
 #include "sparq/train/verify.h"
 
@@ -126,6 +127,7 @@ DpStepStats DataParallel::step(const Batch& global, std::uint64_t k) {
     t0 = Clock::now();
     dlogits_.resize(local.size);
     st.loss = bce_with_logits<float>(logits, local.labels, dlogits_);
+    st.correct = correct_predictions(logits, local.labels);
     // dlogits = (sigmoid - y) / local: rescale to (sigmoid - y) / global * P,
     // so that the exchange's average over P ranks sums to the global mean.
     if (p > 1) {

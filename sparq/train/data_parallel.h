@@ -43,6 +43,7 @@ struct DataParallelOptions {
 
 struct DpStepStats {
   double loss = 0;          // this rank's mean loss on its share
+  std::size_t correct = 0;  // its predictions that equal the label
   ExchangeStats w_grad;     // dense gradients
   ExchangeStats emb_grad;   // replicated embeddings: gradient sparse allreduce
   ExchangeStats emb_fwd;    // table-wise: lookups alltoall

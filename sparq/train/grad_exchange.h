@@ -16,7 +16,7 @@
 // `--dp-allreduce` picks the collective of the chosen codec: a dense
 // algorithm (auto, ring, recursive-doubling, rabenseifner, native) for
 // `none`, ring or recursive-doubling for the quantized codecs, a sparse one
-// (auto, ssar_recursive_double, ssar_split_allgather, dsar_split_allgather,
+// (auto, ssar-recursive-double, ssar-split-allgather, dsar-split-allgather,
 // dense) for dct and topk.
 //
 // The residuals of every codec live in one ErrorFeedbackStore under the

@@ -9,6 +9,7 @@
 #include "sparq/coll/patterns.h"
 #include "sparq/compress/stream_codec.h"
 #include "sparq/model/loss.h"
+#include "sparq/model/metrics.h"
 #include "sparq/model/optimizer.h"
 #include "sparq/train/table_wise.h"
 
@@ -150,6 +151,7 @@ PsWorkerStats PsWorker::step(const Batch& global, std::uint64_t k) {
     t0 = Clock::now();
     dlogits_.resize(local_.size);
     st.loss = bce_with_logits<float>(logits, local_.labels, dlogits_);
+    st.correct = correct_predictions(logits, local_.labels);
     const float weight = static_cast<float>(static_cast<double>(local_.size) * W / static_cast<double>(global.size));
     for (float& d : dlogits_) d *= weight;
     model_.backward(dlogits_);

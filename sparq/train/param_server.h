@@ -39,6 +39,7 @@ struct PsLayout {
 struct PsWorkerStats {
   double loss = 0;           // mean loss on this worker's share
   std::size_t samples = 0;
+  std::size_t correct = 0;   // predictions that equal the label
   ExchangeStats w_grad;      // dense gradients pushed
   ExchangeStats emb_grad;    // table row gradients pushed
   ExchangeStats pull;        // parameters pulled (bytes received, as counted by the transport)

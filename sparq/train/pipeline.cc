@@ -9,6 +9,7 @@
 #include "sparq/data/random.h"
 #include "sparq/model/blas.h"
 #include "sparq/model/loss.h"
+#include "sparq/model/metrics.h"
 
 namespace sparq {
 
@@ -216,6 +217,7 @@ void Pipeline::forward_all(const Batch& batch, std::size_t micro, double weight,
       for (float& d : dlogits_[mb]) d *= scale;
       st.loss_sum += mean * static_cast<double>(rows);
       st.samples += rows;
+      st.correct += correct_predictions(y, std::span(batch.labels).subspan(first, rows));
       st.forward_s += seconds_since(t0);
     }
   }

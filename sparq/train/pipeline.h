@@ -45,6 +45,7 @@ MpCodec parse_mp_codec(std::string_view s);
 struct PipelineStepStats {
   double loss_sum = 0;       // last stage: summed loss of the batch (others 0)
   std::size_t samples = 0;   // last stage: samples in it (others 0)
+  std::size_t correct = 0;   // last stage: predictions that equal the label
   ExchangeStats x_act;       // what this stage sent forward
   ExchangeStats x_grad;      // what this stage sent backward
   double forward_s = 0, backward_s = 0, optimizer_s = 0;  // computing: busy = their sum

@@ -108,6 +108,13 @@ TEST_P(SparseSweep, MatchesDenseReference) {
     }
 }
 
+// A GoogleTest name: letters, digits and '_' only.
+std::string test_name(SparseAlgo a, int ranks) {
+  std::string s = std::string(sparse_algo_name(a)) + "_P" + std::to_string(ranks);
+  std::replace(s.begin(), s.end(), '-', '_');
+  return s;
+}
+
 std::vector<Case> cases() {
   std::vector<Case> v;
   for (SparseAlgo a : {SparseAlgo::SsarRecursiveDouble, SparseAlgo::SsarSplitAllgather,
@@ -117,7 +124,7 @@ std::vector<Case> cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, SparseSweep, testing::ValuesIn(cases()), [](const auto& info) {
-  return std::string(sparse_algo_name(info.param.algo)) + "_P" + std::to_string(info.param.ranks);
+  return test_name(info.param.algo, info.param.ranks);
 });
 
 // Rank r's input with values that bf16 cannot hold exactly.
@@ -195,7 +202,7 @@ std::vector<Case> low_precision_cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, SparseLowPrecision, testing::ValuesIn(low_precision_cases()), [](const auto& info) {
-  return std::string(sparse_algo_name(info.param.algo)) + "_P" + std::to_string(info.param.ranks);
+  return test_name(info.param.algo, info.param.ranks);
 });
 
 // QSGD in the dense phase: each element within its bucket's quantization

@@ -46,7 +46,9 @@ grep -q "^gemm: OpenBLAS core Prescott (from OPENBLAS_CORETYPE=Prescott" "$D/out
 common=(--data-path "$D/a" --arch-embedding-size 1000 --arch-mlp-bot 13-32-16 --arch-mlp-top 32-1
         --mini-batch-size 64 --print-freq 10 --num-batches 20)
 run train "${common[@]}" --nepochs 2 --metrics "$D/m.jsonl" --save "$D/full.ck" || fail "train: $(cat "$D/err")"
-grep -q "^Finished training it 20/20 of epoch 1, .* ms/it, loss " "$D/out" || fail "training line"
+grep -q "^Finished training it 20/20 of epoch 1, .* ms/it, loss [0-9.]*, accuracy [0-9.]* %, .* samples/s (.*), eta 0s$" \
+  "$D/out" || fail "training line: $(grep Finished "$D/out")"
+grep -q "^Finished training it 10/20 of epoch 0, .*, eta [0-9]*s$" "$D/out" || fail "ETA: $(grep Finished "$D/out")"
 grep -q "^Testing at - 20/20 of epoch 1, loss .*, accuracy .* %, auc " "$D/out" || fail "testing line"
 grep -q '"event":"test"' "$D/m.jsonl" || fail "metrics JSON lines"
 # Every event carries the seconds since training started, and the same less testing.
@@ -70,6 +72,12 @@ run train "${common[@]}" --test-freq 5 --target-auc "$auc5" || fail "target auc:
 grep -q "^target reached: test auc .* >= .* at step 5 " "$D/out" || fail "target auc reached: $(cat "$D/out")"
 run train "${common[@]}" --test-freq 5 --target-loss 0.0001 || fail "unreached target: $(cat "$D/err")"
 grep -q "^target not reached: test loss <= 0.0001 after 20 steps" "$D/out" || fail "unreached target said: $(cat "$D/out")"
+run train "${common[@]}" --test-freq -1 || fail "--test-freq -1: $(cat "$D/err")"
+grep -q "^Testing" "$D/out" && fail "--test-freq -1 never tests, as the reference"
+run train "${common[@]}" --test-freq -1 --target-auc 0.6 && fail "a target needs tests"
+[ "$(wc -l < "$D/err")" -eq 1 ] && grep -q "never tests" "$D/err" || fail "target without tests: $(cat "$D/err")"
+run train "${common[@]}" --ranks 0 && fail "--ranks 0 must fail"
+[ "$(cat "$D/err")" = "sparq: error: --ranks: must be a positive number, got 0 (see --help)" ] || fail "--ranks 0: $(cat "$D/err")"
 run train --data-path "$D/a/train.tsv" --num-batches 2 --target-loss 0.5 && fail "a target needs test samples"
 [ "$(wc -l < "$D/err")" -eq 1 ] && grep -q "no test samples" "$D/err" || fail "target without tests: $(cat "$D/err")"
 run train "${common[@]}" --nepochs 1 --save "$D/half.ck" || fail "train half"

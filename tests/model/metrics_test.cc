@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "sparq/data/random.h"
 #include "sparq/model/metrics.h"
 
@@ -40,6 +42,15 @@ TEST(Auc, EdgeCases) {
 
 TEST(Accuracy, Threshold) {
   EXPECT_DOUBLE_EQ(accuracy(std::vector<float>{0.2f, 0.7f, 0.6f}, std::vector<float>{0, 1, 0}), 2.0 / 3);
+}
+
+// The training accuracy counts on logits what the test accuracy counts on probabilities.
+TEST(Accuracy, CorrectPredictionsOnLogits) {
+  const std::vector<float> z{-2.f, 0.5f, 3.f, -0.1f, 0.f}, y{0, 0, 1, 1, 0};
+  EXPECT_EQ(correct_predictions(z, y), 3u);  // -2 -> 0 right, 0.5 -> 1 wrong, 3 right, -0.1 wrong, 0 -> 0 right
+  std::vector<float> p;
+  for (float v : z) p.push_back(1.f / (1.f + std::exp(-v)));
+  EXPECT_DOUBLE_EQ(accuracy(p, y), 3.0 / 5);
 }
 
 }  // namespace

@@ -70,14 +70,14 @@ def sparsifying_hooks_equal_the_exchange_of_each_tensor(rank, size):
     GradExchange gives when each tensor is exchanged alone on the same
     gradients (the C++ exchange selects per tensor inside a bucket), over
     several steps (residuals, thresholds reused for L steps)."""
-    for codec, make in (("dct:0.9,3", lambda m: st.dct_hook(0.9, 3, allreduce="ssar_split_allgather", model=m)),
-                        ("topk:4/64", lambda m: st.topk_hook(4, 64, allreduce="ssar_split_allgather", model=m))):
+    for codec, make in (("dct:0.9,3", lambda m: st.dct_hook(0.9, 3, allreduce="ssar-split-allgather", model=m)),
+                        ("topk:4/64", lambda m: st.topk_hook(4, 64, allreduce="ssar-split-allgather", model=m))):
         model, x, y = model_and_batch(rank)
         ddp = DDP(model, bucket_cap_mb=0.005)
         hook = make(ddp)
         ddp.register_comm_hook(None, hook)
         ref_model = model_and_batch(rank)[0]
-        ref = sparq.GradExchange(st.connect(), codec, "ssar_split_allgather")
+        ref = sparq.GradExchange(st.connect(), codec, "ssar-split-allgather")
         for step in range(5):
             xs = x + step
             got = ddp_grads(ddp, xs, y)
@@ -211,7 +211,7 @@ def bad_input_is_an_exception_naming_bucket_and_rank(rank, size):
         assert f"rank {rank}" in str(e) and "at least 2" in str(e), str(e)
     # Sizes that differ across ranks: every rank gets an error, none hangs.
     comm = st.connect(timeout=datetime.timedelta(seconds=5))
-    x = sparq.GradExchange(comm, "dct:0.5,10", "ssar_split_allgather")
+    x = sparq.GradExchange(comm, "dct:0.5,10", "ssar-split-allgather")
     a = np.ones(100 + rank, dtype=np.float32)
     try:
         x.exchange("t", a, [], 0)

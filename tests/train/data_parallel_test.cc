@@ -138,7 +138,7 @@ TEST(DataParallel, DctKeepsReplicasIdenticalAndCompresses) {
     oo.lr = 0.05;
     Optimizer<float> opt(oo, model);
     compress::ErrorFeedbackStore store;
-    DataParallel dp(t, model, opt, {.codec = parse_dp_codec(bf16 ? "dct:0.9,10+bf16" : "dct:0.9,10", "ssar_recursive_double")}, store);
+    DataParallel dp(t, model, opt, {.codec = parse_dp_codec(bf16 ? "dct:0.9,10+bf16" : "dct:0.9,10", "ssar-recursive-double")}, store);
     ExchangeStats w;
     for (std::size_t k = 0; k < 20; ++k) w += dp.step(make_batch(cfg, k, 0, 8 * p), k).w_grad;
     verify_replicas(t, all_params(model), 20);

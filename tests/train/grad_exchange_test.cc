@@ -34,7 +34,7 @@ TEST(DpCodec, Parses) {
   EXPECT_EQ(parse_dp_codec("dct:0.98,1000+fp8").values, compress::ValueFormat::Fp8);
   EXPECT_EQ(d.values, compress::ValueFormat::F32);
   EXPECT_THROW(parse_dp_codec("dct:0.9,10+bf16", "dense"), InputError);  // dense would send fp32
-  EXPECT_NO_THROW(parse_dp_codec("dct:0.9,10+bf16", "ssar_recursive_double"));
+  EXPECT_NO_THROW(parse_dp_codec("dct:0.9,10+bf16", "ssar-recursive-double"));
   for (const char* bad : {"dct", "dct:1.0,10", "dct:0.9,0", "dct:0.9", "topk:0/512", "topk:600/512", "topk:5",
                           "q3", "qsgd:3", "gzip", "dct:x,1", "q8+bf16", "none+bf16", "dct:0.9,10+bf8", "q4+fp8", "dct:0.9,10+fp8+bf16"})
     EXPECT_THROW(parse_dp_codec(bad), InputError) << bad;

@@ -134,7 +134,7 @@ TEST(SimTransport, CorruptTimingHeaderIsAWireError) {
 namespace sparq {
 namespace {
 
-// SparCML section 5.3.1: with no overlapping indices, ssar_recursive_double
+// SparCML section 5.3.1: with no overlapping indices, ssar-recursive-double
 // sends 2^(t-1) k pairs at stage t, so T = log2(P) alpha + (P-1) k beta_s
 // (beta_s: one pair), plus our 12-byte stream header per stage. A pair here
 // is a 4-byte value and a 1-byte index: the disjoint indices are P apart, so
