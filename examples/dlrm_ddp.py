@@ -60,7 +60,7 @@ def load_sparq_checkpoint(path, model, tables, mine, sizes, dim):
     def bad(why):
         raise SystemExit(f"{path}: {why}")
 
-    if data[:8] != b"SPARQCK1":
+    if data[:8] not in (b"SPARQCK1", b"SPARQCK2"):  # the model comes first in both layouts
         bad("not a sparq checkpoint")
     pos = 8
 

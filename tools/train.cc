@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -117,6 +118,10 @@ void run_train(const TrainArgs& a) {
   cfg.bot_mlp = parse_dash_list(a.mlp_bot);
   cfg.top_mlp = parse_dash_list(a.mlp_top);
   cfg.table_rows = per_table(a.emb_size, "--arch-embedding-size");
+  // The reference's --max-ind-range bounds every table at M rows (it maps
+  // value % M; sparq keeps its hash, value -> fmix32 % rows, hash.h).
+  if (a.max_ind_range > 0)
+    for (auto& r : cfg.table_rows) r = std::min(r, a.max_ind_range);
   SPARQ_CHECK_AS(InputError, cfg.num_dense() == kCriteoDense, "--arch-mlp-bot must start with {} (dense features)",
                  kCriteoDense);
   cfg.validate();
@@ -725,6 +730,10 @@ codec state: a resumed run continues bit for bit.)");
   c->add_option("--raw-data-file", a->raw_data_file,
                 "Raw Criteo data with the reference's split: kaggle: train.txt; terabyte: the prefix of PREFIX_0 .. "
                 "PREFIX_23 (each plain or .gz). The last day: first half test, second half validation");
+  c->add_option("--max-ind-range", a->max_ind_range,
+                "At most this many rows per table (the reference's flag; sparq hashes values to rows, hash.h; 0: no "
+                "cap)")
+      ->capture_default_str();
   c->add_option("--data-days", a->data_days, "Days of --raw-data-file (0: 7 for kaggle, 24 for terabyte)")
       ->capture_default_str();
   c->add_option("--data-sub-sample-rate", a->sub_sample_rate,

@@ -29,6 +29,7 @@ struct TrainArgs {
   // The raw Criteo sets with the reference's split (criteo_days.h).
   std::string data_set = "kaggle", raw_data_file;
   std::size_t data_days = 0;  // 0: the set's (7 or 24)
+  std::size_t max_ind_range = 0;  // caps every table's rows (0: no cap)
   double sub_sample_rate = 0;
   std::string data_generation = "dataset";
   std::size_t data_size = 1000000;

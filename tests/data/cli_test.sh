@@ -76,6 +76,9 @@ run train "${common[@]}" --test-freq -1 || fail "--test-freq -1: $(cat "$D/err")
 grep -q "^Testing" "$D/out" && fail "--test-freq -1 never tests, as the reference"
 run train "${common[@]}" --test-freq -1 --target-auc 0.6 && fail "a target needs tests"
 [ "$(wc -l < "$D/err")" -eq 1 ] && grep -q "never tests" "$D/err" || fail "target without tests: $(cat "$D/err")"
+run train --data-path "$D/a" --arch-embedding-size 1000 --arch-mlp-bot 13-32-16 --arch-mlp-top 32-1 --num-batches 1 \
+  --max-ind-range 300 || fail "--max-ind-range: $(cat "$D/err")"
+grep -q "(.* dense parameters, 7800 embedding rows)" "$D/out" || fail "--max-ind-range caps 26 tables at 300 rows"
 run train "${common[@]}" --ranks 0 && fail "--ranks 0 must fail"
 [ "$(cat "$D/err")" = "sparq: error: --ranks: must be a positive number, got 0 (see --help)" ] || fail "--ranks 0: $(cat "$D/err")"
 run train --data-path "$D/a/train.tsv" --num-batches 2 --target-loss 0.5 && fail "a target needs test samples"
