@@ -133,7 +133,7 @@ void save_checkpoint(const std::string& path, const Dlrm<float>& model, Optimize
   try {
     write_checkpoint(tmp, model, opt, meta, rank_states);
   } catch (const Error&) {
-    std::remove(tmp.c_str());  // a full disk keeps its last bytes for the next save
+    std::remove(tmp.c_str());  // half a file would take the space a full disk needs for the next save
     throw;
   }
   SPARQ_CHECK_AS(InputError, std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename '{}' to '{}': {}", tmp, path,
