@@ -60,8 +60,12 @@ def load_sparq_checkpoint(path, model, tables, mine, sizes, dim):
     def bad(why):
         raise SystemExit(f"{path}: {why}")
 
-    if data[:8] not in (b"SPARQCK1", b"SPARQCK2"):  # the model comes first in both layouts
+    if data[:8] not in (b"SPARQCK1", b"SPARQCK2", b"SPARQCK4"):  # the model comes first in every layout
         bad("not a sparq checkpoint")
+    if data[:8] == b"SPARQCK4":  # ends in the CRC-32 of every byte before it
+        import zlib
+        if len(data) < 12 or zlib.crc32(data[:-4]) != int(np.frombuffer(data, "<u4", 1, len(data) - 4)[0]):
+            bad("checksum mismatch: the checkpoint is corrupt or truncated")
     pos = 8
 
     def u64():

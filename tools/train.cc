@@ -28,6 +28,7 @@
 #include "sparq/coll/blob_allgather.h"
 #include "sparq/coll/patterns.h"
 #include "sparq/core/error.h"
+#include "sparq/core/memory.h"
 #include "sparq/core/units.h"
 #include "sparq/model/blas.h"
 #include "sparq/model/checkpoint.h"
@@ -96,6 +97,27 @@ LrSchedule lr_schedule(const TrainArgs& a) {
                      static_cast<std::uint64_t>(a.lr_decay_start_step), static_cast<std::uint64_t>(a.lr_num_decay_steps)};
   s.validate();
   return s;
+}
+
+// Fails before anything is allocated when the model cannot fit this
+// process: a lower bound (tables and activations, not the optimizer state,
+// data or buffers), so a run it lets through may still be tight.
+void check_train_memory(const TrainArgs& a, const DlrmConfig& cfg, int world, std::size_t nstages,
+                        EmbPlacement placement) {
+  const double ranks_here = a.ranks > 0 ? a.ranks : 1;  // in-process ranks, or one per mpiexec process
+  double tables = 0;
+  for (std::size_t r : cfg.table_rows) tables += static_cast<double>(r) * static_cast<double>(cfg.emb_dim) * 4;
+  // Replicated: every replica in this process holds every table; table-wise:
+  // the world's replicas share them.
+  tables *= placement == EmbPlacement::Replicated ? std::max(1.0, ranks_here / static_cast<double>(nstages))
+                                                  : ranks_here / world;
+  check_memory(tables, "the embedding tables");
+  double widths = static_cast<double>(cfg.interaction_width() + cfg.num_tables() * cfg.emb_dim);
+  for (std::size_t w : cfg.bot_mlp) widths += static_cast<double>(w);
+  for (std::size_t w : cfg.top_mlp) widths += static_cast<double>(w);
+  // Activations and their gradients of the whole batch, shared by the ranks.
+  const double batch = static_cast<double>(a.batch) * widths * 4 * 2 * ranks_here / world;
+  check_memory(tables + batch, fmt::format("the embedding tables and a mini-batch of {}", a.batch));
 }
 
 void run_train(const TrainArgs& a) {
@@ -184,6 +206,7 @@ void run_train(const TrainArgs& a) {
                    "--mp-codec, --micro-batches and --mp-threshold-eta act between model-parallel stages: they need "
                    "--mp-splits");
   }
+  check_train_memory(a, cfg, world, nstages, dpo.placement);
   if (world > 1) {
     if (a.ranks > 1) {  // ranks are threads of this process: one core each
       set_blas_threads(1);

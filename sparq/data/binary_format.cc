@@ -94,7 +94,8 @@ MappedRecords::MappedRecords(const std::string& path) {
       h.num_sparse != kCriteoSparse)
     fail(fmt::format("unsupported layout (version {}, {} B records, {} dense, {} sparse)", h.version, h.record_bytes,
                      h.num_dense, h.num_sparse));
-  if (kHeader + h.count * sizeof(CriteoRecord) != bytes_)
+  // count is compared by division first: count * 160 can wrap around 2^64.
+  if (h.count > (bytes_ - kHeader) / sizeof(CriteoRecord) || kHeader + h.count * sizeof(CriteoRecord) != bytes_)
     fail(fmt::format("size {} B does not match {} records (truncated or still being written?)", bytes_, h.count));
   count_ = h.count;
   bad_lines_ = h.bad_lines;

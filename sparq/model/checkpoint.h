@@ -7,14 +7,23 @@
 // Values are stored bit-exactly, so a run resumed from a checkpoint continues
 // with exactly the state an uninterrupted run has at that step.
 //
-//   char[8] "SPARQCK2"; u64 meta bytes, meta;
+//   char[8] "SPARQCK4"; u64 meta bytes, meta;
 //   u64 n, float[n] dense parameters;
 //   u64 tables; per table: u64 rows, u64 dim, float[rows*dim];
 //   u64 states; per state: u64 n, float[n]
 //   u64 ranks; per rank: u64 n, byte[n]          (codec state)
+//   u32 CRC-32 (zlib) of every byte before it
 //
-// "SPARQCK1" files (no codec section) still load. Written to "<path>.tmp" and
-// renamed, so a crash never leaves half a file under the final name.
+// Readers check the CRC over the whole file before parsing anything, so a
+// truncated or bit-flipped file is an InputError naming it, never a model
+// loaded from damaged bytes (read_checkpoint_meta reads the file whole for
+// that too). "SPARQCK2" (the same without the CRC) and "SPARQCK1" (no codec
+// section either) still load, unchecked: they were written before the CRC,
+// and refusing them would strand every run saved so far.
+//
+// Saving writes "<path>.tmp", fsyncs it, renames it over <path> and fsyncs
+// the directory: a crash, a kill or a full disk at any moment leaves either
+// the previous checkpoint or the new one under <path>, whole.
 #include <nlohmann/json.hpp>
 
 #include <cstddef>

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -55,6 +56,26 @@ TEST(BinaryFormat, TruncatedOrForeignFilesAreInputErrors) {
   EXPECT_THROW(MappedRecords(d.file("e.bin", "")), InputError);
   EXPECT_THROW(MappedRecords("/nonexistent"), InputError);
   EXPECT_FALSE(is_binary_records(d.file("t2.tsv", "0\t1\n")));
+}
+
+// A header count whose byte size wraps around 2^64 onto the file's size
+// (10 + 2^59 records of 160 bytes) must not pass the size check.
+TEST(BinaryFormat, CountThatOverflowsIsAnInputError) {
+  test::TempDir d;
+  const auto p = (d.path / "x.bin").string();
+  {
+    BinaryWriter w(p);
+    w.write(some(10));
+  }
+  {
+    std::FILE* f = std::fopen(p.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    const std::uint64_t count = 10 + (std::uint64_t{1} << 59);
+    std::fseek(f, 24, SEEK_SET);  // the header's count
+    std::fwrite(&count, 8, 1, f);
+    std::fclose(f);
+  }
+  EXPECT_THROW(MappedRecords{p}, InputError);
 }
 
 }  // namespace

@@ -6,7 +6,10 @@
 #include <fstream>
 #include <iterator>
 
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include "sparq/core/error.h"
 #include "sparq/model/checkpoint.h"
@@ -98,13 +101,91 @@ TEST(Checkpoint, RankStatesAndConfig) {
     bytes.assign(std::istreambuf_iterator<char>(in), {});
   }
   bytes[7] = '1';
-  bytes.resize(bytes.size() - 8);  // the empty codec section
+  bytes.resize(bytes.size() - 4 - 8);  // the CRC and the empty codec section
   std::ofstream(path, std::ios::binary) << bytes;
   got = states;
   EXPECT_EQ(load_checkpoint(path, b, &ob, &got), "{}");
   EXPECT_TRUE(got.empty());
   std::ofstream(path, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   EXPECT_THROW(load_checkpoint(path, b, &ob), InputError);
+  std::filesystem::remove(path);
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// `bytes` under `path` must not load: an InputError of one line naming the
+// file, from every reader.
+void expect_rejected(const std::string& path, const std::string& bytes, const std::string& what) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  static Dlrm<float> m(test::tiny_config(), 5);
+  static Optimizer<float> o({.embedding = EmbeddingOptim::RowwiseAdagrad, .dense = DenseOptim::Adam}, m);
+  std::vector<std::vector<std::byte>> states;
+  for (int reader = 0; reader < 3; ++reader) {
+    try {
+      if (reader == 0) load_checkpoint(path, m, &o, &states);
+      if (reader == 1) load_checkpoint(path, m, nullptr);
+      if (reader == 2) read_checkpoint_meta(path);
+      ADD_FAILURE() << what << ": reader " << reader << " loaded it";
+    } catch (const InputError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(path), std::string::npos) << what << ": " << msg;
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << what << ": " << msg;
+    }
+  }
+}
+
+// The CRC: every single-bit flip (one per byte, rotating through the bit
+// positions) and every truncation of a small checkpoint is an InputError
+// naming the file, never a crash or a silent load.
+TEST(Checkpoint, CorruptOrTruncatedIsAnInputError) {
+  const auto path = (std::filesystem::temp_directory_path() / ("sparq_ck3_" + std::to_string(::getpid()))).string();
+  Dlrm<float> a(test::tiny_config(), 1);
+  Optimizer<float> oa({.embedding = EmbeddingOptim::RowwiseAdagrad, .dense = DenseOptim::Adam}, a);
+  const std::vector<std::vector<std::byte>> states = {{std::byte{1}, std::byte{2}}, {std::byte{7}}};
+  save_checkpoint(path, a, oa, "{\"step\": 3}", states);
+  const std::string good = read_all(path);
+  ASSERT_EQ(good.substr(0, 8), "SPARQCK4");
+  for (std::size_t i = 0; i < good.size(); ++i) {
+    std::string bad = good;
+    bad[i] = static_cast<char>(bad[i] ^ (1 << (i % 8)));
+    expect_rejected(path, bad, fmt::format("bit {} of byte {} flipped", i % 8, i));
+  }
+  for (std::size_t n = 0; n < good.size(); ++n) expect_rejected(path, good.substr(0, n), fmt::format("{} bytes", n));
+  // The unchecked SPARQCK2 layout (the same without the CRC) still loads.
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << "SPARQCK2" + good.substr(8, good.size() - 12);
+  Dlrm<float> b(test::tiny_config(), 2);
+  Optimizer<float> ob({.embedding = EmbeddingOptim::RowwiseAdagrad, .dense = DenseOptim::Adam}, b);
+  std::vector<std::vector<std::byte>> got;
+  EXPECT_EQ(load_checkpoint(path, b, &ob, &got), "{\"step\": 3}");
+  EXPECT_EQ(got, states);
+  std::filesystem::remove(path);
+}
+
+// A save that runs out of space (here: the file size limit, which fails the
+// write like a full disk does) is an error and leaves the previous
+// checkpoint whole, and no temporary file behind.
+TEST(Checkpoint, FailedSaveKeepsThePreviousOne) {
+  const auto path = (std::filesystem::temp_directory_path() / ("sparq_ck4_" + std::to_string(::getpid()))).string();
+  Dlrm<float> a(test::tiny_config(), 1);
+  Optimizer<float> oa({}, a);
+  save_checkpoint(path, a, oa, "{\"step\": 1}");
+  const std::string before = read_all(path);
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the signal
+  rlimit small = old;
+  small.rlim_cur = before.size() / 2;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  EXPECT_THROW(save_checkpoint(path, a, oa, "{\"step\": 2}"), InputError);
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(read_all(path), before);
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  Dlrm<float> b(test::tiny_config(), 2);
+  EXPECT_EQ(load_checkpoint(path, b, nullptr), "{\"step\": 1}");
   std::filesystem::remove(path);
 }
 

@@ -79,7 +79,7 @@ in_process() {
   # A truncated checkpoint is an error naming it, and no checkpoint is left half-written.
   head -c 3000 "$D/dp_dct.13" > "$D/cut.ck"
   run "$SPARQ" train "${common[@]}" --ranks 2 --dp-codec dct:0.9,7 --load "$D/cut.ck" && fail "truncated must fail"
-  [ "$(wc -l < "$D/err")" -eq 1 ] && grep -q "cut.ck': truncated checkpoint" "$D/err" || fail "truncated: $(cat "$D/err")"
+  [ "$(wc -l < "$D/err")" -eq 1 ] && grep -q "cut.ck': checksum mismatch" "$D/err" || fail "truncated: $(cat "$D/err")"
   ls "$D"/*.tmp 2> /dev/null && fail "temporary checkpoint files left behind"
 }
 
