@@ -9,7 +9,7 @@
 
 #include "sparq/compress/bitpack.h"
 #include "sparq/compress/half.h"
-#include "sparq/compress/vec4.h"
+#include "sparq/compress/rowwise_kernels.h"
 #include "sparq/core/error.h"
 
 namespace sparq::compress {
@@ -18,49 +18,12 @@ static_assert(std::endian::native == std::endian::little, "the wire formats are 
 
 namespace {
 
-// Codes are produced and consumed through an L1-resident buffer of this many
-// elements; a multiple of 4 keeps every chunk on a packed-byte boundary.
-constexpr std::size_t kChunk = 512;
-// Adding 1.5 * 2^23 to a float in [0, 2^22) leaves the integer nearest to it
-// (ties to even, the default rounding mode) in the low mantissa bits. Unlike
-// nearbyint this vectorizes with plain SSE2.
-constexpr float kRoundMagic = 0x1.8p23f;
-
 struct Grid {
   float scale, bias;
 };
 
-// Min and max of a row, with a NaN/inf flag (v - v is NaN exactly for NaN
-// and +-inf, and NaN sticks in the sum). Two vectors of lanes in flight.
-struct Range {
-  float lo, hi;
-  bool finite;
-};
-Range row_range(const float* x, std::size_t n) {
-  Vec4 mn0 = splat4(x[0]), mx0 = mn0, mn1 = mn0, mx1 = mn0, bad0 = splat4(0.0f), bad1 = bad0;
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const Vec4 a = load4(x + i), b = load4(x + i + 4);
-    mn0 = min4(a, mn0), mx0 = max4(a, mx0), bad0 += a - a;
-    mn1 = min4(b, mn1), mx1 = max4(b, mx1), bad1 += b - b;
-  }
-  Range r{x[0], x[0], true};
-  for (int j = 0; j < 4; ++j) {
-    r.lo = std::min({r.lo, mn0[j], mn1[j]});
-    r.hi = std::max({r.hi, mx0[j], mx1[j]});
-    r.finite = r.finite && bad0[j] == 0.0f && bad1[j] == 0.0f;
-  }
-  for (; i < n; ++i) {
-    r.lo = std::min(r.lo, x[i]);
-    r.hi = std::max(r.hi, x[i]);
-    r.finite = r.finite && x[i] - x[i] == 0.0f;
-  }
-  r.finite = r.finite && std::isfinite(r.lo) && std::isfinite(r.hi);
-  return r;
-}
-
 Grid make_grid(const float* x, std::size_t n, RowwiseFormat fmt, std::size_t row) {
-  const Range r = row_range(x, n);
+  const RowRange r = rowwise_kernels().range(x, n);
   SPARQ_CHECK_AS(InputError, r.finite, "row-wise quantize: row {} holds NaN or inf", row);
   const float levels = static_cast<float>((1 << fmt.bits) - 1);
   if (fmt.scale == ScaleType::F32) {
@@ -106,53 +69,19 @@ Grid read_header(const std::uint8_t* p, ScaleType t, std::size_t row) {
   return g;
 }
 
-// Codes of n <= kChunk values on grid g.
-void encode_chunk(const float* x, std::size_t n, Grid g, float levels, std::uint8_t* codes) {
-  if (g.scale == 0.0f) {  // constant row: every value is the bias
-    std::memset(codes, 0, n);
-    return;
-  }
-  // A true divide, not a multiply by 1/s: the reciprocal's rounding would
-  // move exact ties; the loop stays memory-bound either way.
-  for (std::size_t i = 0; i < n; ++i) {
-    float v = (x[i] - g.bias) / g.scale;
-    v = v < 0.0f ? 0.0f : v;  // only float rounding can leave [0, levels]
-    v = v > levels ? levels : v;
-    codes[i] = static_cast<std::uint8_t>(std::bit_cast<std::uint32_t>(v + kRoundMagic));
-  }
-}
-
 // Q of one row into out. With `left` (which may alias x), also
 // left <- x - D(Q(x)), from the codes just made with the decoder's
 // arithmetic (bias + scale * code), so bit for bit what decoding would give.
 void quantize_row(const float* x, std::size_t cols, RowwiseFormat fmt, std::uint8_t* out, std::size_t row,
                   float* left = nullptr) {
-  const RowwiseLayout lay{cols, fmt};
   const Grid g = make_grid(x, cols, fmt, row);
   write_header(out, g, fmt.scale);
-  std::uint8_t* codes_out = out + lay.header_bytes();
-  const float levels = static_cast<float>((1 << fmt.bits) - 1);
-  std::uint8_t codes[kChunk];
-  for (std::size_t c0 = 0; c0 < cols; c0 += kChunk) {
-    const std::size_t n = std::min(kChunk, cols - c0);
-    encode_chunk(x + c0, n, g, levels, codes);
-    pack_codes({codes, n}, fmt.bits, {codes_out + packed_bytes(c0, fmt.bits), packed_bytes(n, fmt.bits)});
-    if (left)
-      for (std::size_t i = 0; i < n; ++i) left[c0 + i] = x[c0 + i] - (g.bias + g.scale * static_cast<float>(codes[i]));
-  }
+  rowwise_kernels().encode(x, cols, g.scale, g.bias, fmt.bits, out + RowwiseLayout{cols, fmt}.header_bytes(), left);
 }
 
 void dequantize_row(const std::uint8_t* in, std::size_t cols, RowwiseFormat fmt, float* out, std::size_t row) {
-  const RowwiseLayout lay{cols, fmt};
   const Grid g = read_header(in, fmt.scale, row);
-  const std::uint8_t* codes_in = in + lay.header_bytes();
-  std::uint8_t codes[kChunk];
-  for (std::size_t c0 = 0; c0 < cols; c0 += kChunk) {
-    const std::size_t n = std::min(kChunk, cols - c0);
-    unpack_codes({codes_in + packed_bytes(c0, fmt.bits), packed_bytes(n, fmt.bits)}, fmt.bits, {codes, n});
-    float* o = out + c0;
-    for (std::size_t i = 0; i < n; ++i) o[i] = g.bias + g.scale * static_cast<float>(codes[i]);
-  }
+  rowwise_kernels().decode(in + RowwiseLayout{cols, fmt}.header_bytes(), cols, g.scale, g.bias, fmt.bits, out);
 }
 
 std::size_t checked_rows(std::size_t count, std::size_t cols, RowwiseFormat fmt) {
