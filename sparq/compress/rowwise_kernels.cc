@@ -91,8 +91,8 @@ SPARQ_INLINE typename V<W>::I pair_up(typename V<W>::I a, typename V<W>::I b, in
 }
 
 // Lanes rotated down by H.
-template <int W, int H, std::size_t... K>
-SPARQ_INLINE typename V<W>::I rotate(typename V<W>::I m, std::index_sequence<K...>) {
+template <int W, int H, class T, std::size_t... K>
+SPARQ_INLINE T rotate(T m, std::index_sequence<K...>) {
   return __builtin_shufflevector(m, m, ((K + H) % W)...);
 }
 // Whether any lane has its sign bit set, by halving ORs. Signs, not
@@ -107,32 +107,60 @@ SPARQ_INLINE bool any_sign(typename V<W>::I m) {
   }
 }
 
+template <int W, int H = W / 2>
+SPARQ_INLINE void reduce(typename V<W>::F& mn, typename V<W>::F& mx, typename V<W>::F& bad) {
+  if constexpr (H > 0) {
+    constexpr auto k = std::make_index_sequence<W>{};
+    const auto a = rotate<W, H>(mn, k), b = rotate<W, H>(mx, k);
+    mn = a < mn ? a : mn, mx = b > mx ? b : mx, bad += rotate<W, H>(bad, k);
+    reduce<W, H / 2>(mn, mx, bad);
+  }
+}
+
+// x[i..] as a T (a float or a vector), or with `sum`: sum[i..] += x[i..],
+// the result. (Helpers, not lambdas: GCC may outline a lambda, and an
+// outlined one is compiled for the baseline target.)
+template <class T>
+SPARQ_INLINE T summed(const float* x, float* sum, std::size_t i) {
+  if (!sum) return load<T>(x + i);
+  const T z = load<T>(sum + i) + load<T>(x + i);
+  store(sum + i, z);
+  return z;
+}
+
+// With `sum` (error compensation): sum += x first, and the range is the
+// sums' (one pass over the row instead of two).
 template <int W>
-SPARQ_INLINE RowRange range_impl(const float* x, std::size_t n) {
+SPARQ_INLINE RowRange range_impl(const float* x, float* sum, std::size_t n) {
   using F = typename V<W>::F;
-  RowRange r{x[0], x[0], true};
+  RowRange r;
   std::size_t i = 0;
   if (n >= 2 * W) {
     // Two vectors in flight; v - v is NaN exactly for NaN and +-inf, and NaN
     // sticks in the sum.
-    F mn0 = load<F>(x), mx0 = mn0, mn1 = mn0, mx1 = mn0, bad = mn0 - mn0;
-    for (; i + 2 * W <= n; i += 2 * W) {
-      const F a = load<F>(x + i), b = load<F>(x + i + W);
+    const F a0 = summed<F>(x, sum, 0), b0 = summed<F>(x, sum, W);
+    F mn0 = a0, mx0 = a0, mn1 = b0, mx1 = b0, bad = (a0 - a0) + (b0 - b0);
+    for (i = 2 * W; i + 2 * W <= n; i += 2 * W) {
+      const F a = summed<F>(x, sum, i), b = summed<F>(x, sum, i + W);
       mn0 = a < mn0 ? a : mn0, mx0 = a > mx0 ? a : mx0;
       mn1 = b < mn1 ? b : mn1, mx1 = b > mx1 ? b : mx1;
       bad += (a - a) + (b - b);
     }
     mn0 = mn1 < mn0 ? mn1 : mn0, mx0 = mx1 > mx0 ? mx1 : mx0;
-    for (int j = 0; j < W; ++j) {
-      r.lo = std::min(r.lo, mn0[j]);
-      r.hi = std::max(r.hi, mx0[j]);
-      r.finite = r.finite && bad[j] == 0.0f;
-    }
+    // Halving reductions (a scalar loop over the lanes would be a chain of
+    // W dependent min/max, as long as the row's vector loop itself).
+    reduce<W>(mn0, mx0, bad);
+    r = {mn0[0], mx0[0], bad[0] == 0.0f};
+  } else {
+    const float z0 = summed<float>(x, sum, 0);
+    r = {z0, z0, z0 - z0 == 0.0f};
+    i = 1;
   }
   for (; i < n; ++i) {
-    r.lo = std::min(r.lo, x[i]);
-    r.hi = std::max(r.hi, x[i]);
-    r.finite = r.finite && x[i] - x[i] == 0.0f;
+    const float v = summed<float>(x, sum, i);
+    r.lo = std::min(r.lo, v);
+    r.hi = std::max(r.hi, v);
+    r.finite = r.finite && v - v == 0.0f;
   }
   r.finite = r.finite && std::isfinite(r.lo) && std::isfinite(r.hi);
   // Which zero min/max return depends on the order of the comparisons (so on
@@ -293,7 +321,7 @@ SPARQ_INLINE void decode_impl(const std::uint8_t* packed, std::size_t n, float s
   }
 }
 
-RowRange range_base(const float* x, std::size_t n) { return range_impl<4>(x, n); }
+RowRange range_base(const float* x, float* sum, std::size_t n) { return range_impl<4>(x, sum, n); }
 void encode_base(const float* x, std::size_t n, float s, float b, int bits, std::uint8_t* p, float* l) {
   encode_impl<4>(x, n, s, b, bits, p, l);
 }
@@ -305,14 +333,16 @@ void decode_base(const std::uint8_t* p, std::size_t n, float s, float b, int bit
 // "avx2" without "fma": there is nothing to fuse, and no FMA can appear.
 #define SPARQ_AVX2 __attribute__((target("avx2")))
 #define SPARQ_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
-SPARQ_AVX2 RowRange range_avx2(const float* x, std::size_t n) { return range_impl<8>(x, n); }
+SPARQ_AVX2 RowRange range_avx2(const float* x, float* sum, std::size_t n) { return range_impl<8>(x, sum, n); }
 SPARQ_AVX2 void encode_avx2(const float* x, std::size_t n, float s, float b, int bits, std::uint8_t* p, float* l) {
   encode_impl<8>(x, n, s, b, bits, p, l);
 }
 SPARQ_AVX2 void decode_avx2(const std::uint8_t* p, std::size_t n, float s, float b, int bits, float* o) {
   decode_impl<8>(p, n, s, b, bits, o);
 }
-SPARQ_AVX512 RowRange range_avx512(const float* x, std::size_t n) { return range_impl<16>(x, n); }
+SPARQ_AVX512 RowRange range_avx512(const float* x, float* sum, std::size_t n) {
+  return range_impl<16>(x, sum, n);
+}
 SPARQ_AVX512 void encode_avx512(const float* x, std::size_t n, float s, float b, int bits, std::uint8_t* p, float* l) {
   encode_impl<16>(x, n, s, b, bits, p, l);
 }

@@ -15,8 +15,9 @@ struct RowRange {
 };
 
 struct RowwiseKernels {
-  // min and max of x[0, n), n > 0.
-  RowRange (*range)(const float* x, std::size_t n);
+  // min and max of x[0, n), n > 0. With `sum` (error compensation:
+  // z = x + err in place), sum[i] += x[i] first and the range is of the sums.
+  RowRange (*range)(const float* x, float* sum, std::size_t n);
   // Packed `bits`-wide codes rne(clamp((x - bias) / scale, 0, 2^bits - 1))
   // of x[0, n) (all 0 when scale == 0) into packed[0, packed_bytes(n, bits)).
   // With `left` (which may alias x): left = x - (bias + scale * code), what

@@ -22,8 +22,7 @@ struct Grid {
   float scale, bias;
 };
 
-Grid make_grid(const float* x, std::size_t n, RowwiseFormat fmt, std::size_t row) {
-  const RowRange r = rowwise_kernels().range(x, n);
+Grid make_grid(const RowRange& r, RowwiseFormat fmt, std::size_t row) {
   SPARQ_CHECK_AS(InputError, r.finite, "row-wise quantize: row {} holds NaN or inf", row);
   const float levels = static_cast<float>((1 << fmt.bits) - 1);
   if (fmt.scale == ScaleType::F32) {
@@ -69,19 +68,23 @@ Grid read_header(const std::uint8_t* p, ScaleType t, std::size_t row) {
   return g;
 }
 
-// Q of one row into out. With `left` (which may alias x), also
-// left <- x - D(Q(x)), from the codes just made with the decoder's
-// arithmetic (bias + scale * code), so bit for bit what decoding would give.
-void quantize_row(const float* x, std::size_t cols, RowwiseFormat fmt, std::uint8_t* out, std::size_t row,
-                  float* left = nullptr) {
-  const Grid g = make_grid(x, cols, fmt, row);
+// Q of one row into out. With `err` (error compensation): Q(z) for
+// z = x + err, and err <- z - D(Q(z)), from the codes just made with the
+// decoder's arithmetic (bias + scale * code), so bit for bit what decoding
+// would give; z is summed into err in the range pass and the residual
+// written in the encoding pass, so the row is read twice, not four times.
+void quantize_row(const RowwiseKernels& k, const float* x, float* err, std::size_t cols, RowwiseFormat fmt,
+                  std::uint8_t* out, std::size_t row) {
+  const Grid g = make_grid(k.range(x, err, cols), fmt, row);
   write_header(out, g, fmt.scale);
-  rowwise_kernels().encode(x, cols, g.scale, g.bias, fmt.bits, out + RowwiseLayout{cols, fmt}.header_bytes(), left);
+  const float* z = err ? err : x;
+  k.encode(z, cols, g.scale, g.bias, fmt.bits, out + RowwiseLayout{cols, fmt}.header_bytes(), err);
 }
 
-void dequantize_row(const std::uint8_t* in, std::size_t cols, RowwiseFormat fmt, float* out, std::size_t row) {
+void dequantize_row(const RowwiseKernels& k, const std::uint8_t* in, std::size_t cols, RowwiseFormat fmt, float* out,
+                    std::size_t row) {
   const Grid g = read_header(in, fmt.scale, row);
-  rowwise_kernels().decode(in + RowwiseLayout{cols, fmt}.header_bytes(), cols, g.scale, g.bias, fmt.bits, out);
+  k.decode(in + RowwiseLayout{cols, fmt}.header_bytes(), cols, g.scale, g.bias, fmt.bits, out);
 }
 
 std::size_t checked_rows(std::size_t count, std::size_t cols, RowwiseFormat fmt) {
@@ -96,47 +99,48 @@ std::size_t checked_rows(std::size_t count, std::size_t cols, RowwiseFormat fmt)
 
 void rowwise_quantize(std::span<const float> x, std::size_t cols, RowwiseFormat fmt, std::span<std::byte> out) {
   const std::size_t rows = checked_rows(x.size(), cols, fmt);
+  const RowwiseKernels& k = rowwise_kernels();  // once per call: the level is fixed while it runs
   const RowwiseLayout lay{cols, fmt};
   SPARQ_CHECK_AS(InputError, out.size() == lay.bytes(rows), "row-wise quantize: output has {} bytes, needs {}",
                  out.size(), lay.bytes(rows));
   auto* o = reinterpret_cast<std::uint8_t*>(out.data());
-  for (std::size_t r = 0; r < rows; ++r) quantize_row(x.data() + r * cols, cols, fmt, o + r * lay.row_bytes(), r);
+  for (std::size_t r = 0; r < rows; ++r) quantize_row(k, x.data() + r * cols, nullptr, cols, fmt, o + r * lay.row_bytes(), r);
 }
 
 void rowwise_quantize_ec(std::span<const float> x, std::span<float> err, std::size_t cols, RowwiseFormat fmt,
                          std::span<std::byte> out) {
   const std::size_t rows = checked_rows(x.size(), cols, fmt);
+  const RowwiseKernels& k = rowwise_kernels();  // once per call: the level is fixed while it runs
   const RowwiseLayout lay{cols, fmt};
   SPARQ_CHECK_AS(InputError, err.size() == x.size() && out.size() == lay.bytes(rows),
                  "row-wise quantize with error compensation: {} values, {} residuals, {} output bytes (needs {})",
                  x.size(), err.size(), out.size(), lay.bytes(rows));
   auto* o = reinterpret_cast<std::uint8_t*>(out.data());
-  for (std::size_t r = 0; r < rows; ++r) {
-    float* z = err.data() + r * cols;  // z = x + err, in place, then what Q(z) leaves out
-    for (std::size_t i = 0; i < cols; ++i) z[i] += x[r * cols + i];
-    quantize_row(z, cols, fmt, o + r * lay.row_bytes(), r, z);
-  }
+  for (std::size_t r = 0; r < rows; ++r)
+    quantize_row(k, x.data() + r * cols, err.data() + r * cols, cols, fmt, o + r * lay.row_bytes(), r);
 }
 
 void rowwise_dequantize(std::span<const std::byte> in, std::size_t cols, RowwiseFormat fmt, std::span<float> out) {
   const std::size_t rows = checked_rows(out.size(), cols, fmt);
+  const RowwiseKernels& k = rowwise_kernels();  // once per call: the level is fixed while it runs
   const RowwiseLayout lay{cols, fmt};
   SPARQ_CHECK_AS(WireError, in.size() == lay.bytes(rows), "row-wise dequantize: got {} bytes, {} rows of {} need {}",
                  in.size(), rows, cols, lay.bytes(rows));
   const auto* p = reinterpret_cast<const std::uint8_t*>(in.data());
-  for (std::size_t r = 0; r < rows; ++r) dequantize_row(p + r * lay.row_bytes(), cols, fmt, out.data() + r * cols, r);
+  for (std::size_t r = 0; r < rows; ++r) dequantize_row(k, p + r * lay.row_bytes(), cols, fmt, out.data() + r * cols, r);
 }
 
 void rowwise_dq(std::span<const float> x, std::size_t cols, RowwiseFormat fmt, std::span<float> out) {
   const std::size_t rows = checked_rows(x.size(), cols, fmt);
+  const RowwiseKernels& k = rowwise_kernels();  // once per call: the level is fixed while it runs
   SPARQ_CHECK_AS(InputError, out.size() == x.size(), "row-wise DQ: output size {} != input size {}", out.size(),
                  x.size());
   // One encoded row at a time: the same code path as Q then D, so DQ is
   // bitwise what a receiver would see, in O(cols) scratch.
   std::vector<std::uint8_t> row_buf(RowwiseLayout{cols, fmt}.row_bytes());
   for (std::size_t r = 0; r < rows; ++r) {
-    quantize_row(x.data() + r * cols, cols, fmt, row_buf.data(), r);
-    dequantize_row(row_buf.data(), cols, fmt, out.data() + r * cols, r);
+    quantize_row(k, x.data() + r * cols, nullptr, cols, fmt, row_buf.data(), r);
+    dequantize_row(k, row_buf.data(), cols, fmt, out.data() + r * cols, r);
   }
 }
 
@@ -144,6 +148,7 @@ void rowwise_dqe(std::span<const float> t, std::span<const float> y, std::span<f
                  RowwiseFormat fmt, std::span<float> out) {
   const std::size_t n = t.size();
   const std::size_t rows = checked_rows(n, cols, fmt);
+  const RowwiseKernels& k = rowwise_kernels();  // once per call: the level is fixed while it runs
   SPARQ_CHECK_AS(InputError, (y.empty() || y.size() == n) && err.size() == n && out.size() == n,
                  "row-wise DQE: sizes t {} y {} err {} out {}", n, y.size(), err.size(), out.size());
   std::vector<float> z(cols);
@@ -151,8 +156,8 @@ void rowwise_dqe(std::span<const float> t, std::span<const float> y, std::span<f
   for (std::size_t r = 0; r < rows; ++r) {
     const std::size_t off = r * cols;
     for (std::size_t i = 0; i < cols; ++i) z[i] = (y.empty() ? t[off + i] : t[off + i] + y[off + i]) + err[off + i];
-    quantize_row(z.data(), cols, fmt, row_buf.data(), r);
-    dequantize_row(row_buf.data(), cols, fmt, out.data() + off, r);
+    quantize_row(k, z.data(), nullptr, cols, fmt, row_buf.data(), r);
+    dequantize_row(k, row_buf.data(), cols, fmt, out.data() + off, r);
     for (std::size_t i = 0; i < cols; ++i) err[off + i] = z[i] - out[off + i];
   }
 }

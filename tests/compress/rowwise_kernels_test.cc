@@ -60,12 +60,19 @@ TEST(RowwiseKernels, EveryLevelMatchesTheReference) {
       for (std::size_t n : {1u, 3u, 7u, 15u, 16u, 17u, 31u, 64u, 65u, 127u, 128u, 129u, 512u, 1000u})
         for (int kind : {0, 1, 2}) {
           const auto x = input(n, kind, static_cast<unsigned>(n * 7 + bits + kind));
-          const RowRange rr = k.range(x.data(), n);
+          const RowRange rr = k.range(x.data(), nullptr, n);
           const float lo = *std::min_element(x.begin(), x.end()) + 0.0f;  // a zero min is +0 on every level
           const float hi = *std::max_element(x.begin(), x.end()) + 0.0f;
           ASSERT_TRUE(rr.finite);
           ASSERT_EQ(bits_of(rr.lo), bits_of(lo));
           ASSERT_EQ(bits_of(rr.hi), bits_of(hi));
+          // The error-compensation form: sum += x, then the sums' range.
+          std::vector<float> sum = input(n, 0, static_cast<unsigned>(n + kind)), want(n);
+          for (std::size_t i = 0; i < n; ++i) want[i] = sum[i] + x[i];
+          const RowRange sr = k.range(x.data(), sum.data(), n);
+          for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(bits_of(sum[i]), bits_of(want[i]));
+          ASSERT_EQ(bits_of(sr.lo), bits_of(*std::min_element(want.begin(), want.end()) + 0.0f));
+          ASSERT_EQ(bits_of(sr.hi), bits_of(*std::max_element(want.begin(), want.end()) + 0.0f));
           const float levels = static_cast<float>((1 << bits) - 1);
           const float scale = (hi - lo) / levels;
           for (float s : {scale, scale * 1.25f, 0.0f}) {  // the row's own step, a coarser (fp16-like) one, constant
@@ -97,7 +104,7 @@ TEST(RowwiseKernels, NanAndInfAreNotFinite) {
         for (float b : bad) {
           std::vector<float> x = input(n, 0, 3);
           x[at] = b;
-          EXPECT_FALSE(rowwise_kernels(l).range(x.data(), n).finite) << simd_level_name(l) << " " << n << " " << at;
+          EXPECT_FALSE(rowwise_kernels(l).range(x.data(), nullptr, n).finite) << simd_level_name(l) << " " << n << " " << at;
         }
 }
 
