@@ -9,9 +9,11 @@
 
 namespace sparq::compress {
 
+// min and max of a row; a zero extreme is +0, whichever zero the row holds.
+// A NaN or +-inf anywhere in the row leaves lo or hi not finite. (Two floats,
+// no flag: returned in registers, where a bool would go through the stack.)
 struct RowRange {
-  float lo, hi;  // a zero extreme is +0, whichever zero the row holds
-  bool finite;   // no NaN or +-inf in the row
+  float lo, hi;
 };
 
 struct RowwiseKernels {

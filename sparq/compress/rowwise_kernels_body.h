@@ -106,41 +106,39 @@ SPARQ_INLINE T summed(const float* x, float* sum, std::size_t i) {
 template <int W>
 SPARQ_INLINE RowRange range_impl(const float* x, float* sum, std::size_t n) {
   using F = typename V<W>::F;
-  RowRange r;
+  // v - v is 0 for finite v and NaN for NaN and +-inf, and NaN sticks in
+  // the sum `bad`, which is added to lo at the end.
+  float lo, hi, bad;
   std::size_t i = 0;
   if (n >= 2 * W) {
-    // Two vectors in flight; v - v is NaN exactly for NaN and +-inf, and NaN
-    // sticks in the sum.
     const F a0 = summed<F>(x, sum, 0), b0 = summed<F>(x, sum, W);
-    F mn0 = a0, mx0 = a0, mn1 = b0, mx1 = b0, bad = (a0 - a0) + (b0 - b0);
-    for (i = 2 * W; i + 2 * W <= n; i += 2 * W) {
+    F mn0 = a0, mx0 = a0, mn1 = b0, mx1 = b0, bv = (a0 - a0) + (b0 - b0);
+    for (i = 2 * W; i + 2 * W <= n; i += 2 * W) {  // two vectors in flight
       const F a = summed<F>(x, sum, i), b = summed<F>(x, sum, i + W);
       mn0 = a < mn0 ? a : mn0, mx0 = a > mx0 ? a : mx0;
       mn1 = b < mn1 ? b : mn1, mx1 = b > mx1 ? b : mx1;
-      bad += (a - a) + (b - b);
+      bv += (a - a) + (b - b);
     }
     mn0 = mn1 < mn0 ? mn1 : mn0, mx0 = mx1 > mx0 ? mx1 : mx0;
     // Halving reductions (a scalar loop over the lanes would be a chain of
     // W dependent min/max, as long as the row's vector loop itself).
-    reduce<W>(mn0, mx0, bad);
-    r = {mn0[0], mx0[0], bad[0] == 0.0f};
+    reduce<W>(mn0, mx0, bv);
+    lo = mn0[0], hi = mx0[0], bad = bv[0];
   } else {
-    const float z0 = summed<float>(x, sum, 0);
-    r = {z0, z0, z0 - z0 == 0.0f};
+    lo = hi = summed<float>(x, sum, 0);
+    bad = lo - lo;
     i = 1;
   }
   for (; i < n; ++i) {
     const float v = summed<float>(x, sum, i);
-    r.lo = std::min(r.lo, v);
-    r.hi = std::max(r.hi, v);
-    r.finite = r.finite && v - v == 0.0f;
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    bad += v - v;
   }
-  r.finite = r.finite && std::isfinite(r.lo) && std::isfinite(r.hi);
   // Which zero min/max return depends on the order of the comparisons (so on
-  // W); -0 + 0 = +0 makes the bias on the wire the same for every level.
-  r.lo += 0.0f;
-  r.hi += 0.0f;
-  return r;
+  // W); adding +0 (bad, when finite) makes a zero +0 (-0 + 0 = +0), so the
+  // bias on the wire is the same for every level.
+  return {lo + bad, hi + 0.0f};
 }
 
 // One element the reference way: a true division, clamp, round to nearest

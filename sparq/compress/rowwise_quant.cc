@@ -23,7 +23,8 @@ struct Grid {
 };
 
 Grid make_grid(const RowRange& r, RowwiseFormat fmt, std::size_t row) {
-  SPARQ_CHECK_AS(InputError, r.finite, "row-wise quantize: row {} holds NaN or inf", row);
+  SPARQ_CHECK_AS(InputError, std::isfinite(r.lo) && std::isfinite(r.hi), "row-wise quantize: row {} holds NaN or inf",
+                 row);
   const float levels = static_cast<float>((1 << fmt.bits) - 1);
   if (fmt.scale == ScaleType::F32) {
     float s = (r.hi - r.lo) / levels;
