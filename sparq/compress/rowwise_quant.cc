@@ -9,7 +9,7 @@
 
 #include "sparq/compress/bitpack.h"
 #include "sparq/compress/half.h"
-#include "sparq/compress/vec4.h"
+#include "sparq/compress/rowwise_kernels.h"
 #include "sparq/core/error.h"
 
 namespace sparq::compress {
@@ -18,50 +18,13 @@ static_assert(std::endian::native == std::endian::little, "the wire formats are 
 
 namespace {
 
-// Codes are produced and consumed through an L1-resident buffer of this many
-// elements; a multiple of 4 keeps every chunk on a packed-byte boundary.
-constexpr std::size_t kChunk = 512;
-// Adding 1.5 * 2^23 to a float in [0, 2^22) leaves the integer nearest to it
-// (ties to even, the default rounding mode) in the low mantissa bits. Unlike
-// nearbyint this vectorizes with plain SSE2.
-constexpr float kRoundMagic = 0x1.8p23f;
-
 struct Grid {
   float scale, bias;
 };
 
-// Min and max of a row, with a NaN/inf flag (v - v is NaN exactly for NaN
-// and +-inf, and NaN sticks in the sum). Two vectors of lanes in flight.
-struct Range {
-  float lo, hi;
-  bool finite;
-};
-Range row_range(const float* x, std::size_t n) {
-  Vec4 mn0 = splat4(x[0]), mx0 = mn0, mn1 = mn0, mx1 = mn0, bad0 = splat4(0.0f), bad1 = bad0;
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const Vec4 a = load4(x + i), b = load4(x + i + 4);
-    mn0 = min4(a, mn0), mx0 = max4(a, mx0), bad0 += a - a;
-    mn1 = min4(b, mn1), mx1 = max4(b, mx1), bad1 += b - b;
-  }
-  Range r{x[0], x[0], true};
-  for (int j = 0; j < 4; ++j) {
-    r.lo = std::min({r.lo, mn0[j], mn1[j]});
-    r.hi = std::max({r.hi, mx0[j], mx1[j]});
-    r.finite = r.finite && bad0[j] == 0.0f && bad1[j] == 0.0f;
-  }
-  for (; i < n; ++i) {
-    r.lo = std::min(r.lo, x[i]);
-    r.hi = std::max(r.hi, x[i]);
-    r.finite = r.finite && x[i] - x[i] == 0.0f;
-  }
-  r.finite = r.finite && std::isfinite(r.lo) && std::isfinite(r.hi);
-  return r;
-}
-
-Grid make_grid(const float* x, std::size_t n, RowwiseFormat fmt, std::size_t row) {
-  const Range r = row_range(x, n);
-  SPARQ_CHECK_AS(InputError, r.finite, "row-wise quantize: row {} holds NaN or inf", row);
+Grid make_grid(const RowRange& r, RowwiseFormat fmt, std::size_t row) {
+  SPARQ_CHECK_AS(InputError, std::isfinite(r.lo) && std::isfinite(r.hi), "row-wise quantize: row {} holds NaN or inf",
+                 row);
   const float levels = static_cast<float>((1 << fmt.bits) - 1);
   if (fmt.scale == ScaleType::F32) {
     float s = (r.hi - r.lo) / levels;
@@ -106,53 +69,41 @@ Grid read_header(const std::uint8_t* p, ScaleType t, std::size_t row) {
   return g;
 }
 
-// Codes of n <= kChunk values on grid g.
-void encode_chunk(const float* x, std::size_t n, Grid g, float levels, std::uint8_t* codes) {
-  if (g.scale == 0.0f) {  // constant row: every value is the bias
-    std::memset(codes, 0, n);
-    return;
-  }
-  // A true divide, not a multiply by 1/s: the reciprocal's rounding would
-  // move exact ties; the loop stays memory-bound either way.
-  for (std::size_t i = 0; i < n; ++i) {
-    float v = (x[i] - g.bias) / g.scale;
-    v = v < 0.0f ? 0.0f : v;  // only float rounding can leave [0, levels]
-    v = v > levels ? levels : v;
-    codes[i] = static_cast<std::uint8_t>(std::bit_cast<std::uint32_t>(v + kRoundMagic));
+// Q of `rows` rows into out. With `err` (error compensation): Q(z) for
+// z = x + err, and err <- z - D(Q(z)), from the codes just made with the
+// decoder's arithmetic (bias + scale * code), so bit for bit what decoding
+// would give; z is summed into err in the range pass and the residual
+// written in the encoding pass, so a row is read twice, not four times.
+//
+// Rows go in blocks: the ranges of the block's rows first, then their
+// encodings. Per row, range -> scale -> 1 / scale -> encode is a chain of
+// long latencies (reductions, two divisions) that would otherwise stall
+// every short row; a block (4 KiB of 128-value rows) stays in L1.
+// `first` numbers the rows in error messages.
+void quantize_rows(const RowwiseKernels& k, const float* x, float* err, std::size_t rows, std::size_t cols,
+                   RowwiseFormat fmt, std::uint8_t* out, std::size_t first = 0) {
+  constexpr std::size_t kBlock = 8;
+  const RowwiseLayout lay{cols, fmt};
+  RowRange range[kBlock];
+  for (std::size_t r0 = 0; r0 < rows; r0 += kBlock) {
+    const std::size_t nb = std::min(kBlock, rows - r0);
+    for (std::size_t j = 0; j < nb; ++j)
+      range[j] = k.range(x + (r0 + j) * cols, err ? err + (r0 + j) * cols : nullptr, cols);
+    for (std::size_t j = 0; j < nb; ++j) {
+      const std::size_t r = r0 + j;
+      const Grid g = make_grid(range[j], fmt, first + r);
+      std::uint8_t* o = out + r * lay.row_bytes();
+      write_header(o, g, fmt.scale);
+      const float* z = err ? err + r * cols : x + r * cols;
+      k.encode(z, cols, g.scale, g.bias, fmt.bits, o + lay.header_bytes(), err ? err + r * cols : nullptr);
+    }
   }
 }
 
-// Q of one row into out. With `left` (which may alias x), also
-// left <- x - D(Q(x)), from the codes just made with the decoder's
-// arithmetic (bias + scale * code), so bit for bit what decoding would give.
-void quantize_row(const float* x, std::size_t cols, RowwiseFormat fmt, std::uint8_t* out, std::size_t row,
-                  float* left = nullptr) {
-  const RowwiseLayout lay{cols, fmt};
-  const Grid g = make_grid(x, cols, fmt, row);
-  write_header(out, g, fmt.scale);
-  std::uint8_t* codes_out = out + lay.header_bytes();
-  const float levels = static_cast<float>((1 << fmt.bits) - 1);
-  std::uint8_t codes[kChunk];
-  for (std::size_t c0 = 0; c0 < cols; c0 += kChunk) {
-    const std::size_t n = std::min(kChunk, cols - c0);
-    encode_chunk(x + c0, n, g, levels, codes);
-    pack_codes({codes, n}, fmt.bits, {codes_out + packed_bytes(c0, fmt.bits), packed_bytes(n, fmt.bits)});
-    if (left)
-      for (std::size_t i = 0; i < n; ++i) left[c0 + i] = x[c0 + i] - (g.bias + g.scale * static_cast<float>(codes[i]));
-  }
-}
-
-void dequantize_row(const std::uint8_t* in, std::size_t cols, RowwiseFormat fmt, float* out, std::size_t row) {
-  const RowwiseLayout lay{cols, fmt};
+void dequantize_row(const RowwiseKernels& k, const std::uint8_t* in, std::size_t cols, RowwiseFormat fmt, float* out,
+                    std::size_t row) {
   const Grid g = read_header(in, fmt.scale, row);
-  const std::uint8_t* codes_in = in + lay.header_bytes();
-  std::uint8_t codes[kChunk];
-  for (std::size_t c0 = 0; c0 < cols; c0 += kChunk) {
-    const std::size_t n = std::min(kChunk, cols - c0);
-    unpack_codes({codes_in + packed_bytes(c0, fmt.bits), packed_bytes(n, fmt.bits)}, fmt.bits, {codes, n});
-    float* o = out + c0;
-    for (std::size_t i = 0; i < n; ++i) o[i] = g.bias + g.scale * static_cast<float>(codes[i]);
-  }
+  k.decode(in + RowwiseLayout{cols, fmt}.header_bytes(), cols, g.scale, g.bias, fmt.bits, out);
 }
 
 std::size_t checked_rows(std::size_t count, std::size_t cols, RowwiseFormat fmt) {
@@ -167,47 +118,47 @@ std::size_t checked_rows(std::size_t count, std::size_t cols, RowwiseFormat fmt)
 
 void rowwise_quantize(std::span<const float> x, std::size_t cols, RowwiseFormat fmt, std::span<std::byte> out) {
   const std::size_t rows = checked_rows(x.size(), cols, fmt);
+  const RowwiseKernels& k = rowwise_kernels();  // once per call: the level is fixed while it runs
   const RowwiseLayout lay{cols, fmt};
   SPARQ_CHECK_AS(InputError, out.size() == lay.bytes(rows), "row-wise quantize: output has {} bytes, needs {}",
                  out.size(), lay.bytes(rows));
   auto* o = reinterpret_cast<std::uint8_t*>(out.data());
-  for (std::size_t r = 0; r < rows; ++r) quantize_row(x.data() + r * cols, cols, fmt, o + r * lay.row_bytes(), r);
+  quantize_rows(k, x.data(), nullptr, rows, cols, fmt, o);
 }
 
 void rowwise_quantize_ec(std::span<const float> x, std::span<float> err, std::size_t cols, RowwiseFormat fmt,
                          std::span<std::byte> out) {
   const std::size_t rows = checked_rows(x.size(), cols, fmt);
+  const RowwiseKernels& k = rowwise_kernels();  // once per call: the level is fixed while it runs
   const RowwiseLayout lay{cols, fmt};
   SPARQ_CHECK_AS(InputError, err.size() == x.size() && out.size() == lay.bytes(rows),
                  "row-wise quantize with error compensation: {} values, {} residuals, {} output bytes (needs {})",
                  x.size(), err.size(), out.size(), lay.bytes(rows));
   auto* o = reinterpret_cast<std::uint8_t*>(out.data());
-  for (std::size_t r = 0; r < rows; ++r) {
-    float* z = err.data() + r * cols;  // z = x + err, in place, then what Q(z) leaves out
-    for (std::size_t i = 0; i < cols; ++i) z[i] += x[r * cols + i];
-    quantize_row(z, cols, fmt, o + r * lay.row_bytes(), r, z);
-  }
+  quantize_rows(k, x.data(), err.data(), rows, cols, fmt, o);
 }
 
 void rowwise_dequantize(std::span<const std::byte> in, std::size_t cols, RowwiseFormat fmt, std::span<float> out) {
   const std::size_t rows = checked_rows(out.size(), cols, fmt);
+  const RowwiseKernels& k = rowwise_kernels();  // once per call: the level is fixed while it runs
   const RowwiseLayout lay{cols, fmt};
   SPARQ_CHECK_AS(WireError, in.size() == lay.bytes(rows), "row-wise dequantize: got {} bytes, {} rows of {} need {}",
                  in.size(), rows, cols, lay.bytes(rows));
   const auto* p = reinterpret_cast<const std::uint8_t*>(in.data());
-  for (std::size_t r = 0; r < rows; ++r) dequantize_row(p + r * lay.row_bytes(), cols, fmt, out.data() + r * cols, r);
+  for (std::size_t r = 0; r < rows; ++r) dequantize_row(k, p + r * lay.row_bytes(), cols, fmt, out.data() + r * cols, r);
 }
 
 void rowwise_dq(std::span<const float> x, std::size_t cols, RowwiseFormat fmt, std::span<float> out) {
   const std::size_t rows = checked_rows(x.size(), cols, fmt);
+  const RowwiseKernels& k = rowwise_kernels();  // once per call: the level is fixed while it runs
   SPARQ_CHECK_AS(InputError, out.size() == x.size(), "row-wise DQ: output size {} != input size {}", out.size(),
                  x.size());
   // One encoded row at a time: the same code path as Q then D, so DQ is
   // bitwise what a receiver would see, in O(cols) scratch.
   std::vector<std::uint8_t> row_buf(RowwiseLayout{cols, fmt}.row_bytes());
   for (std::size_t r = 0; r < rows; ++r) {
-    quantize_row(x.data() + r * cols, cols, fmt, row_buf.data(), r);
-    dequantize_row(row_buf.data(), cols, fmt, out.data() + r * cols, r);
+    quantize_rows(k, x.data() + r * cols, nullptr, 1, cols, fmt, row_buf.data(), r);
+    dequantize_row(k, row_buf.data(), cols, fmt, out.data() + r * cols, r);
   }
 }
 
@@ -215,6 +166,7 @@ void rowwise_dqe(std::span<const float> t, std::span<const float> y, std::span<f
                  RowwiseFormat fmt, std::span<float> out) {
   const std::size_t n = t.size();
   const std::size_t rows = checked_rows(n, cols, fmt);
+  const RowwiseKernels& k = rowwise_kernels();  // once per call: the level is fixed while it runs
   SPARQ_CHECK_AS(InputError, (y.empty() || y.size() == n) && err.size() == n && out.size() == n,
                  "row-wise DQE: sizes t {} y {} err {} out {}", n, y.size(), err.size(), out.size());
   std::vector<float> z(cols);
@@ -222,8 +174,8 @@ void rowwise_dqe(std::span<const float> t, std::span<const float> y, std::span<f
   for (std::size_t r = 0; r < rows; ++r) {
     const std::size_t off = r * cols;
     for (std::size_t i = 0; i < cols; ++i) z[i] = (y.empty() ? t[off + i] : t[off + i] + y[off + i]) + err[off + i];
-    quantize_row(z.data(), cols, fmt, row_buf.data(), r);
-    dequantize_row(row_buf.data(), cols, fmt, out.data() + off, r);
+    quantize_rows(k, z.data(), nullptr, 1, cols, fmt, row_buf.data(), r);
+    dequantize_row(k, row_buf.data(), cols, fmt, out.data() + off, r);
     for (std::size_t i = 0; i < cols; ++i) err[off + i] = z[i] - out[off + i];
   }
 }

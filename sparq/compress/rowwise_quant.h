@@ -59,7 +59,7 @@ void rowwise_dequantize(std::span<const std::byte> in, std::size_t cols, Rowwise
 // z = x + err, out <- Q(z) and err <- z - D(Q(z)), bit for bit what
 // rowwise_quantize(z) and rowwise_dequantize would give, without decoding
 // the bytes just written. On an InputError (NaN or inf) err is left
-// holding x + err for the row that failed.
+// holding x + err for the row that failed (and for up to 7 rows after it).
 void rowwise_quantize_ec(std::span<const float> x, std::span<float> err, std::size_t cols, RowwiseFormat fmt,
                          std::span<std::byte> out);
 

@@ -1,0 +1,315 @@
+// The row-wise kernels for one vector width: included once per SimdLevel by
+// rowwise_kernels.cc, inside a namespace of its own and under a
+// `#pragma GCC target` for that level, with kW (floats per vector) defined.
+// Everything here is compiled for that target, so the helpers inline into
+// each other and intrinsics of the level may be used.
+
+template <int W>
+struct V {
+  typedef float F __attribute__((vector_size(4 * W)));
+  typedef std::int32_t I __attribute__((vector_size(4 * W)));
+  typedef std::uint8_t B __attribute__((vector_size(W)));
+  typedef std::uint8_t B4 __attribute__((vector_size(4 * W)));
+  typedef std::uint64_t U __attribute__((vector_size(4 * W)));
+};
+
+template <class T>
+SPARQ_INLINE T load(const void* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);  // unaligned
+  return v;
+}
+template <class T>
+SPARQ_INLINE void store(void* p, T v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+// Lane shuffles with W-dependent index lists.
+template <int W, std::size_t... K>
+SPARQ_INLINE typename V<W>::I evens(typename V<W>::I a, typename V<W>::I b, std::index_sequence<K...>) {
+  return __builtin_shufflevector(a, b, (2 * K)...);
+}
+template <int W, std::size_t... K>
+SPARQ_INLINE typename V<W>::I odds(typename V<W>::I a, typename V<W>::I b, std::index_sequence<K...>) {
+  return __builtin_shufflevector(a, b, (2 * K + 1)...);
+}
+// Lanes a0 b0 a1 b1 ... from the low (half = 0) or high (half = W/2) halves.
+template <int W, std::size_t... K>
+SPARQ_INLINE typename V<W>::I zip(typename V<W>::I a, typename V<W>::I b, std::size_t half, std::index_sequence<K...>) {
+  if (half == 0) return __builtin_shufflevector(a, b, ((K % 2) * W + K / 2)...);
+  return __builtin_shufflevector(a, b, ((K % 2) * W + W / 2 + K / 2)...);
+}
+// The low byte of every 32-bit lane (all lanes hold values < 256).
+// AVX-512 has this as one instruction (vpmovdb), which GCC emits for the
+// conversion; AVX2 turns the byte shuffle into pshufb; SSE2 has no pshufb
+// (GCC would go lane by lane) but its saturating packs do it exactly here.
+template <int W, std::size_t... K>
+SPARQ_INLINE typename V<W>::B low_bytes(typename V<W>::I a, std::index_sequence<K...>) {
+  if constexpr (W == 16) {
+    return __builtin_convertvector(a, typename V<W>::B);
+  } else {
+#if defined(__x86_64__)
+    if constexpr (W == 4) {
+      const __m128i w = _mm_packs_epi32(reinterpret_cast<__m128i>(a), reinterpret_cast<__m128i>(a));
+      const std::uint32_t v = static_cast<std::uint32_t>(_mm_cvtsi128_si32(_mm_packus_epi16(w, w)));
+      typename V<W>::B out;
+      std::memcpy(&out, &v, sizeof out);
+      return out;
+    }
+#endif
+    const auto b = reinterpret_cast<typename V<W>::B4>(a);
+    return __builtin_shufflevector(b, b, (4 * K)...);
+  }
+}
+
+// Lane j of the result: x[2j] | x[2j+1] << shift, x = a then b.
+template <int W>
+SPARQ_INLINE typename V<W>::I pair_up(typename V<W>::I a, typename V<W>::I b, int shift) {
+  constexpr auto k = std::make_index_sequence<W>{};
+  return evens<W>(a, b, k) | (odds<W>(a, b, k) << shift);
+}
+
+// Lanes rotated down by H.
+template <int W, int H, class T, std::size_t... K>
+SPARQ_INLINE T rotate(T m, std::index_sequence<K...>) {
+  return __builtin_shufflevector(m, m, ((K + H) % W)...);
+}
+
+// Whether any lane has its sign bit set: one instruction where the level
+// has it. Signs, not comparison masks: GCC 12 scalarizes turning AVX-512
+// mask registers into vector lanes.
+template <int W>
+SPARQ_INLINE bool any_sign(typename V<W>::I m) {
+#if defined(__x86_64__)
+  if constexpr (W == 16) return _mm512_movepi32_mask(reinterpret_cast<__m512i>(m)) != 0;
+  if constexpr (W == 8) return _mm256_movemask_ps(reinterpret_cast<__m256>(m)) != 0;
+  if constexpr (W == 4) return _mm_movemask_ps(reinterpret_cast<__m128>(m)) != 0;
+#endif
+  for (int j = 0; j < W; ++j)
+    if (m[j] < 0) return true;
+  return false;
+}
+
+template <int W, int H = W / 2>
+SPARQ_INLINE void reduce(typename V<W>::F& mn, typename V<W>::F& mx, typename V<W>::F& bad) {
+  if constexpr (H > 0) {
+    constexpr auto k = std::make_index_sequence<W>{};
+    const auto a = rotate<W, H>(mn, k), b = rotate<W, H>(mx, k);
+    mn = a < mn ? a : mn, mx = b > mx ? b : mx, bad += rotate<W, H>(bad, k);
+    reduce<W, H / 2>(mn, mx, bad);
+  }
+}
+
+// x[i..] as a T (a float or a vector), or with `sum`: sum[i..] += x[i..],
+// the result. (Helpers, not lambdas: GCC may outline a lambda, and an
+// outlined one is compiled for the baseline target.)
+template <class T>
+SPARQ_INLINE T summed(const float* x, float* sum, std::size_t i) {
+  if (!sum) return load<T>(x + i);
+  const T z = load<T>(sum + i) + load<T>(x + i);
+  store(sum + i, z);
+  return z;
+}
+
+// With `sum` (error compensation): sum += x first, and the range is the
+// sums' (one pass over the row instead of two).
+template <int W>
+SPARQ_INLINE RowRange range_impl(const float* x, float* sum, std::size_t n) {
+  using F = typename V<W>::F;
+  // v - v is 0 for finite v and NaN for NaN and +-inf, and NaN sticks in
+  // the sum `bad`, which is added to lo at the end.
+  float lo, hi, bad;
+  std::size_t i = 0;
+  if (n >= 2 * W) {
+    const F a0 = summed<F>(x, sum, 0), b0 = summed<F>(x, sum, W);
+    F mn0 = a0, mx0 = a0, mn1 = b0, mx1 = b0, bv = (a0 - a0) + (b0 - b0);
+    for (i = 2 * W; i + 2 * W <= n; i += 2 * W) {  // two vectors in flight
+      const F a = summed<F>(x, sum, i), b = summed<F>(x, sum, i + W);
+      mn0 = a < mn0 ? a : mn0, mx0 = a > mx0 ? a : mx0;
+      mn1 = b < mn1 ? b : mn1, mx1 = b > mx1 ? b : mx1;
+      bv += (a - a) + (b - b);
+    }
+    mn0 = mn1 < mn0 ? mn1 : mn0, mx0 = mx1 > mx0 ? mx1 : mx0;
+    // Halving reductions (a scalar loop over the lanes would be a chain of
+    // W dependent min/max, as long as the row's vector loop itself).
+    reduce<W>(mn0, mx0, bv);
+    lo = mn0[0], hi = mx0[0], bad = bv[0];
+  } else {
+    lo = hi = summed<float>(x, sum, 0);
+    bad = lo - lo;
+    i = 1;
+  }
+  for (; i < n; ++i) {
+    const float v = summed<float>(x, sum, i);
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    bad += v - v;
+  }
+  // Which zero min/max return depends on the order of the comparisons (so on
+  // W); adding +0 (bad, when finite) makes a zero +0 (-0 + 0 = +0), so the
+  // bias on the wire is the same for every level.
+  return {lo + bad, hi + 0.0f};
+}
+
+// One element the reference way: a true division, clamp, round to nearest
+// even. Returns the code; *left as the kernel's contract says.
+SPARQ_INLINE unsigned code_of(float x, float scale, float bias, float levels, float* left) {
+  float v = scale == 0.0f ? 0.0f : (x - bias) / scale;
+  v = v < 0.0f ? 0.0f : v;  // only float rounding can leave [0, levels]
+  v = v > levels ? levels : v;
+  const float m = v + kRoundMagic;
+  if (left) *left = x - (bias + scale * (m - kRoundMagic));
+  return std::bit_cast<std::uint32_t>(m) & 0xFFu;
+}
+
+// The grid of a row, splatted, and the multiply-by-reciprocal shortcut.
+//
+// The code must be rne(clamp(fl((x - bias) / scale))): a true division (a
+// reciprocal multiply rounds differently). Divisions are the slowest part of
+// the loop, so it computes q = fl(d * fl(1 / scale)) first: relative to the
+// exact quotient Q, |q - fl(Q)| <= |Q| * 1.51 * 2^-23 (two roundings in q,
+// one in fl(Q)), and |Q| <= levels + 2 for every value of the row (bias <=
+// min, bias + levels * scale >= max), so they differ by less than
+// tol = (levels + 1) * 2^-21. Clamping keeps that and rounding to the nearest
+// integer then agrees unless clamp(q) lies within tol of a half-integer;
+// such a group is recomputed with the division (rare for real data, common
+// for small integers, where it costs speed, never bits). When 1 / scale
+// overflows (subnormal scale) every group divides.
+template <int W>
+struct Grid {
+  typename V<W>::F scale, bias, inv, levels;
+  typename V<W>::I edge_bits;
+  bool divide, constant;
+  Grid(float s, float b, float lv) : constant(s == 0.0f) {
+    const float r = s == 0.0f ? 0.0f : 1.0f / s;  // scale 0 (a constant row): every code is 0
+    divide = !std::isfinite(r);
+    const float tol = (lv + 1.0f) * 0x1p-21f;
+    scale = s - typename V<W>::F{}, bias = b - typename V<W>::F{}, inv = r - typename V<W>::F{};
+    levels = lv - typename V<W>::F{};
+    edge_bits = std::bit_cast<std::int32_t>(0.5f - tol) - typename V<W>::I{};
+  }
+};
+
+template <int W>
+SPARQ_INLINE typename V<W>::F clamp(typename V<W>::F q, const Grid<W>& g) {
+  using F = typename V<W>::F;
+  q = q < 0.0f ? F{} : q;  // only float rounding can leave [0, levels]
+  return q > g.levels ? g.levels : q;
+}
+
+// Codes (low byte of each lane) of the `C` vectors at x (C * W values), with
+// `left` written after the decision, so it may alias x.
+template <int W, int C>
+SPARQ_INLINE void encode_group(const float* x, const Grid<W>& g, float* left, typename V<W>::I (&codes)[C]) {
+  using F = typename V<W>::F;
+  using I = typename V<W>::I;
+  F d[C], m[C];
+  if constexpr (W == 4) {
+    // 4 lanes: the division keeps up (measured), the shortcut's checks cost more.
+    for (int c = 0; c < C; ++c) {
+      d[c] = load<F>(x + c * W) - g.bias;
+      m[c] = (g.constant ? F{} : clamp<W>(d[c] / g.scale, g)) + kRoundMagic;
+    }
+  } else {
+  I near{};
+  for (int c = 0; c < C; ++c) {
+    d[c] = load<F>(x + c * W) - g.bias;
+    const F q = clamp<W>(d[c] * g.inv, g);
+    m[c] = q + kRoundMagic;
+    const F f = q - (m[c] - kRoundMagic);  // in [-0.5, 0.5], exact
+    // |f| > edge, as the sign of edge - |f| on the bit patterns (ordered like
+    // the values for non-negative floats).
+    near |= g.edge_bits - (reinterpret_cast<I>(f) & 0x7fffffff);
+  }
+  if (g.divide || any_sign<W>(near))
+    for (int c = 0; c < C; ++c) m[c] = clamp<W>(d[c] / g.scale, g) + kRoundMagic;
+  }
+  for (int c = 0; c < C; ++c) {
+    if (left) store(left + c * W, load<F>(x + c * W) - (g.bias + g.scale * (m[c] - kRoundMagic)));
+    codes[c] = reinterpret_cast<I>(m[c]) & 0xFF;
+  }
+}
+
+// One loop per code width (a compile-time constant: no per-group branch).
+template <int W, int Bits>
+SPARQ_INLINE void encode_impl(const float* x, std::size_t n, float scale, float bias, std::uint8_t* packed,
+                              float* left) {
+  using I = typename V<W>::I;
+  constexpr float levels = static_cast<float>((1 << Bits) - 1);
+  constexpr std::size_t group = W * 8 / Bits;  // values per W output bytes
+  constexpr auto k = std::make_index_sequence<W>{};
+  const Grid<W> g(scale, bias, levels);
+  std::size_t i = 0;
+  for (; i + group <= n; i += group) {
+    float* l = left ? left + i : nullptr;
+    I c[group / W];
+    encode_group<W, group / W>(x + i, g, l, c);
+    I out;
+    if constexpr (Bits == 8) out = c[0];
+    if constexpr (Bits == 4) out = pair_up<W>(c[0], c[1], 4);
+    if constexpr (Bits == 2) out = pair_up<W>(pair_up<W>(c[0], c[1], 2), pair_up<W>(c[2], c[3], 2), 4);
+    store(packed + i * Bits / 8, low_bytes<W>(out, k));
+  }
+  if (i == n) return;
+  // The ragged end, element by element (group is a multiple of the codes
+  // per byte, so it starts on a byte boundary).
+  std::uint8_t* p = packed + i * Bits / 8;
+  std::memset(p, 0, packed_bytes(n - i, Bits));
+  for (std::size_t j = 0; i + j < n; ++j) {
+    const unsigned c = code_of(x[i + j], scale, bias, levels, left ? left + i + j : nullptr);
+    p[j * Bits / 8] = static_cast<std::uint8_t>(p[j * Bits / 8] | c << (j * Bits % 8));
+  }
+}
+
+template <int W>
+SPARQ_INLINE void emit(typename V<W>::I c, float scale, float bias, float* out) {
+  using F = typename V<W>::F;
+  const F f = __builtin_convertvector(c, F);
+  store(out, bias + scale * f);
+}
+
+template <int W>
+SPARQ_INLINE void decode_impl(const std::uint8_t* packed, std::size_t n, float scale, float bias, int bits,
+                              float* out) {
+  using I = typename V<W>::I;
+  const std::size_t group = static_cast<std::size_t>(W * 8 / bits);
+  constexpr auto k = std::make_index_sequence<W>{};
+  std::size_t i = 0;
+  for (; i + group <= n; i += group) {
+    const I b = __builtin_convertvector(load<typename V<W>::B>(packed + i * static_cast<std::size_t>(bits) / 8), I);
+    float* o = out + i;
+    if (bits == 8) {
+      emit<W>(b, scale, bias, o);
+      continue;
+    }
+    // Nibbles in order: low then high nibble of each byte.
+    const I lo = b & 0xF, hi = b >> 4;
+    const I nib[2] = {zip<W>(lo, hi, 0, k), zip<W>(lo, hi, W / 2, k)};
+    if (bits == 4) {
+      emit<W>(nib[0], scale, bias, o);
+      emit<W>(nib[1], scale, bias, o + W);
+      continue;
+    }
+    for (int h = 0; h < 2; ++h) {
+      const I a = nib[h] & 3, c = nib[h] >> 2;
+      emit<W>(zip<W>(a, c, 0, k), scale, bias, o + 2 * h * W);
+      emit<W>(zip<W>(a, c, W / 2, k), scale, bias, o + (2 * h + 1) * W);
+    }
+  }
+  const std::uint8_t* p = packed + i * static_cast<std::size_t>(bits) / 8;
+  const unsigned mask = (1u << bits) - 1;
+  for (std::size_t j = 0; i + j < n; ++j) {
+    const unsigned c = (p[j * bits / 8] >> (j * bits % 8)) & mask;
+    out[i + j] = bias + scale * static_cast<float>(c);
+  }
+}
+
+RowRange range(const float* x, float* sum, std::size_t n) { return range_impl<kW>(x, sum, n); }
+void encode(const float* x, std::size_t n, float s, float b, int bits, std::uint8_t* p, float* l) {
+  if (bits == 8) encode_impl<kW, 8>(x, n, s, b, p, l);
+  if (bits == 4) encode_impl<kW, 4>(x, n, s, b, p, l);
+  if (bits == 2) encode_impl<kW, 2>(x, n, s, b, p, l);
+}
+void decode(const std::uint8_t* p, std::size_t n, float s, float b, int bits, float* o) {
+  decode_impl<kW>(p, n, s, b, bits, o);
+}
