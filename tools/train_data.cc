@@ -200,6 +200,7 @@ bool StreamBatches::next(std::size_t batch, std::span<const std::size_t> rows, B
                      b.size() % sizeof(CriteoRecord) == 0 && b.size() / sizeof(CriteoRecord) <= shares.len(q),
                      "streamed batch: rank {} sent {} bytes, not up to {} records", q, b.size(), shares.len(q));
       const std::size_t n = b.size() / sizeof(CriteoRecord);
+      if (n == 0) continue;  // that rank's stream has ended
       recs_.resize(recs_.size() + n);
       std::memcpy(recs_.data() + recs_.size() - n, b.data(), b.size());
     }
