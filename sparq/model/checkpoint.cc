@@ -227,15 +227,10 @@ std::string read_checkpoint_meta(const std::string& path) {
 }
 
 nlohmann::json checkpoint_config_json(const DlrmConfig& cfg) {
-  auto join = [](const std::vector<std::size_t>& v) {
-    std::string s;
-    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "-" : "") + std::to_string(v[i]);
-    return s;
-  };
   return {{"arch_sparse_feature_size", cfg.emb_dim},
-          {"arch_mlp_bot", join(cfg.bot_mlp)},
-          {"arch_mlp_top", join(cfg.top_mlp)},
-          {"arch_embedding_size", join(cfg.table_rows)}};
+          {"arch_mlp_bot", join_dash_list(cfg.bot_mlp)},
+          {"arch_mlp_top", join_dash_list(cfg.top_mlp)},
+          {"arch_embedding_size", join_dash_list(cfg.table_rows)}};
 }
 
 DlrmConfig checkpoint_config(const std::string& meta, const std::string& path) {

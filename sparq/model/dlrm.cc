@@ -29,12 +29,14 @@ void DlrmConfig::validate() const {
 }
 
 std::string DlrmConfig::describe() const {
-  auto join = [](const std::vector<std::size_t>& v) {
-    std::string s;
-    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "-" : "") + std::to_string(v[i]);
-    return s;
-  };
-  return fmt::format("bot {}, top {}, {} tables x {}", join(bot_mlp), join(top_spec().dims), num_tables(), emb_dim);
+  return fmt::format("bot {}, top {}, {} tables x {}", join_dash_list(bot_mlp), join_dash_list(top_spec().dims),
+                     num_tables(), emb_dim);
+}
+
+std::string join_dash_list(const std::vector<std::size_t>& v) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "-" : "") + std::to_string(v[i]);
+  return s;
 }
 
 std::vector<std::size_t> parse_dash_list(const std::string& s) {

@@ -46,6 +46,8 @@ struct DlrmConfig {
 
 // "13-512-256-64-16" -> {13, 512, 256, 64, 16}; throws InputError.
 std::vector<std::size_t> parse_dash_list(const std::string& s);
+// The inverse: {13, 512, 256} -> "13-512-256".
+std::string join_dash_list(const std::vector<std::size_t>& v);
 
 // A contiguous piece of the model, for model parallelism: bottom layers
 // [bot_first, bot_last), then, if `middle`, the embedding tables and the
