@@ -206,6 +206,10 @@ void run_train(const TrainArgs& a) {
                    "--mp-codec, --micro-batches and --mp-threshold-eta act between model-parallel stages: they need "
                    "--mp-splits");
   }
+  SPARQ_CHECK_AS(InputError, a.net.empty() || (a.ranks > 0 && launch_mode() == "local"),
+                 "--net emulates the network between in-process ranks: give --ranks P (under mpiexec the network is "
+                 "real)");
+  const std::optional<NetModel> net = a.net.empty() ? std::nullopt : std::optional(parse_net_model(a.net));
   check_train_memory(a, cfg, world, nstages, dpo.placement);
   if (world > 1) {
     if (a.ranks > 1) {  // ranks are threads of this process: one core each
@@ -213,11 +217,17 @@ void run_train(const TrainArgs& a) {
       set_compute_threads(1);
     }
   }
+  if (net) {  // a rank's computation is its one thread's CPU time
+    set_blas_threads(1);
+    set_compute_threads(1);
+  }
   // Every process loads the data once; in-process ranks share it (read only).
   const Data data = load_data(a, cfg);
   LaunchOptions lo;
   lo.ranks = a.ranks;
   lo.timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
+  lo.net = net;
+  lo.charge_cpu = true;
   launch(lo, [&](Transport& t) { train_rank(t, a, cfg, data, dpo, mpc); });
 }
 
@@ -239,11 +249,20 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
   // time to a target is train_s, so how often a run tests does not change it.
   Clock::time_point train_start = Clock::now();
   double eval_s = 0;
+  // --net: the same on this rank's training thread's virtual clock (modeled_*).
+  const bool modeled = t.virtual_time().has_value();
+  auto vnow = [&] { return modeled ? *t.virtual_time() : 0.0; };
+  double v_start = vnow(), v_eval = 0;
   auto emit = [&](nlohmann::json j) {
     if (!metrics) return;
     const double wall = seconds_since(train_start);
     j["wall_s"] = wall;
     if (!j.contains("train_s")) j["train_s"] = wall - eval_s;
+    if (modeled) {
+      const double v = vnow() - v_start;
+      j["modeled_wall_s"] = v;
+      if (!j.contains("modeled_train_s")) j["modeled_train_s"] = v - v_eval;
+    }
     *metrics << j.dump() << "\n" << std::flush;
   };
   emit(config_event(a, nranks, t.name()));
@@ -454,8 +473,9 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
   };
   Accounting acct, acct_print;  // this rank's traffic: cumulative, since the last print
   double t_comm = 0, tot_comm = 0;
-  double t_data = 0, t_fwd = 0, t_bwd = 0, t_opt = 0, t_iter = 0, loss_sum = 0, correct = 0;  // since the last print
-  double tot_data = 0, tot_fwd = 0, tot_bwd = 0, tot_opt = 0;
+  double t_data = 0, t_fwd = 0, t_bwd = 0, t_opt = 0, t_iter = 0, v_iter = 0, loss_sum = 0, correct = 0;  // since the last print
+  double tot_data = 0, tot_fwd = 0, tot_bwd = 0, tot_opt = 0, tot_iter = 0, tot_v_iter = 0;
+  std::size_t tot_its = 0;
   std::size_t its = 0, samples = 0, tot_samples = 0, local_samples = 0;
   // Replicas must stay bit-identical: hash every parameter, compare across ranks.
   auto verify_model = [&](std::size_t at) {
@@ -472,7 +492,8 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     return (a.target_loss > 0 && r.loss <= a.target_loss) || (a.target_auc > 0 && r.auc >= a.target_auc);
   };
   train_start = Clock::now();
-  double test_at = 0;  // train_s when the current test began
+  v_start = vnow();
+  double test_at = 0, v_test_at = 0;  // train_s and modeled_train_s when the current test began
   auto test_and_report = [&](std::size_t it, std::size_t epoch) {
     std::optional<EvalResult> r;
     if (ps) {
@@ -510,12 +531,15 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
                     last_eval.ne()));
     emit({{"event", "test"}, {"epoch", epoch}, {"it", it}, {"nbatches", nbatches}, {"step", epoch * nbatches + it},
           {"loss", last_eval.loss}, {"accuracy", last_eval.accuracy}, {"auc", last_eval.auc},
-          {"positive_rate", last_eval.positive_rate}, {"ne", last_eval.ne()}, {"train_s", test_at}});
+          {"positive_rate", last_eval.positive_rate}, {"ne", last_eval.ne()}, {"train_s", test_at},
+          {"modeled_train_s", v_test_at}});
   };
   auto test_now = [&](std::size_t it, std::size_t epoch) {
     if (data.test.size() == 0) return;
     const auto e0 = Clock::now();
+    const double v0 = vnow();
     test_at = seconds_since(train_start) - eval_s;
+    v_test_at = v0 - v_start - v_eval;
     test_and_report(it, epoch);
     if (has_target && !reached) {  // every training rank learns what the lead saw
       double hit = lead && evaluated && reaches(last_eval) ? 1 : 0;
@@ -523,16 +547,19 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
       reached = hit > 0;
     }
     eval_s += seconds_since(e0);
+    v_eval += vnow() - v0;
     if (!reached) return;
     const double wall = seconds_since(train_start);
     say(fmt::format("target reached: test {} at step {} (epoch {}, it {}/{}): {:.3f} s of training ({:.3f} s with "
-                    "tests)\n",
+                    "tests){}\n",
                     a.target_loss > 0 && last_eval.loss <= a.target_loss
                         ? fmt::format("loss {:.6f} <= {}", last_eval.loss, a.target_loss)
                         : fmt::format("auc {:.4f} >= {}", last_eval.auc, a.target_auc),
-                    step, epoch, it, nbatches, test_at, wall));
+                    step, epoch, it, nbatches, test_at, wall,
+                    modeled ? fmt::format("; modeled on {}: {:.3f} s of training", a.net, v_test_at) : ""));
     emit({{"event", "target"}, {"step", step}, {"loss", last_eval.loss}, {"auc", last_eval.auc},
-          {"target_loss", a.target_loss}, {"target_auc", a.target_auc}, {"train_s", test_at}});
+          {"target_loss", a.target_loss}, {"target_auc", a.target_auc}, {"train_s", test_at},
+          {"modeled_train_s", v_test_at}});
   };
 
   for (std::size_t epoch = step / nbatches; epoch < a.nepochs; ++epoch) {
@@ -551,6 +578,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
         return;  // in-process: falls silent, the others must notice
       }
       auto t0 = Clock::now();
+      const double v0 = vnow();
       if (streaming) {
         const std::uint64_t sent = streamer->bytes_sent();
         if (!streamer->next(a.batch, cfg.table_rows, batch)) break;  // fewer records than lines (bad lines, sub-sampling)
@@ -576,6 +604,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
       thr_sum += s.threshold_sum;
       thr_rows += s.threshold_rows;
       t_iter += seconds_since(t0);
+      v_iter += vnow() - v0;
       ++its;
       samples += global_size;
       local_samples += s.samples;
@@ -596,20 +625,23 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
         const double eta = ms / 1e3 * static_cast<double>(a.nepochs * nbatches - step);
         say(fmt::format(
             "Finished training it {}/{} of epoch {}, {:.2f} ms/it, loss {:.6f}, accuracy {:.3f} %, {:.0f} samples/s "
-            "(data {:.2f} fwd {:.2f} bwd {:.2f} opt {:.2f}{} ms/it), eta {}\n",
+            "(data {:.2f} fwd {:.2f} bwd {:.2f} opt {:.2f}{} ms/it), eta {}{}\n",
             it + 1, nbatches, epoch, ms, loss, 100 * train_accuracy, static_cast<double>(samples) / wall,
             1e3 * t_data / n, 1e3 * t_fwd / n, 1e3 * t_bwd / n, 1e3 * t_opt / n,
-            nranks > 1 ? fmt::format(" comm wait {:.2f}", 1e3 * t_comm / n) : "", format_duration(eta)));
+            nranks > 1 ? fmt::format(" comm wait {:.2f}", 1e3 * t_comm / n) : "", format_duration(eta),
+            modeled ? fmt::format(", modeled {:.2f} ms/it", 1e3 * v_iter / n) : ""));
         nlohmann::json traffic;  // bytes per step since the last print, per entity
         for (const auto& [name, x] : acct_print.rows)
           traffic[name] = {{"bytes_per_step", static_cast<double>(x.bytes_sent) / n},
                            {"dense_bytes_per_step", static_cast<double>(x.dense_bytes) / n}, {"ratio", ratio(x)}};
-        emit({{"event", "train"}, {"epoch", epoch}, {"it", it + 1}, {"nbatches", nbatches}, {"step", step},
+        nlohmann::json ev = {{"event", "train"}, {"epoch", epoch}, {"it", it + 1}, {"nbatches", nbatches}, {"step", step},
               {"loss", loss}, {"accuracy", train_accuracy}, {"eta_s", eta}, {"ms_per_it", ms}, {"samples_per_s", static_cast<double>(samples) / wall},
               {"phase_ms", {{"data", 1e3 * t_data / n}, {"forward", 1e3 * t_fwd / n},
                             {"backward", 1e3 * t_bwd / n}, {"optimizer", 1e3 * t_opt / n},
                             {"comm_wait", 1e3 * t_comm / n}}},
-              {"traffic", traffic}});
+              {"traffic", traffic}};
+        if (modeled) ev["modeled_ms_per_it"] = 1e3 * v_iter / n;
+        emit(std::move(ev));
         if (thr_rows > 0)  // rank 0 is stage 0 of replica 0: the first cut
           emit({{"event", "threshold"}, {"step", step}, {"eta", a.mp_threshold_eta},
                 {"mean", thr_sum / static_cast<double>(thr_rows)}});
@@ -619,7 +651,8 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
         acct_print = {};
         tot_data += t_data, tot_fwd += t_fwd, tot_bwd += t_bwd, tot_opt += t_opt, tot_comm += t_comm;
         tot_samples += samples;
-        t_data = t_fwd = t_bwd = t_opt = t_comm = t_iter = loss_sum = correct = 0;
+        tot_v_iter += v_iter, tot_iter += t_iter, tot_its += its;
+        t_data = t_fwd = t_bwd = t_opt = t_comm = t_iter = v_iter = loss_sum = correct = 0;
         its = samples = local_samples = 0;
       }
       if (a.test_freq > 0 && (it + 1) % static_cast<std::size_t>(a.test_freq) == 0 && it + 1 != nbatches) {
@@ -646,6 +679,10 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
         tot_samples, static_cast<double>(tot_samples) / compute,
         static_cast<double>(tot_samples) / (compute + tot_data), 100 * tot_data / (compute + tot_data),
         mp ? "" : fmt::format(", MLP {:.1f} GFLOP/s over fwd+bwd", flops / (tot_fwd + tot_bwd) / 1e9)));
+    if (modeled)
+      say(fmt::format("modeled on {}: {:.2f} ms/it, {:.3f} s of training ({:.3f} s with tests; real: {:.2f} ms/it)\n",
+                      a.net, 1e3 * tot_v_iter / static_cast<double>(tot_its), vnow() - v_start - v_eval,
+                      vnow() - v_start, 1e3 * tot_iter / static_cast<double>(tot_its)));
     emit({{"event", "summary"}, {"samples", tot_samples}, {"train_wall_s", train_wall}, {"steps", step},
           {"target_reached", has_target ? nlohmann::json(reached) : nlohmann::json()},
           {"compute_samples_per_s", static_cast<double>(tot_samples) / compute},
@@ -853,6 +890,10 @@ codec state: a resumed run continues bit for bit.)");
       ->capture_default_str();
   c->add_option("--verify-freq", a->verify_freq, "Check every N steps that all ranks hold identical parameters")
       ->capture_default_str();
+  c->add_option("--net", a->net,
+                "Emulate a network for the --ranks in-process ranks, e.g. 10gbit,20us (bandwidth per link, latency "
+                "per message): every message is timed by an alpha-beta model and each rank computes on one thread, "
+                "timed by that thread's CPU time; progress lines, metrics and the summary add the modelled times");
   c->add_option("--timeout", a->timeout_s, "Seconds a rank waits for a peer before failing")
       ->capture_default_str()
       ->check(kPositive);

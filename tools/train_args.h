@@ -70,6 +70,9 @@ struct TrainArgs {
   double target_loss = 0, target_auc = 0;  // 0: train the whole --nepochs
   std::size_t verify_freq = 1000;
   double timeout_s = 300;
+  // In-process ranks on a virtual clock: this network model ("10gbit,20us"),
+  // each thread's CPU time as its computation.
+  std::string net;
   // Every flag by name with its value, as given or by default (the first
   // line of --metrics); filled from the parser, so no flag is left out.
   std::vector<std::pair<std::string, std::string>> flag_values;

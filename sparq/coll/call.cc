@@ -20,7 +20,7 @@ void Call::wait_all(std::span<Request> rs) {
 }
 
 CollStats Call::finish(std::string algo) const {
-  CollStats s{std::move(algo), (t_.counters() - before_).total(), rounds_, true, std::nullopt};
+  CollStats s{std::move(algo), (t_.counters() - before_).total(), rounds_, true, std::nullopt, std::nullopt};
   if (sim_start_) s.sim_seconds = *t_.virtual_time() - *sim_start_;
   return s;
 }

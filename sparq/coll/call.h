@@ -17,6 +17,8 @@ struct CollStats {
   int rounds = 0;              // communication rounds (steps) this rank took
   bool counted = true;         // false when the wire bypassed our counters (native MPI)
   std::optional<double> sim_seconds;  // simulated duration on this rank (SimTransport)
+  // CommEngine on a virtual clock: when the job ended on the engine's timeline.
+  std::optional<double> done_at;
 };
 
 // Tags of the collectives, far from user tags near 0. A caller that runs two

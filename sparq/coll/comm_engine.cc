@@ -9,7 +9,9 @@ bool Work::test() const {
 
 CollStats Work::wait() const {
   SPARQ_CHECK(f_.valid(), "wait() on an empty Work");
-  return f_.get();
+  CollStats s = f_.get();
+  if (s.done_at) t_->virtual_wait_until(*s.done_at);
+  return s;
 }
 
 CommEngine::CommEngine(Transport& t) : t_(t), rank_(t.rank()), size_(t.size()), thread_([this] { loop(); }) {}
@@ -24,12 +26,12 @@ CommEngine::~CommEngine() {
 }
 
 Work CommEngine::submit(Job job) {
-  std::promise<CollStats> p;
-  Work w(p.get_future().share());
+  Item item{std::move(job), {}, t_.virtual_time()};
+  Work w(item.done.get_future().share(), t_);
   {
     std::lock_guard lk(mu_);
     SPARQ_CHECK(!stopping_, "submit() on a stopping CommEngine");
-    queue_.emplace_back(std::move(job), std::move(p));
+    queue_.push_back(std::move(item));
   }
   cv_.notify_one();
   return w;
@@ -37,7 +39,7 @@ Work CommEngine::submit(Job job) {
 
 void CommEngine::loop() {
   for (;;) {
-    std::pair<Job, std::promise<CollStats>> item;
+    Item item;
     {
       std::unique_lock lk(mu_);
       cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
@@ -45,16 +47,18 @@ void CommEngine::loop() {
       item = std::move(queue_.front());
       queue_.pop_front();
     }
-    auto& [job, promise] = item;
     if (failed_) {
-      promise.set_exception(failed_);
+      item.done.set_exception(failed_);
       continue;
     }
     try {
-      promise.set_value(job(t_));
+      if (item.at) t_.virtual_wait_until(*item.at);
+      CollStats s = item.job(t_);
+      s.done_at = t_.virtual_time();
+      item.done.set_value(std::move(s));
     } catch (...) {
       failed_ = std::current_exception();
-      promise.set_exception(failed_);
+      item.done.set_exception(failed_);
     }
   }
 }

@@ -10,6 +10,11 @@
 //
 // If a collective fails, the transport's state is unknown, so every later
 // one fails at once with that error instead of mismatching messages.
+//
+// On a virtual clock (SimTransport) the engine's thread is a timeline of its
+// own: a job starts no earlier than its submitter's clock at submit(), and
+// Work::wait() moves the waiter's clock to the job's end, so communication
+// overlaps computation in modelled time as it does in real time.
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -29,14 +34,16 @@ namespace sparq {
 class Work {
  public:
   Work() = default;
-  explicit Work(std::shared_future<CollStats> f) : f_(std::move(f)) {}
+  Work(std::shared_future<CollStats> f, Transport& t) : f_(std::move(f)), t_(&t) {}
   // True once the collective finished (successfully or not).
   bool test() const;
-  // Blocks until finished; returns its stats or rethrows its error.
+  // Blocks until finished; returns its stats or rethrows its error. On a
+  // virtual clock the waiting thread's clock moves to the job's end.
   CollStats wait() const;
 
  private:
   std::shared_future<CollStats> f_;
+  Transport* t_ = nullptr;
 };
 
 class CommEngine {
@@ -58,7 +65,12 @@ class CommEngine {
   int rank_, size_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::pair<Job, std::promise<CollStats>>> queue_;
+  struct Item {
+    Job job;
+    std::promise<CollStats> done;
+    std::optional<double> at;  // the submitter's virtual time: the job cannot start earlier
+  };
+  std::deque<Item> queue_;
   bool stopping_ = false;
   std::exception_ptr failed_;  // first failure; later jobs fail with it
   std::thread thread_;

@@ -30,6 +30,7 @@ class GroupTransport final : public Transport {
   int size() const override { return static_cast<int>(members_.size()); }
   std::string_view name() const override { return name_; }
   std::optional<double> virtual_time() const override { return parent_.virtual_time(); }
+  void virtual_wait_until(double t) override { parent_.virtual_wait_until(t); }
 
   const std::vector<int>& members() const { return members_; }
 

@@ -18,6 +18,8 @@ struct LaunchOptions {
   // When set, every rank runs on a SimTransport (virtual clock) over the
   // real transport, so collectives report simulated times for this network.
   std::optional<NetModel> net;
+  // With net: each thread's CPU time is its computation (SimTransport's charge_cpu).
+  bool charge_cpu = false;
 };
 
 // The launcher that started this process, as its environment tells it

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <ctime>
 
 #include "sparq/transport/forwarded_state.h"
 
@@ -10,11 +11,31 @@ namespace sparq {
 
 namespace {
 constexpr std::size_t kHeader = sizeof(double);  // the message's arrival time
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
 }  // namespace
 
-// The inner request plus what its completion does to the virtual clock.
+// The inner request plus what its completion does to the virtual clock. The
+// CPU a thread burns while it waits or polls is not computation.
 struct SimState : ForwardedState {
   SimTransport* sim = nullptr;
+
+  bool test() override {
+    sim->pause_cpu();
+    const bool done = ForwardedState::test();
+    if (done) sim->resume_cpu();  // else the thread is polling: it stays paused
+    return done;
+  }
+  bool wait_until(Clock::time_point deadline) override {
+    sim->pause_cpu();
+    const bool done = ForwardedState::wait_until(deadline);
+    sim->resume_cpu();
+    return done;
+  }
 };
 
 struct SimSendState final : SimState {
@@ -22,7 +43,7 @@ struct SimSendState final : SimState {
   double done_at = 0;             // when the last byte left this rank's link
   std::size_t n = 0;
 
-  void apply() override { sim->clock_ = std::max(sim->clock_, done_at); }
+  void apply() override { sim->on_sent(done_at); }
   std::size_t bytes() const override { return n; }
 };
 
@@ -56,26 +77,79 @@ struct SimRecvState final : SimState {
   }
 };
 
-SimTransport::SimTransport(Transport& inner, NetModel net)
-    : inner_(inner), net_(net), name_(fmt::format("sim({})+{}", net.describe(), inner.name())) {
+SimTransport::SimTransport(Transport& inner, NetModel net, bool charge_cpu)
+    : inner_(inner),
+      net_(net),
+      charge_cpu_(charge_cpu),
+      name_(fmt::format("sim({}{})+{}", net.describe(), charge_cpu ? ", cpu" : "", inner.name())) {
   init_counters(inner.size());
+}
+
+SimTransport::Timeline& SimTransport::line(bool charge) const {
+  const auto [it, fresh] = lines_.try_emplace(std::this_thread::get_id());
+  Timeline& l = it->second;
+  if (charge_cpu_ && (charge || fresh)) {
+    const double cpu = thread_cpu_seconds();
+    // A new thread's earlier work is not this rank's; a paused one was polling.
+    if (!fresh && !l.paused) l.clock += cpu - l.cpu_mark;
+    l.cpu_mark = cpu;
+    l.paused = false;
+  }
+  return l;
+}
+
+void SimTransport::pause_cpu() const {
+  std::lock_guard lk(mu_);
+  line().paused = true;
+}
+
+void SimTransport::resume_cpu() const {
+  if (!charge_cpu_) return;
+  std::lock_guard lk(mu_);
+  Timeline& l = lines_[std::this_thread::get_id()];
+  l.cpu_mark = thread_cpu_seconds();
+  l.paused = false;
+}
+
+double SimTransport::now() const {
+  std::lock_guard lk(mu_);
+  return line().clock;
 }
 
 void SimTransport::advance(double seconds) {
   SPARQ_CHECK(seconds >= 0, "advance({}) would move the clock backwards", seconds);
-  clock_ += seconds;
+  std::lock_guard lk(mu_);
+  line().clock += seconds;
+}
+
+void SimTransport::virtual_wait_until(double t) {
+  std::lock_guard lk(mu_);
+  Timeline& l = line();
+  l.clock = std::max(l.clock, t);
 }
 
 void SimTransport::on_receive(double arrival, std::size_t bytes) {
+  std::lock_guard lk(mu_);
   const double finish = std::max(arrival, rx_free_ + bytes * net_.beta_s_per_b);
   rx_free_ = finish;
-  clock_ = std::max(clock_, finish);
+  Timeline& l = line(false);  // inside a wait
+  l.clock = std::max(l.clock, finish);
+}
+
+void SimTransport::on_sent(double done_at) {
+  std::lock_guard lk(mu_);
+  Timeline& l = line(false);  // inside a wait
+  l.clock = std::max(l.clock, done_at);
 }
 
 std::unique_ptr<RequestState> SimTransport::do_isend(int peer, int tag, Bytes data) {
-  const double depart = std::max(clock_, tx_free_);
   const double wire = data.size() * net_.beta_s_per_b;
-  tx_free_ = depart + wire;
+  double depart = 0;
+  {
+    std::lock_guard lk(mu_);
+    depart = std::max(line().clock, tx_free_);
+    tx_free_ = depart + wire;
+  }
   const double arrival = depart + net_.alpha_s + wire;
   auto s = std::make_unique<SimSendState>();
   s->sim = this;

@@ -11,10 +11,23 @@
 //    max(arrival, rx_free + b*beta) (so incast serialises);
 //  - completing a receive moves the receiver's clock to max(clock, finish);
 //    completing a send moves the sender's to max(clock, depart + b*beta).
-// Computation takes no simulated time unless advance() says so. Each message
-// carries its arrival time in an 8-byte header, which the counters of this
-// transport do not count (they count what the algorithm sent).
+//
+// Every thread that uses the transport has its own timeline (its own clock):
+// a rank's training thread and its communication thread (CommEngine) run
+// side by side, as on a real node; the links (tx_free, rx_free) are the
+// rank's, shared by its threads. A thread's clock moves with the messages it
+// completes, with advance(), with virtual_wait_until() (it waited for work
+// that ended then: the CommEngine's hand-over), and, when the transport
+// charges CPU time, with the CPU time the thread used between its calls
+// into the transport. What a thread spends inside a wait is not charged, nor
+// from a test() that finds nothing to its next call (a polling loop): on a
+// real network that time is the message's, which the model already counts. Each message carries its arrival time in an 8-byte header,
+// which the counters of this transport do not count (they count what the
+// algorithm sent).
+#include <mutex>
 #include <optional>
+#include <thread>
+#include <unordered_map>
 
 #include "sparq/transport/net_model.h"
 #include "sparq/transport/transport.h"
@@ -23,14 +36,19 @@ namespace sparq {
 
 class SimTransport final : public Transport {
  public:
-  SimTransport(Transport& inner, NetModel net);
+  // charge_cpu: computation takes the CPU time the thread really used
+  // (sparq train --net); otherwise none unless advance() says so (benchmarks
+  // of collectives alone).
+  SimTransport(Transport& inner, NetModel net, bool charge_cpu = false);
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
   std::string_view name() const override { return name_; }
-  std::optional<double> virtual_time() const override { return clock_; }
+  std::optional<double> virtual_time() const override { return now(); }
+  void virtual_wait_until(double t) override;
 
-  double now() const { return clock_; }
-  // Adds modelled computation time to this rank's clock.
+  // The calling thread's clock.
+  double now() const;
+  // Adds modelled computation time to the calling thread's clock.
   void advance(double seconds);
 
  protected:
@@ -42,12 +60,28 @@ class SimTransport final : public Transport {
   friend struct SimRecvState;
   friend struct SimSendState;
   friend struct SimState;
-  // Applies a received message's timing; returns nothing, moves the clock.
+  struct Timeline {
+    double clock = 0;
+    double cpu_mark = 0;  // the thread's CPU time when it was last charged
+    bool paused = false;  // in a wait, or polling: a failed test() until its next call
+  };
+  // The calling thread's timeline, its CPU time charged up to now unless
+  // !charge (inside a wait); the caller holds mu_.
+  Timeline& line(bool charge = true) const;
+  // CPU time from pause to resume is not charged (a wait, or polling); any
+  // other call into the transport also ends a pause.
+  void pause_cpu() const;
+  void resume_cpu() const;
+  // Applies a received message's timing to the calling thread's clock.
   void on_receive(double arrival, std::size_t bytes);
+  void on_sent(double done_at);
   Transport& inner_;
   NetModel net_;
+  bool charge_cpu_;
   std::string name_;
-  double clock_ = 0, tx_free_ = 0, rx_free_ = 0;
+  mutable std::mutex mu_;
+  mutable std::unordered_map<std::thread::id, Timeline> lines_;
+  double tx_free_ = 0, rx_free_ = 0;
 };
 
 }  // namespace sparq

@@ -122,7 +122,12 @@ class Transport {
 
   // This rank's simulated time in seconds, on transports that keep a virtual
   // clock (SimTransport); empty on real ones.
+  // With several threads on one rank (a CommEngine), each has its own clock:
+  // this is the calling thread's.
   virtual std::optional<double> virtual_time() const { return std::nullopt; }
+  // Moves the calling thread's clock to at least t: it waited for work that
+  // another thread finished at virtual time t. Nothing on real transports.
+  virtual void virtual_wait_until(double /*t*/) {}
 
   Millis timeout() const { return timeout_; }
   void set_timeout(Millis t);

@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <ctime>
+#include <thread>
 
 #include "sparq/coll/allreduce.h"
+#include "sparq/coll/comm_engine.h"
 #include "sparq/coll/sparse_allreduce.h"
 #include "sparq/transport/local_transport.h"
 #include "sparq/transport/sim_transport.h"
@@ -174,6 +177,78 @@ TEST(SimTransport, SparseRecursiveDoubleFullOverlap) {
     });
     EXPECT_NEAR(t, std::log2(p) * (kNet.alpha_s + (12 + k * 5.0) * kNet.beta_s_per_b), 1e-12) << p;
   }
+}
+
+// A rank's training thread and its CommEngine are two timelines: a job starts
+// at its submitter's clock, and wait() moves the waiter to the job's end. Two
+// ranks exchange b bytes (full duplex) after 10 ms of computation.
+TEST(SimTransport, EngineOverlapsOnTheVirtualClock) {
+  const NetModel net = parse_net_model("1gbit,100us");
+  const std::size_t b = 625000;  // 5 ms on the wire
+  const double comm = net.alpha_s + b * net.beta_s_per_b;
+  for (const double more : {2e-3, 8e-3}) {  // computation after the submit: less or more than the exchange
+    run_local(2, [&](Transport& t) {
+      SimTransport sim(t, net);
+      std::vector<std::byte> out(b), in(b);
+      auto exchange = [&](Transport& tt) {
+        Request s = tt.isend(1 - tt.rank(), 7, out);
+        tt.recv(1 - tt.rank(), 7, in);
+        s.wait(tt.timeout());
+        return CollStats{};
+      };
+      sim.advance(10e-3);
+      CommEngine e(sim);
+      Work w = e.submit(exchange);
+      sim.advance(more);
+      w.wait();
+      EXPECT_NEAR(sim.now(), 10e-3 + std::max(more, comm), 1e-12) << "rank " << t.rank() << ", " << more;
+      // Two jobs in a row: the second starts when the first ends (one engine thread, one link).
+      Work w1 = e.submit(exchange), w2 = e.submit(exchange);
+      w2.wait();
+      EXPECT_NEAR(sim.now(), 10e-3 + std::max(more, comm) + 2 * comm, 1e-12) << "rank " << t.rank();
+    });
+  }
+}
+
+// charge_cpu: computation is the CPU time a thread used between its calls;
+// sleeping is not computation.
+TEST(SimTransport, ChargesEachThreadsCpuTime) {
+  run_local(1, [&](Transport& t) {
+    SimTransport sim(t, kNet, /*charge_cpu=*/true);
+    const double t0 = sim.now();
+    timespec a{}, b{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    volatile double sink = 0;
+    do {  // burn 30 ms of this thread's CPU
+      for (int i = 0; i < 10000; ++i) sink = sink + std::sqrt(static_cast<double>(i));
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    } while ((b.tv_sec - a.tv_sec) + 1e-9 * static_cast<double>(b.tv_nsec - a.tv_nsec) < 0.03);
+    const double t1 = sim.now();
+    EXPECT_GE(t1 - t0, 0.03);
+    EXPECT_LT(t1 - t0, 0.05);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_LT(sim.now() - t1, 0.005);
+    // Another thread has its own clock, starting at 0 (its earlier work is not the rank's).
+    std::thread([&] { EXPECT_LT(sim.now(), 0.005); }).join();
+  });
+}
+
+// The CPU a thread burns polling for a message is not computation: the
+// receiver's clock ends at the message's arrival, not after its 200 ms of polling.
+TEST(SimTransport, PollingIsNotCharged) {
+  run_local(2, [&](Transport& t) {
+    SimTransport sim(t, kNet, /*charge_cpu=*/true);
+    std::vector<std::byte> one(1);
+    if (t.rank() == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      sim.send(0, 5, one);
+    } else {
+      Request r = sim.irecv(1, 5, one);
+      while (!r.test()) {
+      }
+      EXPECT_LT(sim.now(), 0.02);
+    }
+  });
 }
 
 }  // namespace
