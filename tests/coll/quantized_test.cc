@@ -173,7 +173,8 @@ TEST(QuantizedRecursiveDoubling, BitwiseEqualsSequentialEmulation) {
   SPARQ_LOCAL_ONLY();
   const std::pair<int, int> shapes[] = {{16, 8}, {32, 8}, {64, 8}, {128, 8}, {8, 8}, {8, 2}, {4, 4}};
   for (const auto& [p, group] : shapes)
-    for (const Codec& codec : {rowwise(4, false, 24), rowwise(4, true, 24), rowwise(2, false, 7), rowwise(2, true, 7)}) {
+    for (const Codec& codec :
+         {rowwise(4, false, 24), rowwise(4, true, 24), rowwise(2, false, 7), rowwise(2, true, 7)}) {
       SCOPED_TRACE(testing::Message() << "P=" << p << " group=" << group << " codec=" << codec.name()
                                       << " row_len=" << codec.row_len);
       // Parts of 253-1013 values, unequal (n % G != 0), halves odd or even;
@@ -192,12 +193,14 @@ TEST(QuantizedRecursiveDoubling, BitwiseEqualsSequentialEmulation) {
           o.codec = codec;
           o.residuals = &stores[t.rank()];
           quantized_allreduce(t, std::span<float>(v), o);
-          ASSERT_EQ(0, std::memcmp(v.data(), expect.data(), n * sizeof(float))) << "rank " << t.rank() << " call " << call;
+          ASSERT_EQ(0, std::memcmp(v.data(), expect.data(), n * sizeof(float)))
+              << "rank " << t.rank() << " call " << call;
         });
         if (!codec.error_comp) continue;
         for (int r = 0; r < p; ++r) {
           const auto e = stores[r].residual("tensor/recursive-doubling", n);
-          ASSERT_EQ(0, std::memcmp(e.data(), resid[r].data(), n * sizeof(float))) << "residuals of rank " << r << " call " << call;
+          ASSERT_EQ(0, std::memcmp(e.data(), resid[r].data(), n * sizeof(float)))
+              << "residuals of rank " << r << " call " << call;
         }
       }
     }
