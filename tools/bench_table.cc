@@ -116,13 +116,15 @@ void report(const std::vector<Row>& rows, const std::string& what, Transport& t,
   // Optional columns appear when some row has them.
   const bool density = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return !std::isnan(r.density); });
   const bool codec = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return !r.codec.empty(); });
+  std::size_t codec_w = 7;  // "q4+ec-skip-first" is wider than the usual codecs
+  for (const Row& r : rows) codec_w = std::max(codec_w, r.codec.size());
   const bool nnz = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return !std::isnan(r.result_nnz); });
   fmt::print("# sparq bench {}: {} ranks ({} transport), {}, {} iters after {} warm-up, times in us "
              "(median and p10/p90 of the slowest rank per iteration)\n",
              what, t.size(), t.name(), header_note, f.iters, f.warmup);
   std::string head = fmt::format("{:>10} {:>10} ", "size", "count");
   if (density) head += fmt::format("{:>9} ", "density");
-  if (codec) head += fmt::format("{:>7} ", "codec");
+  if (codec) head += fmt::format("{:>{}} ", "codec", codec_w);
   head += fmt::format("{:>24} {:>16} {:>10} {:>10} {:>10} {:>10} {:>19}", "algo", "time_us(median)", "p10", "p90",
                       "algbw_GBps", "busbw_GBps", "bytes_sent_per_rank");
   if (nnz) head += fmt::format(" {:>10}", "result_nnz");
@@ -132,7 +134,7 @@ void report(const std::vector<Row>& rows, const std::string& what, Transport& t,
   for (const Row& r : rows) {
     std::string line = fmt::format("{:>10} {:>10} ", r.size, r.count);
     if (density) line += fmt::format("{:>8.3f}% ", r.density * 100);
-    if (codec) line += fmt::format("{:>7} ", r.codec);
+    if (codec) line += fmt::format("{:>{}} ", r.codec, codec_w);
     line += fmt::format("{:>24} {:>16.1f} {:>10.1f} {:>10.1f} {:>10} {:>10} {:>19}", r.algo, r.median_us, r.p10_us,
                         r.p90_us, or_dash(r.algbw, "{:.3f}"), or_dash(r.busbw, "{:.3f}"),
                         or_dash(r.bytes_sent_per_rank, "{:.0f}"));

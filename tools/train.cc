@@ -827,7 +827,9 @@ codec state: a resumed run continues bit for bit.)");
                 "--mini-batch-size is the global batch")
       ->check(kPositive);
   c->add_option("--dp-codec", a->dp_codec,
-                "Dense gradient exchange: none, dct:ETA,L (DCT-DP), topk:K/B, q8|q4|q2[+ec], qsgd:BITS")
+                "Dense gradient exchange: none, dct:ETA,L (DCT-DP), topk:K/B, q8|q4|q2[+ec|+ec-skip-first], qsgd:BITS "
+                "(+ec: error compensation on every hop; +ec-skip-first: not on a ring chunk's first hop, as in "
+                "Yang et al.'s Algorithm 2)")
       ->capture_default_str();
   c->add_option("--dp-allreduce", a->dp_allreduce,
                 "Collective of the --dp-codec: auto, or for none ring|recursive-doubling|rabenseifner|native, for q* "

@@ -78,7 +78,8 @@ std::string Codec::name() const {
   switch (kind) {
     case Kind::Fp32: return "fp32";
     case Kind::Qsgd: return fmt::format("qsgd{}", qsgd.bits);
-    case Kind::Rowwise: return fmt::format("q{}{}", rowwise.bits, error_comp ? "+ec" : "");
+    case Kind::Rowwise:
+      return fmt::format("q{}{}", rowwise.bits, !error_comp ? "" : ec_first_hop ? "+ec" : "+ec-skip-first");
   }
   return "?";
 }
@@ -93,13 +94,16 @@ Codec parse_codec(std::string_view s) {
     c.qsgd.bits = b[0] - '0';
     return c;
   }
-  if (s.ends_with("+ec")) {
-    c.error_comp = true;
-    s.remove_suffix(3);
-  }
+  const std::string_view spec = s;
+  for (const std::string_view suffix : {"+ec", "+ec-skip-first"})
+    if (s.ends_with(suffix)) {
+      c.error_comp = true;
+      c.ec_first_hop = suffix == "+ec";
+      s.remove_suffix(suffix.size());
+      break;
+    }
   SPARQ_CHECK_AS(InputError, s == "q8" || s == "q4" || s == "q2",
-                 "bad codec '{}{}': fp32, q8, q4, q2 (optionally +ec), qsgd2, qsgd4, qsgd8", s,
-                 c.error_comp ? "+ec" : "");
+                 "bad codec '{}': fp32, q8, q4, q2 (optionally +ec or +ec-skip-first), qsgd2, qsgd4, qsgd8", spec);
   c.kind = Codec::Kind::Rowwise;
   c.rowwise.bits = s[1] - '0';
   return c;

@@ -20,6 +20,11 @@ struct Codec {
   std::size_t row_len = 512;           // rowwise: values per row (a weight matrix row, or a fixed run)
   compress::QsgdOptions qsgd{};
   bool error_comp = false;             // DQE at every hop (rowwise only)
+  // With error_comp, whether the ring's first hop of a chunk (a rank's own
+  // values, before any sum) is compensated too: true is sparq's default
+  // ("+ec"), false Yang et al.'s Algorithm 2 ("+ec-skip-first"), whose first
+  // hop sends DQ(T). Ring only: see quantized.h.
+  bool ec_first_hop = true;
 
   // Bytes of `n` values on the wire.
   std::size_t bytes(std::size_t n) const;
@@ -30,11 +35,12 @@ struct Codec {
   void encode_ec(std::span<const float> x, std::span<float> err, std::span<std::byte> out) const;
   // in -> out (in.size() must be bytes(out.size()); violations are WireError).
   void decode(std::span<const std::byte> in, std::span<float> out) const;
-  std::string name() const;  // "fp32", "q4", "q2+ec", "qsgd4"
+  std::string name() const;  // "fp32", "q4", "q2+ec", "q4+ec-skip-first", "qsgd4"
 };
 
-// "fp32", "q8", "q4", "q2" (row-wise), with "+ec" for error compensation, or
-// "qsgd8|4|2". Throws InputError.
+// "fp32", "q8", "q4", "q2" (row-wise), with "+ec" for error compensation on
+// every hop or "+ec-skip-first" for it on every hop but a ring chunk's first,
+// or "qsgd8|4|2". Throws InputError listing the valid spellings.
 Codec parse_codec(std::string_view s);
 
 }  // namespace sparq

@@ -33,9 +33,10 @@ class Hop {
   Hop(const Codec& codec, std::span<float> resid, std::uint64_t step, std::uint64_t key)
       : codec_(codec), resid_(resid), step_(step), key_(key) {}
 
-  void encode(std::span<const float> v, std::size_t pos, std::span<std::byte> out) {
+  // ec = false: a plain enc(v) even with residuals (the paper's first hop).
+  void encode(std::span<const float> v, std::size_t pos, std::span<std::byte> out, bool ec = true) {
     const std::uint64_t key = key_ + 0x9E3779B97F4A7C15ull * ++hops_;
-    if (resid_.empty()) {
+    if (resid_.empty() || !ec) {
       codec_.encode(v, out, step_, key);
       return;
     }
@@ -102,10 +103,12 @@ void ring(Call& c, std::span<float> data, Hop& hop, std::size_t seg) {
       into.push_back(c.irecv(left, std::span<std::byte>(land[step % 2]).subspan(bytes_at(k), seg_bytes(ch, k))));
   };
   post_recvs(0, recvs);
+  // The first hop of a chunk: my own values, no sum yet (compensated unless
+  // the codec asks for the paper's plain DQ(T) here).
   const int first = pattern::ring_rs_send_chunk(r, p, 0);
   for (std::size_t k = 0; k < nseg(first); ++k) {
     const auto out = std::span<std::byte>(wire).subspan(wb[first] + bytes_at(k), seg_bytes(first, k));
-    hop.encode(vals_of(first, k), part.offset(first) + k * seg, out);
+    hop.encode(vals_of(first, k), part.offset(first) + k * seg, out, codec.ec_first_hop);
     sends.push_back(c.isend(right, std::span<const std::byte>(out)));
   }
   for (int s = 0; s + 1 < p; ++s) {
@@ -243,6 +246,9 @@ CollStats quantized_allreduce(Transport& t, std::span<float> data, const Quantiz
     SPARQ_CHECK_AS(InputError, opts.residuals != nullptr,
                    "quantized allreduce with error compensation needs a residual store");
     resid = opts.residuals->residual(opts.tensor + "/" + std::string(quant_algo_name(opts.algo)), data.size());
+    SPARQ_CHECK_AS(InputError, opts.codec.ec_first_hop || opts.algo == QuantAlgo::Ring,
+                   "codec {}: error compensation that skips the first hop is defined for the ring only, not {}",
+                   opts.codec.name(), name);
   }
   if (t.size() == 1) return c.finish(name);  // nothing crosses a wire
   Hop hop(opts.codec, resid, opts.step, name_key(opts.tensor) + static_cast<std::uint64_t>(t.rank()));

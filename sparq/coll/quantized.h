@@ -9,6 +9,11 @@
 // one call is fed into the next call of the same tensor. The residuals live
 // in an ErrorFeedbackStore under the tensor's name (one N-float buffer per
 // tensor and algorithm), so they persist across calls and survive re-bucketing.
+// That is sparq's default; Yang et al.'s Algorithm 2 leaves the ring's first
+// hop of every chunk uncompensated (it sends DQ(T)), which the codec spelling
+// "+ec-skip-first" (Codec::ec_first_hop = false) selects. Their Algorithms
+// 3-5 place DQE elsewhere too (docs/algorithms.md): recursive doubling here
+// compensates every encode.
 #include <span>
 #include <string>
 

@@ -58,10 +58,21 @@ DpCodec parse_codec_only(std::string_view spec) {
   c.kind = DpCodec::Kind::Quantized;
   if (s.starts_with("qsgd:")) {
     c.codec = parse_codec("qsgd" + std::string(s.substr(5)));
-  } else {
-    SPARQ_CHECK_AS(InputError, s.starts_with("q"),
-                   "unknown --dp-codec '{}' (none, dct:ETA,L and topk:K/B with optional +bf16 or +fp8, q8, q4, q2 with optional +ec, qsgd:BITS)", s);
+    return c;
+  }
+  // A bad row-wise spelling gets --dp-codec's list (parse_codec's says
+  // qsgd2, not qsgd:2).
+  auto unknown = [&] {
+    SPARQ_THROW(InputError,
+                "unknown --dp-codec '{}' (none, dct:ETA,L and topk:K/B with optional +bf16 or +fp8, q8, q4, q2 with "
+                "optional +ec or +ec-skip-first, qsgd:BITS)",
+                s);
+  };
+  if (!s.starts_with("q")) unknown();
+  try {
     c.codec = parse_codec(s);
+  } catch (const InputError&) {
+    unknown();
   }
   return c;
 }
@@ -80,6 +91,8 @@ DpCodec parse_dp_codec(std::string_view s, std::string_view allreduce) {
     }
     SPARQ_CHECK_AS(InputError, c.values == compress::ValueFormat::F32 || c.sparse_algo != SparseAlgo::Dense,
                    "+bf16 and +fp8 need a sparse algorithm; 'dense' sends fp32");
+    SPARQ_CHECK_AS(InputError, c.codec.ec_first_hop || c.quant_algo == QuantAlgo::Ring,
+                   "+ec-skip-first is the ring's (Yang et al.'s Algorithm 2); use +ec");
   } catch (const InputError& e) {
     SPARQ_THROW(InputError, "--dp-allreduce '{}' does not fit --dp-codec '{}': {}", allreduce, s, e.what());
   }

@@ -10,7 +10,9 @@
 //   topk:K/B      SparCML's TopK SGD: keep the K largest of every B values
 //                 of gradient + residual, residual keeps the rest; sparse allreduce
 //   q8|q4|q2[+ec] row-wise quantized ring allreduce (+ec: per-hop error
-//                 compensation with residuals kept per tensor)
+//                 compensation with residuals kept per tensor;
+//                 +ec-skip-first: on every hop but a chunk's first, as in
+//                 Yang et al.'s Algorithm 2; ring only)
 //   qsgd:BITS     QSGD-quantized ring allreduce
 //
 // `--dp-allreduce` picks the collective of the chosen codec: a dense
@@ -52,7 +54,7 @@ struct DpCodec {
   std::string text;             // as given, for reports
 };
 
-// "none", "dct:0.99,1000", "topk:5/512", "q8", "q4+ec", "q2", "qsgd:4" (dct
+// "none", "dct:0.99,1000", "topk:5/512", "q8", "q4+ec", "q4+ec-skip-first", "q2", "qsgd:4" (dct
 // and topk take "+bf16" or "+fp8": the values of their sparse streams in
 // bfloat16 or scaled fp8 E4M3, rounding error fed back), and
 // the collective `allreduce` for it (see above; "auto" fits every codec).

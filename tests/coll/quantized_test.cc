@@ -31,7 +31,9 @@ std::vector<float> dq(const Codec& c, std::vector<float> z) {
 // Algorithm 2 sequentially: chunk k is first put on the wire by rank k+1,
 // each next rank adds its own values to what it received and re-encodes, and
 // rank k's encoding is what everybody ends with. resid[rank] holds each rank's
-// residuals (error compensation) across calls.
+// residuals (error compensation) across calls. With "+ec" every hop is
+// compensated (sparq's default); with "+ec-skip-first" the first hop sends
+// plain DQ(T), as Algorithm 2 does, and its residuals are never touched.
 std::vector<float> emulate_ring(const std::vector<std::vector<float>>& x, const Codec& c,
                                 std::vector<std::vector<float>>& resid) {
   const int p = static_cast<int>(x.size());
@@ -45,10 +47,11 @@ std::vector<float> emulate_ring(const std::vector<std::vector<float>>& x, const 
       const int j = (k + hop) % p;
       std::vector<float> z(len);
       for (std::size_t i = 0; i < len; ++i) z[i] = hop == 1 ? x[j][off + i] : x[j][off + i] + y[i];
-      if (c.error_comp)
+      const bool ec = c.error_comp && (hop > 1 || c.ec_first_hop);
+      if (ec)
         for (std::size_t i = 0; i < len; ++i) z[i] += resid[j][off + i];
       y = dq(c, z);
-      if (c.error_comp)
+      if (ec)
         for (std::size_t i = 0; i < len; ++i) resid[j][off + i] = z[i] - y[i];
     }
     std::copy(y.begin(), y.end(), result.begin() + static_cast<std::ptrdiff_t>(off));
@@ -59,8 +62,10 @@ std::vector<float> emulate_ring(const std::vector<std::vector<float>>& x, const 
 TEST(QuantizedRing, BitwiseEqualsSequentialEmulation) {
   SPARQ_LOCAL_ONLY();
   for (int p : {2, 3, 4, 5, 8})
-    for (const Codec& codec : {rowwise(4, false, 16), rowwise(2, false, 7), rowwise(2, true, 16)})
+    for (const char* spec : {"q4", "q2", "q2+ec", "q4+ec-skip-first", "q2+ec-skip-first"})
       for (std::size_t segment : {std::size_t{1} << 18, std::size_t{40}}) {  // one segment per chunk, or several
+        Codec codec = parse_codec(spec);
+        codec.row_len = codec.rowwise.bits == 2 && !codec.error_comp ? 7 : 16;
         SCOPED_TRACE(testing::Message() << "P=" << p << " codec=" << codec.name() << " segment=" << segment);
         const std::size_t n = 1000 + static_cast<std::size_t>(p);
         std::vector<std::vector<float>> x(p), resid(p, std::vector<float>(n, 0.0f));
@@ -77,13 +82,134 @@ TEST(QuantizedRing, BitwiseEqualsSequentialEmulation) {
             quantized_allreduce(t, std::span<float>(v), o);
             ASSERT_EQ(0, std::memcmp(v.data(), expect.data(), n * sizeof(float))) << "rank " << t.rank();
           });
+          if (!codec.error_comp) continue;
+          for (int r = 0; r < p; ++r) {
+            const auto e = stores[r].residual("tensor/ring", n);
+            ASSERT_EQ(0, std::memcmp(e.data(), resid[r].data(), n * sizeof(float))) << "residuals of rank " << r;
+          }
         }
       }
 }
 
-// Without an exact emulation for the grouped recursive doubling, check
-// (a) with fp32 on the wire it is the plain sum, (b) quantized, every element
-// is within the per-hop bound: hops x s/2 with s <= 2 * sum|x| / (2^q - 1).
+// Encodes v, the values at positions pos.. of rank r's tensor, for one hop
+// and returns what the receiver decodes; with error compensation the rank
+// sends DQ(v + E) and keeps E := (v + E) - DQ(v + E) (Algorithm 1).
+std::vector<float> hop(const Codec& c, std::vector<std::vector<float>>& resid, int r, std::size_t pos,
+                       std::vector<float> v, bool ec = true) {
+  ec = ec && c.error_comp;
+  if (ec)
+    for (std::size_t k = 0; k < v.size(); ++k) v[k] += resid[r][pos + k];
+  std::vector<float> y = dq(c, v);
+  if (ec)
+    for (std::size_t k = 0; k < v.size(); ++k) resid[r][pos + k] = v[k] - y[k];
+  return y;
+}
+
+// Algorithms 3-5 sequentially, in the order sparq's recursive doubling does
+// its arithmetic. Ranks form P/G groups of G = min(group, P); member i of a
+// group owns part i of the tensor (pattern::Partition{n, G}).
+//  1. Algorithm 5: every member sends member i its part i, encoded; member i
+//     adds what it got to its own part i in order of the senders' index.
+//  2. Algorithms 3-4 over the column of members i: the holders (one per
+//     group, in group order) pair up (N[0], N[1]), (N[2], N[3]), ...; in each
+//     pair the first (sparq's keeper; the paper keeps the second) sends its
+//     low half, the second its high half, each adds the other's to its own
+//     half, and the second sends its reduced low half to the first, which
+//     takes it as it arrives. The first ones go on to the next level.
+//  3. The last holder encodes its part once; every rank decodes that.
+// Every encode is a hop with error compensation (when the codec has it).
+std::vector<float> emulate_recursive_doubling(const std::vector<std::vector<float>>& x, int group, const Codec& c,
+                                              std::vector<std::vector<float>>& resid) {
+  const int p = static_cast<int>(x.size()), gs = std::min(group, p), groups = p / gs;
+  const std::size_t n = x[0].size();
+  const pattern::Partition part{n, gs};
+  std::vector<float> result(n);
+  for (int i = 0; i < gs; ++i) {
+    const std::size_t off = part.offset(i), len = part.len(i), h = len / 2;
+    auto slice = [&](const std::vector<float>& v, std::size_t from, std::size_t count) {
+      return std::vector<float>(v.begin() + static_cast<std::ptrdiff_t>(from),
+                                v.begin() + static_cast<std::ptrdiff_t>(from + count));
+    };
+    // 1. sums[g]: what member i of group g holds after the group's exchange.
+    std::vector<std::vector<float>> sums(groups);
+    for (int g = 0; g < groups; ++g) {
+      std::vector<std::vector<float>> got(gs);
+      for (int q = 0; q < gs; ++q)
+        if (q != i) got[q] = hop(c, resid, g * gs + q, off, slice(x[g * gs + q], off, len));
+      sums[g] = slice(x[g * gs + i], off, len);
+      for (int q = 0; q < gs; ++q)
+        if (q != i)
+          for (std::size_t k = 0; k < len; ++k) sums[g][k] += got[q][k];
+    }
+    // 2. Pairs of holders, level by level (Algorithm 4's `groups`).
+    std::vector<int> holders(groups);
+    for (int g = 0; g < groups; ++g) holders[g] = g;
+    while (holders.size() > 1) {
+      std::vector<int> next;
+      for (std::size_t k = 0; k + 1 < holders.size(); k += 2) {
+        const int a = holders[k], b = holders[k + 1];  // a keeps, b drops out
+        const int ra = a * gs + i, rb = b * gs + i;
+        const auto lo_of_a = hop(c, resid, ra, off, slice(sums[a], 0, h));
+        const auto hi_of_b = hop(c, resid, rb, off + h, slice(sums[b], h, len - h));
+        for (std::size_t k2 = 0; k2 < h; ++k2) sums[b][k2] += lo_of_a[k2];
+        for (std::size_t k2 = h; k2 < len; ++k2) sums[a][k2] += hi_of_b[k2 - h];
+        const auto lo_of_b = hop(c, resid, rb, off, slice(sums[b], 0, h));
+        std::copy(lo_of_b.begin(), lo_of_b.end(), sums[a].begin());
+        next.push_back(a);
+      }
+      holders = next;
+    }
+    // 3. One encoding of the whole part, by the last holder, for everybody.
+    const auto fin = hop(c, resid, holders[0] * gs + i, off, sums[holders[0]]);
+    std::copy(fin.begin(), fin.end(), result.begin() + static_cast<std::ptrdiff_t>(off));
+  }
+  return result;
+}
+
+// Every rank's result and every rank's residuals, bit for bit, over three
+// calls (residuals carry over), on up to 16 groups of 8 (the paper's 128
+// nodes), with rows that straddle the parts and their halves.
+TEST(QuantizedRecursiveDoubling, BitwiseEqualsSequentialEmulation) {
+  SPARQ_LOCAL_ONLY();
+  const std::pair<int, int> shapes[] = {{16, 8}, {32, 8}, {64, 8}, {128, 8}, {8, 8}, {8, 2}, {4, 4}};
+  for (const auto& [p, group] : shapes)
+    for (const Codec& codec :
+         {rowwise(4, false, 24), rowwise(4, true, 24), rowwise(2, false, 7), rowwise(2, true, 7)}) {
+      SCOPED_TRACE(testing::Message() << "P=" << p << " group=" << group << " codec=" << codec.name()
+                                      << " row_len=" << codec.row_len);
+      // Parts of 253-1013 values, unequal (n % G != 0), halves odd or even;
+      // rows of 24 and 7 straddle parts and halves (a few fit exactly).
+      const std::size_t n = 2001 + 3 * static_cast<std::size_t>(p);
+      std::vector<std::vector<float>> x(p), resid(p, std::vector<float>(n, 0.0f));
+      for (int r = 0; r < p; ++r) x[r] = test::rank_input<float>(n, r);
+      std::vector<compress::ErrorFeedbackStore> stores(p);
+      for (int call = 0; call < 3; ++call) {
+        const auto expect = emulate_recursive_doubling(x, group, codec, resid);
+        run_local(p, [&](Transport& t) {
+          std::vector<float> v = x[t.rank()];
+          QuantizedAllreduceOptions o;
+          o.algo = QuantAlgo::RecursiveDoubling;
+          o.group = group;
+          o.codec = codec;
+          o.residuals = &stores[t.rank()];
+          quantized_allreduce(t, std::span<float>(v), o);
+          ASSERT_EQ(0, std::memcmp(v.data(), expect.data(), n * sizeof(float)))
+              << "rank " << t.rank() << " call " << call;
+        });
+        if (!codec.error_comp) continue;
+        for (int r = 0; r < p; ++r) {
+          const auto e = stores[r].residual("tensor/recursive-doubling", n);
+          ASSERT_EQ(0, std::memcmp(e.data(), resid[r].data(), n * sizeof(float)))
+              << "residuals of rank " << r << " call " << call;
+        }
+      }
+    }
+}
+
+// On every transport (the emulation above is in-process only) and on shapes
+// it does not cover (P = 6, group 3): (a) with fp32 on the wire it is the
+// plain sum, (b) quantized, every element is within the per-hop bound:
+// hops x s/2 with s <= 2 * sum|x| / (2^q - 1).
 TEST(QuantizedRecursiveDoubling, ExactWithFp32AndWithinHopBound) {
   const std::pair<int, int> shapes[] = {{1, 8}, {2, 8}, {4, 8}, {8, 8}, {16, 8}, {8, 2}, {16, 4}, {6, 3}};
   for (const auto& [p, group] : shapes) {
@@ -127,19 +253,35 @@ TEST(QuantizedRing, WithinHopBoundOnAllRankCounts) {
   }
 }
 
-// The same input allreduced again and again: with error compensation the
-// running mean of the results converges to the exact sum (each call repays
-// the previous call's error); without it the error repeats and never shrinks.
+// The same input allreduced again and again: with error compensation on
+// every hop the running mean of the results converges to the exact sum (each
+// call repays the previous call's error); without it the error repeats and
+// never shrinks. Skipping the first hop (Algorithm 2 as printed) leaves the
+// first hop's error DQ(x) - x in every call, unpaid: the mean converges to
+// the sum plus that bias.
 TEST(QuantizedRing, ErrorCompensationKeepsAccumulatedErrorBounded) {
   const int p = 4, calls = 64;
   SPARQ_NEED_RANKS(p);
   const std::size_t n = 2048;
   const auto ref = test::reference_reduce<float>(n, p, ReduceOp::Sum);
-  for (bool ec : {false, true}) {
+  for (const char* spec : {"q2", "q2+ec", "q2+ec-skip-first"}) {
+    Codec codec = parse_codec(spec);
+    codec.row_len = 64;
+    // The first hop's error: chunk k is first encoded by rank k + 1.
+    const pattern::Partition part{n, p};
+    std::vector<double> bias(n, 0.0);
+    if (codec.error_comp && !codec.ec_first_hop)
+      for (int k = 0; k < p; ++k) {
+        const auto x = test::rank_input<float>(n, (k + 1) % p);
+        const std::vector<float> chunk(x.begin() + static_cast<std::ptrdiff_t>(part.offset(k)),
+                                       x.begin() + static_cast<std::ptrdiff_t>(part.offset(k) + part.len(k)));
+        const auto y = dq(codec, chunk);
+        for (std::size_t i = 0; i < chunk.size(); ++i) bias[part.offset(k) + i] = double(y[i]) - double(chunk[i]);
+      }
     test::run_ranks(p, [&](Transport& t) {
       compress::ErrorFeedbackStore store;
       QuantizedAllreduceOptions o;
-      o.codec = rowwise(2, ec, 64);
+      o.codec = codec;
       o.residuals = &store;
       std::vector<double> mean(n, 0.0);
       double first_err = 0;
@@ -150,13 +292,21 @@ TEST(QuantizedRing, ErrorCompensationKeepsAccumulatedErrorBounded) {
         if (k == 0)
           for (std::size_t i = 0; i < n; ++i) first_err = std::max(first_err, std::abs(double(v[i]) - ref.value[i]));
       }
-      double mean_err = 0;
-      for (std::size_t i = 0; i < n; ++i) mean_err = std::max(mean_err, std::abs(mean[i] - ref.value[i]));
+      double mean_err = 0, unbiased_err = 0, max_bias = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        mean_err = std::max(mean_err, std::abs(mean[i] - ref.value[i]));
+        unbiased_err = std::max(unbiased_err, std::abs(mean[i] - ref.value[i] - bias[i]));
+        max_bias = std::max(max_bias, std::abs(bias[i]));
+      }
       ASSERT_GT(first_err, 0.05);  // 2-bit: a visible error in one call
-      if (ec) {
-        EXPECT_LT(mean_err, 0.2 * first_err) << "with EC";
-      } else {
+      if (!codec.error_comp) {
         EXPECT_NEAR(mean_err, first_err, 1e-3 * first_err) << "without EC the same error repeats";
+      } else if (codec.ec_first_hop) {
+        EXPECT_LT(mean_err, 0.05 * first_err) << "with EC on every hop";
+      } else {
+        EXPECT_LT(unbiased_err, 0.05 * first_err) << "EC repays all but the first hop's error";
+        EXPECT_GT(mean_err, 0.5 * max_bias) << "which stays";
+        EXPECT_GT(max_bias, 0.1 * first_err);
       }
     });
   }
@@ -247,6 +397,18 @@ TEST(QuantizedAllreduce, BadInput) {
   EXPECT_THROW(parse_codec("q3"), InputError);
   EXPECT_THROW(parse_codec("qsgd5"), InputError);
   EXPECT_THROW(parse_quant_algo("tree"), InputError);
+  for (const char* bad : {"q4+ec-skip", "q4+ec-skip-first+ec", "q4+ec+ec", "fp32+ec", "q4+EC"}) {
+    try {
+      parse_codec(bad);
+      ADD_FAILURE() << bad << " parsed";
+    } catch (const InputError& e) {  // one line that lists the valid spellings
+      EXPECT_NE(std::string(e.what()).find("+ec or +ec-skip-first"), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
+  for (const char* good : {"q8", "q4+ec", "q2+ec-skip-first"}) EXPECT_EQ(parse_codec(good).name(), good);
+  EXPECT_FALSE(parse_codec("q2+ec-skip-first").ec_first_hop);
+  EXPECT_TRUE(parse_codec("q2+ec").ec_first_hop);
   run_local(2, [](Transport& t) {
     std::vector<float> v(8);
     QuantizedAllreduceOptions o;
@@ -258,6 +420,15 @@ TEST(QuantizedAllreduce, BadInput) {
     QuantizedAllreduceOptions o;
     o.algo = QuantAlgo::RecursiveDoubling;  // 6 = 6 * 2^0 works; group 4 does not divide 6
     o.group = 4;
+    EXPECT_THROW(quantized_allreduce(t, std::span<float>(v), o), InputError);
+  });
+  run_local(2, [](Transport& t) {
+    std::vector<float> v(8);
+    compress::ErrorFeedbackStore store;
+    QuantizedAllreduceOptions o;
+    o.algo = QuantAlgo::RecursiveDoubling;  // skipping the first hop is the ring's (Algorithm 2)
+    o.codec = parse_codec("q4+ec-skip-first");
+    o.residuals = &store;
     EXPECT_THROW(quantized_allreduce(t, std::span<float>(v), o), InputError);
   });
 }

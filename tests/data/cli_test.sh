@@ -111,6 +111,14 @@ run train "${common[@]}" --ranks 2 --dp-codec dct:0.9,10 --verify-freq 1 || fail
 r32=$(wratio)
 run train "${common[@]}" --ranks 2 --dp-codec dct:0.9,10+fp8 --verify-freq 1 || fail "dct fp8: $(cat "$D/err")"
 awk -v a="$(wratio)" -v b="$r32" 'BEGIN { exit !(a > b) }' || fail "fp8 W_grad ratio $(wratio) not above fp32's $r32"
+# The ring's error compensation as the paper prints it (none on a chunk's
+# first hop) trains with identical replicas and is named as given; with
+# recursive doubling, or misspelt, it is a one-line error listing the codecs.
+run train "${common[@]}" --ranks 2 --dp-codec q4+ec-skip-first --verify-freq 1 || fail "q4+ec-skip-first: $(cat "$D/err")"
+grep -q -- "--dp-codec q4+ec-skip-first" "$D/out" || fail "codec named: $(cat "$D/out")"
+run train "${common[@]}" --ranks 2 --dp-codec q4+ec-skip && fail "q4+ec-skip must fail"
+[ "$(wc -l < "$D/err")" -eq 1 ] && grep -q "q8, q4, q2 with optional +ec or +ec-skip-first" "$D/err" ||
+  fail "misspelt codec: one line listing the codecs: $(cat "$D/err")"
 # Model and hybrid parallel: 3 stages, and 2 replicas x 2 stages with DCT-MP
 # and DCT-DP, end with per-rank busy/idle lines and the accounting of every entity.
 run train "${common[@]}" --ranks 3 --mp-splits bot:1,top:1 \
@@ -145,7 +153,8 @@ run train "${common[@]}" --ranks 3 --dp-mode ps --servers 1 --fail-at 1:5 --time
 grep -Eq "error: .*(parameter server 0: no message from workers|waiting to receive from rank 2)" "$D/err" ||
   fail "dead worker error: $(cat "$D/err")"
 for bad in "--emb-placement row-wise" "--emb-codec-fwd q4" "--ranks 2 --emb-placement table-wise --emb-codec-bwd q3" \
-           "--dp-codec dct:0.9,10 --dp-allreduce ring" "--fuse-bytes 12parsecs" "--mp-splits bot:9" \
+           "--dp-codec dct:0.9,10 --dp-allreduce ring" "--ranks 2 --dp-codec q4+ec-skip-first --dp-allreduce recursive-doubling" \
+           "--fuse-bytes 12parsecs" "--mp-splits bot:9" \
            "--ranks 3 --mp-splits bot:1" "--mp-codec dct:0.9" "--ranks 2 --mp-splits bot:1 --mp-codec sketch:1.5" \
            "--ranks 2 --mp-splits bot:1 --dp-codec q4" "--dp-codec q4+fp8" "--dp-codec dct:0.9,10+bf16 --dp-allreduce dense" \
            "--dp-mode gossip" "--ranks 2 --dp-mode ps --servers 2" "--ranks 3 --dp-mode ps --dp-codec q4" \

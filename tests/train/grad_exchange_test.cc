@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <set>
 
 #include "sparq/train/emb_grad_exchange.h"
@@ -26,6 +27,9 @@ TEST(DpCodec, Parses) {
   EXPECT_EQ(k.k, 5u);
   EXPECT_EQ(k.bucket, 512u);
   EXPECT_EQ(parse_dp_codec("q4+ec").codec.name(), "q4+ec");
+  EXPECT_FALSE(parse_dp_codec("q4+ec-skip-first", "ring").codec.ec_first_hop);
+  EXPECT_EQ(parse_dp_codec("q2+ec-skip-first").codec.name(), "q2+ec-skip-first");
+  EXPECT_THROW(parse_dp_codec("q4+ec-skip-first", "recursive-doubling"), InputError);  // the ring's variant
   EXPECT_EQ(parse_dp_codec("qsgd:4").codec.name(), "qsgd4");
   const DpCodec b = parse_dp_codec("dct:0.98,1000+bf16");
   EXPECT_EQ(b.values, compress::ValueFormat::Bf16);
@@ -36,7 +40,8 @@ TEST(DpCodec, Parses) {
   EXPECT_THROW(parse_dp_codec("dct:0.9,10+bf16", "dense"), InputError);  // dense would send fp32
   EXPECT_NO_THROW(parse_dp_codec("dct:0.9,10+bf16", "ssar-recursive-double"));
   for (const char* bad : {"dct", "dct:1.0,10", "dct:0.9,0", "dct:0.9", "topk:0/512", "topk:600/512", "topk:5",
-                          "q3", "qsgd:3", "gzip", "dct:x,1", "q8+bf16", "none+bf16", "dct:0.9,10+bf8", "q4+fp8", "dct:0.9,10+fp8+bf16"})
+                          "q3", "qsgd:3", "gzip", "q4+ec-skip", "q4+ec-skip-first+ec",
+                          "dct:x,1", "q8+bf16", "none+bf16", "dct:0.9,10+bf8", "q4+fp8", "dct:0.9,10+fp8+bf16"})
     EXPECT_THROW(parse_dp_codec(bad), InputError) << bad;
 }
 
@@ -172,6 +177,33 @@ TEST(GradExchange, DctCompressesAndQuantizedStaysClose) {
   });
 }
 
+// The quantized codecs reach the collective whole: each step's exchange is
+// quantized_allreduce of the same codec (error-compensation variant
+// included), divided by P, bit for bit, residuals carried over the steps.
+TEST(GradExchange, QuantizedIsTheQuantizedAllreduceOverP) {
+  const int p = 3;
+  SPARQ_NEED_RANKS(p);
+  const std::size_t n = 1500;
+  for (const char* spec : {"q2+ec", "q2+ec-skip-first", "q4"}) {
+    SCOPED_TRACE(spec);
+    test::run_ranks(p, [&](Transport& t) {
+      compress::ErrorFeedbackStore store, direct_store;
+      GradExchange x(parse_dp_codec(spec, "ring"), store);
+      QuantizedAllreduceOptions o;
+      o.codec = parse_codec(spec);
+      o.residuals = &direct_store;
+      o.tensor = "w";
+      for (std::uint64_t step = 0; step < 3; ++step) {
+        auto g = test::rank_input<float>(n, t.rank(), 7 + step), h = g;
+        x.exchange(t, "w", g, step);
+        o.step = step;
+        quantized_allreduce(t, std::span<float>(h), o);
+        for (float& v : h) v *= 1.0f / static_cast<float>(p);
+        ASSERT_EQ(0, std::memcmp(g.data(), h.data(), n * sizeof(float))) << "step " << step;
+      }
+    });
+  }
+}
 
 // Three tables in one exchange: rank r touches rows {r, r+2, 7} of a 10 x 3
 // table, every row of a 4 x 2 table (or, with `all`, every row of every
