@@ -6,7 +6,15 @@
 
 namespace sparq::kernels {
 
+// Under ThreadSanitizer no clones: GCC instruments the clones' ifunc resolver,
+// which the dynamic loader runs while relocating the executable, before the
+// TSan runtime is initialised, and that crashes at load. The generic
+// ("default") code is what such a build runs; races do not depend on the ISA.
+#if defined(__SANITIZE_THREAD__)
+#define SPARQ_CLONES
+#else
 #define SPARQ_CLONES __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+#endif
 #define SPARQ_INLINE inline __attribute__((always_inline))
 
 namespace {
