@@ -211,13 +211,9 @@ void run_train(const TrainArgs& a) {
                  "real)");
   const std::optional<NetModel> net = a.net.empty() ? std::nullopt : std::optional(parse_net_model(a.net));
   check_train_memory(a, cfg, world, nstages, dpo.placement);
-  if (world > 1) {
-    if (a.ranks > 1) {  // ranks are threads of this process: one core each
-      set_blas_threads(1);
-      set_compute_threads(1);
-    }
-  }
-  if (net) {  // a rank's computation is its one thread's CPU time
+  // In-process ranks are threads of this process: one core each. With --net
+  // a rank's computation is its one thread's CPU time.
+  if (a.ranks > 1 || net) {
     set_blas_threads(1);
     set_compute_threads(1);
   }
@@ -227,7 +223,7 @@ void run_train(const TrainArgs& a) {
   lo.ranks = a.ranks;
   lo.timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
   lo.net = net;
-  lo.charge_cpu = true;
+  lo.charge_cpu = net.has_value();
   launch(lo, [&](Transport& t) { train_rank(t, a, cfg, data, dpo, mpc); });
 }
 

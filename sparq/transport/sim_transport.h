@@ -21,9 +21,10 @@
 // charges CPU time, with the CPU time the thread used between its calls
 // into the transport. What a thread spends inside a wait is not charged, nor
 // from a test() that finds nothing to its next call (a polling loop): on a
-// real network that time is the message's, which the model already counts. Each message carries its arrival time in an 8-byte header,
-// which the counters of this transport do not count (they count what the
-// algorithm sent).
+// real network that time is the message's, which the model already counts.
+// Each message carries its arrival time in an 8-byte header, which the
+// counters of this transport do not count (they count what the algorithm
+// sent).
 #include <mutex>
 #include <optional>
 #include <thread>
