@@ -108,9 +108,10 @@ void check_train_memory(const TrainArgs& a, const DlrmConfig& cfg, int world, st
   double tables = 0;
   for (std::size_t r : cfg.table_rows) tables += static_cast<double>(r) * static_cast<double>(cfg.emb_dim) * 4;
   // Replicated: every replica in this process holds every table; table-wise:
-  // the world's replicas share them.
+  // the world's replicas share them, and with in-process ranks, rank 0 also
+  // holds a copy of them all (it gathers the model).
   tables *= placement == EmbPlacement::Replicated ? std::max(1.0, ranks_here / static_cast<double>(nstages))
-                                                  : ranks_here / world;
+                                                  : ranks_here / world + (nstages == 1 && a.ranks > 1 ? 1 : 0);
   check_memory(tables, "the embedding tables");
   double widths = static_cast<double>(cfg.interaction_width() + cfg.num_tables() * cfg.emb_dim);
   for (std::size_t w : cfg.bot_mlp) widths += static_cast<double>(w);
@@ -280,7 +281,14 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
 
   const std::vector<DlrmStage> stages = plan_stages(cfg, a.mp_splits);
   const bool mp = stages.size() > 1;  // then this rank is stage t.rank()
-  Dlrm<float> model(cfg, a.seed, mp ? stages[static_cast<std::size_t>(t.rank()) % stages.size()] : DlrmStage{});
+  // Data parallel, table-wise: a rank holds the tables it owns, and rank 0,
+  // which gathers the model for tests and checkpoints, all of them.
+  std::vector<bool> hold;
+  if (!mp && dpo.placement == EmbPlacement::TableWise && t.rank() != 0) {
+    const std::vector<int> owner = assign_tables(cfg.table_rows, nranks);
+    for (int o : owner) hold.push_back(o == t.rank());
+  }
+  Dlrm<float> model(cfg, a.seed, mp ? stages[static_cast<std::size_t>(t.rank()) % stages.size()] : DlrmStage{}, hold);
   OptimizerOptions oo;
   oo.lr = a.lr;
   oo.embedding = parse_embedding_optim(a.emb_optim);
@@ -723,6 +731,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
                                       : ""),
                       say, emit);
   }
+  report_memory(peers, std::max(1, a.ranks), say, emit);
   if (!a.save.empty() && (a.save_every == 0 || step % a.save_every != 0)) save_now();
   if (ps) ps->finish();
 }

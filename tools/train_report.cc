@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <ctime>
 #include <limits>
 #include <numeric>
 
 #include "sparq/coll/allreduce.h"
+#include "sparq/core/memory.h"
 #include "sparq/model/loss.h"
 #include "sparq/model/metrics.h"
 
@@ -114,6 +116,21 @@ Accounting sum_over_ranks(Transport& t, Accounting acct) {
     x.compress_seconds = f[4], x.comm_seconds = f[5], x.wait_seconds = f[6];
   }
   return acct;
+}
+
+void report_memory(Transport& t, int ranks_here, const Say& say, const Emit& emit) {
+  std::array<double, 1> peak{static_cast<double>(peak_resident_memory())};
+  allreduce(t, std::span<double>(peak), {.op = ReduceOp::Max});
+  constexpr double kMiB = 1024.0 * 1024;
+  const double per_rank = peak[0] / ranks_here;
+  if (ranks_here > 1)
+    say(fmt::format("memory: peak {:.0f} MiB resident for {} in-process ranks, {:.1f} MiB per rank\n", peak[0] / kMiB,
+                    ranks_here, per_rank / kMiB));
+  else
+    say(fmt::format("memory: peak {:.0f} MiB resident{}\n", peak[0] / kMiB,
+                    t.size() > 1 ? fmt::format(" in the largest of {} rank processes", t.size()) : ""));
+  emit({{"event", "memory"}, {"peak_rss_bytes", peak[0]}, {"ranks_per_process", ranks_here},
+        {"peak_rss_per_rank_bytes", per_rank}});
 }
 
 }  // namespace sparq::cli

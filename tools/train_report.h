@@ -57,4 +57,10 @@ void report_accounting(const Accounting& acct, std::size_t steps, const std::str
 // by its two stages). Every rank holds the same entities in the same order.
 Accounting sum_over_ranks(Transport& t, Accounting acct);
 
+// The peak resident memory line of the summary (and its `memory` event). In-
+// process ranks (`ranks_here` > 1) share one process and its data set, so a
+// rank's part is the process's peak over them; under mpiexec each rank is a
+// process and the line gives the largest. Every rank of `t` calls it.
+void report_memory(Transport& t, int ranks_here, const Say& say, const Emit& emit);
+
 }  // namespace sparq::cli

@@ -25,19 +25,21 @@ std::uint64_t left_under(const std::string& dir, const char* limit, const char* 
   if (l == kNone || u == kNone) return kNone;
   return l > u ? l - u : 0;
 }
+
+// The value of a "Key:  N kB" line of a /proc file, in bytes (kNone: absent).
+std::uint64_t read_kib_field(const char* path, std::string_view key) {
+  std::ifstream in(path);
+  for (std::string k; in >> k;) {
+    std::uint64_t kib = 0;
+    if (k == key) return in >> kib ? kib * 1024 : kNone;
+    in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return kNone;
+}
 }  // namespace
 
 std::uint64_t available_memory() {
-  std::uint64_t avail = kNone;
-  std::ifstream meminfo("/proc/meminfo");
-  for (std::string key; meminfo >> key;) {
-    std::uint64_t kib = 0;
-    if (key == "MemAvailable:" && meminfo >> kib) {
-      avail = kib * 1024;
-      break;
-    }
-    meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
-  }
+  std::uint64_t avail = read_kib_field("/proc/meminfo", "MemAvailable:");
   // The cgroup's own directory (/proc/self/cgroup) on a host; the mount's
   // root inside a container, where the mount is the container's cgroup.
   std::ifstream cg("/proc/self/cgroup");
@@ -59,6 +61,11 @@ void check_memory(double bytes, std::string_view what) {
   SPARQ_CHECK_AS(InputError, avail == kNone || bytes <= static_cast<double>(avail),
                  "needs {:.1f} GiB for {}, {:.1f} GiB available", bytes / kGiB, what,
                  static_cast<double>(avail) / kGiB);
+}
+
+std::uint64_t peak_resident_memory() {
+  const std::uint64_t b = read_kib_field("/proc/self/status", "VmHWM:");
+  return b == kNone ? 0 : b;
 }
 
 }  // namespace sparq

@@ -18,4 +18,8 @@ std::uint64_t available_memory();
 // (rows x dim x ranks) must not wrap around.
 void check_memory(double bytes, std::string_view what);
 
+// This process's peak resident set (VmHWM from /proc/self/status), in bytes;
+// 0 where the kernel does not say.
+std::uint64_t peak_resident_memory();
+
 }  // namespace sparq

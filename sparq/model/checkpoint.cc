@@ -75,6 +75,15 @@ struct In {
                    path, what, n, v.size());
     bytes(v.data(), n * sizeof(float));
   }
+  // Past `expected` values this model has no storage for.
+  void skip_floats(std::uint64_t expected, const char* what) {
+    const std::uint64_t n = u64();
+    SPARQ_CHECK_AS(InputError, n == expected, "'{}': {} has {} values, this model has {} (different configuration?)",
+                   path, what, n, expected);
+    SPARQ_CHECK_AS(InputError,
+                   n * sizeof(float) <= left() && std::fseek(f, static_cast<long>(n * sizeof(float)), SEEK_CUR) == 0,
+                   "'{}': truncated checkpoint ({})", path, what);
+  }
 };
 
 // Makes what was written to `f` durable before the rename publishes it.
@@ -98,6 +107,7 @@ void sync_dir(const std::string& path) {
 
 void write_checkpoint(const std::string& tmp, const Dlrm<float>& model, Optimizer<float>& opt, const std::string& meta,
                       std::span<const std::vector<std::byte>> rank_states) {
+  for (const auto& t : model.tables()) SPARQ_CHECK(t.held(), "a checkpoint needs every table: gather them first");
   std::FILE* raw = std::fopen(tmp.c_str(), "wb");
   SPARQ_CHECK_AS(InputError, raw != nullptr, "cannot create '{}': {}", tmp, std::strerror(errno));
   std::unique_ptr<std::FILE, Closer> f(raw);
@@ -198,14 +208,23 @@ std::string load_checkpoint(const std::string& path, Dlrm<float>& model, Optimiz
     const std::uint64_t rows = in.u64(), dim = in.u64();
     SPARQ_CHECK_AS(InputError, rows == t.rows() && dim == t.dim(), "'{}': table of {} x {}, this model has {} x {}",
                    path, rows, dim, t.rows(), t.dim());
-    in.floats(t.weights(), "a table");
+    if (t.held())
+      in.floats(t.weights(), "a table");
+    else
+      in.skip_floats(rows * dim, "a table");
   }
   if (opt == nullptr) return meta;
   const std::uint64_t ns = in.u64();
   SPARQ_CHECK_AS(InputError, ns == opt->state().size(),
                  "'{}': {} optimizer state vectors, this optimizer has {} (different --embedding-optimizer or --optimizer?)", path, ns,
                  opt->state().size());
-  for (auto& s : opt->state()) in.floats(s, "optimizer state");
+  for (std::size_t i = 0; i < ns; ++i) {
+    const bool table_state = i < opt->table_state().size();
+    if (table_state && !model.tables()[i].held())
+      in.skip_floats(model.tables()[i].rows(), "optimizer state");
+    else
+      in.floats(opt->state()[i], "optimizer state");
+  }
   if (rank_states) rank_states->clear();
   if (in.version > 1) {
     const std::uint64_t nr = in.u64();

@@ -98,7 +98,7 @@ std::vector<DlrmStage> plan_stages(const DlrmConfig& cfg, std::string_view split
 }
 
 template <class T>
-Dlrm<T>::Dlrm(const DlrmConfig& cfg, std::uint64_t seed, DlrmStage stage)
+Dlrm<T>::Dlrm(const DlrmConfig& cfg, std::uint64_t seed, DlrmStage stage, const std::vector<bool>& hold)
     : cfg_(cfg), stage_(stage), dense_(std::make_unique<DenseParams<T>>()), inter_(cfg.num_tables() + 1, cfg.emb_dim) {
   cfg_.validate();
   const std::size_t nb = cfg_.bot_spec().num_layers(), nt = cfg_.top_spec().num_layers();
@@ -118,9 +118,11 @@ Dlrm<T>::Dlrm(const DlrmConfig& cfg, std::uint64_t seed, DlrmStage stage)
   top_->init(seed, 1000);
   if (s.middle) {
     tables_.reserve(cfg_.num_tables());
+    SPARQ_CHECK(hold.empty() || hold.size() == cfg_.num_tables(), "{} table flags for {} tables", hold.size(),
+                cfg_.num_tables());
     for (std::size_t t = 0; t < cfg_.num_tables(); ++t) {
-      tables_.emplace_back(cfg_.table_rows[t], cfg_.emb_dim);
-      tables_.back().init(seed, 1000000 + t);
+      tables_.emplace_back(cfg_.table_rows[t], cfg_.emb_dim, hold.empty() || hold[t]);
+      tables_.back().init(seed, 1000000 + t);  // each table its own stream: a held one is the same either way
     }
   }
   sgrads_.resize(tables_.size());

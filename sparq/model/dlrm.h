@@ -75,7 +75,9 @@ class Dlrm {
   // Builds and initialises (reference init) from `seed`: bottom layer l uses
   // stream l, top layer l stream 1000 + l, table t stream 1000000 + t; a
   // stage holds exactly the parameters of its part of the whole model.
-  Dlrm(const DlrmConfig& cfg, std::uint64_t seed, DlrmStage stage = {});
+  // `hold` (one flag per table; empty: all) leaves the other tables without
+  // storage: their shape stays, their weights() are empty.
+  Dlrm(const DlrmConfig& cfg, std::uint64_t seed, DlrmStage stage = {}, const std::vector<bool>& hold = {});
   Dlrm(const Dlrm&) = delete;
   Dlrm& operator=(const Dlrm&) = delete;
 

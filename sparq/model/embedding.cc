@@ -18,15 +18,22 @@ void EmbeddingBag<T>::Free::operator()(T* p) const {
 }
 
 template <class T>
-EmbeddingBag<T>::EmbeddingBag(std::size_t rows, std::size_t dim) : rows_(rows), dim_(dim) {
+EmbeddingBag<T>::EmbeddingBag(std::size_t rows, std::size_t dim, bool hold) : rows_(rows), dim_(dim) {
   SPARQ_CHECK(rows > 0 && rows <= (std::size_t{1} << 32), "embedding rows {} out of range (1 .. 2^32)", rows);
   SPARQ_CHECK(dim > 0, "embedding dim must be positive");
-  constexpr std::size_t kHuge = std::size_t{2} << 20;
-  const std::size_t bytes = (rows * dim * sizeof(T) + kHuge - 1) / kHuge * kHuge;
-  T* p = static_cast<T*>(std::aligned_alloc(kHuge, bytes));
+  if (!hold) return;
+  // Tables of 2 MiB and more go on transparent huge pages (2 MiB-aligned,
+  // advised). A smaller one stays on normal pages: a huge page for it
+  // would hold mostly nothing, and with dozens of small tables per rank and
+  // 128 ranks per process that is gigabytes.
+  constexpr std::size_t kHuge = std::size_t{2} << 20, kLine = 64;
+  const std::size_t used = rows * dim * sizeof(T);
+  const std::size_t align = used >= kHuge ? kHuge : kLine;
+  const std::size_t bytes = (used + align - 1) / align * align;
+  T* p = static_cast<T*>(std::aligned_alloc(align, bytes));
   if (p == nullptr) throw std::bad_alloc();
 #ifdef MADV_HUGEPAGE
-  ::madvise(p, bytes, MADV_HUGEPAGE);  // advice only: without THP it is a no-op
+  if (align == kHuge) ::madvise(p, bytes, MADV_HUGEPAGE);  // advice only: without THP it is a no-op
 #endif
   w_.reset(p);
   std::fill(p, p + rows * dim, T(0));
@@ -42,6 +49,7 @@ void EmbeddingBag<T>::init(std::uint64_t seed, std::uint64_t stream) {
 // out[b, :] = sum_{k in bag b} W[k, :]      bags: B bags, out [B x dim] (stride ld)
 template <class T>
 void EmbeddingBag<T>::forward(const SparseBags& bags, std::size_t batch, T* out, std::size_t ld) const {
+  SPARQ_CHECK(held(), "lookup in an embedding table this rank does not hold");
   SPARQ_CHECK(bags.offsets.size() == batch + 1, "bag offsets {} for batch {}", bags.offsets.size(), batch);
   const std::size_t d = dim_;
   const std::uint32_t nnz = bags.offsets[batch];

@@ -26,7 +26,10 @@ struct SparseGrad {
 template <class T>
 class EmbeddingBag {
  public:
-  EmbeddingBag(std::size_t rows, std::size_t dim);
+  // hold = false: a table of that shape without storage (weights() empty),
+  // for a rank that never looks it up (table-wise placement: another rank
+  // owns it). forward() and backward() need a held table.
+  EmbeddingBag(std::size_t rows, std::size_t dim, bool hold = true);
 
   // The reference's initialisation: uniform in +-sqrt(1/rows), from
   // Rng(seed, stream).
@@ -44,8 +47,9 @@ class EmbeddingBag {
 
   std::size_t rows() const { return rows_; }
   std::size_t dim() const { return dim_; }
-  std::span<T> weights() { return {w_.get(), rows_ * dim_}; }
-  std::span<const T> weights() const { return {w_.get(), rows_ * dim_}; }
+  bool held() const { return w_ != nullptr; }
+  std::span<T> weights() { return {w_.get(), held() ? rows_ * dim_ : 0}; }
+  std::span<const T> weights() const { return {w_.get(), held() ? rows_ * dim_ : 0}; }
   std::span<T> row(std::size_t r) { return {w_.get() + r * dim_, dim_}; }
 
   // Row lookups are random, so nearly every one misses the caches: forward
@@ -61,7 +65,7 @@ class EmbeddingBag {
     void operator()(T* p) const;
   };
   std::size_t rows_, dim_;
-  // [rows x dim], 2 MiB-aligned and advised for transparent huge pages:
+  // [rows x dim]; from 2 MiB on, aligned and advised for transparent huge pages:
   // lookups hit random rows, and with 4 KiB pages nearly every one of them
   // is a TLB miss (26 tables x 100000 rows x 64 B = 166 MB).
   std::unique_ptr<T[], Free> w_;

@@ -102,7 +102,7 @@ Optimizer<T>::Optimizer(const OptimizerOptions& opts, Dlrm<T>& model) : opts_(op
   if (opts_.embedding_lr < 0) opts_.embedding_lr = opts_.lr;
   opts_.schedule.validate();
   if (opts_.embedding == EmbeddingOptim::RowwiseAdagrad)
-    for (const auto& t : model.tables()) state_.emplace_back(t.rows(), T(0));
+    for (const auto& t : model.tables()) state_.emplace_back(t.held() ? t.rows() : 0, T(0));  // none for another's table
   table_vectors_ = state_.size();
   for (std::size_t i = 0; i < dense_state_vectors(opts_.dense); ++i) state_.emplace_back(model.dense().size(), T(0));
 }

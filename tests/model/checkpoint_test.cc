@@ -67,6 +67,38 @@ TEST(Checkpoint, ResumeIsBitwise) {
   std::filesystem::remove(path);
 }
 
+// A rank holding only some tables (table-wise placement) reads its own
+// tables and their optimizer state from a whole checkpoint and skips the
+// others; its held tables start as the whole model's do. It cannot save.
+TEST(Checkpoint, PartialModelLoadsItsOwnTables) {
+  const auto path = (std::filesystem::temp_directory_path() / ("sparq_ckp_" + std::to_string(::getpid()))).string();
+  const OptimizerOptions oo{.lr = 0.05, .embedding = EmbeddingOptim::RowwiseAdagrad, .dense = DenseOptim::Adam};
+  Dlrm<float> a(test::tiny_config(), 1);
+  Optimizer<float> oa(oo, a);
+  const std::vector<bool> hold{false, true, false};
+  Dlrm<float> fresh(test::tiny_config(), 1, {}, hold);
+  EXPECT_FALSE(fresh.tables()[0].held());
+  EXPECT_TRUE(fresh.tables()[0].weights().empty());
+  EXPECT_EQ(fresh.tables()[0].rows(), 7u);
+  EXPECT_EQ(std::memcmp(fresh.tables()[1].weights().data(), a.tables()[1].weights().data(), 5 * 3 * 4), 0);
+  Optimizer<float> of(oo, fresh);
+  EXPECT_THROW(save_checkpoint(path, fresh, of, "{}"), Error);
+
+  train(a, oa, 4, 0);
+  save_checkpoint(path, a, oa, "{\"step\": 4}");
+  Dlrm<float> b(test::tiny_config(), 99, {}, hold);
+  Optimizer<float> ob(oo, b);
+  EXPECT_EQ(load_checkpoint(path, b, &ob), "{\"step\": 4}");
+  EXPECT_EQ(std::memcmp(a.dense().params().data(), b.dense().params().data(), a.dense().size() * 4), 0);
+  EXPECT_EQ(std::memcmp(a.tables()[1].weights().data(), b.tables()[1].weights().data(), 5 * 3 * 4), 0);
+  EXPECT_EQ(oa.table_state()[1], ob.table_state()[1]);
+  EXPECT_TRUE(ob.table_state()[0].empty());
+  for (std::size_t i = 0; i < oa.dense_state().size(); ++i) EXPECT_EQ(oa.dense_state()[i], ob.dense_state()[i]);
+  const Batch batch = test::tiny_batch(0);
+  EXPECT_THROW(b.forward(batch), Error);  // it has no table 0 to look up
+  std::filesystem::remove(path);
+}
+
 // Each rank's codec state comes back as saved; meta alone and the model
 // configuration are readable without building a model first.
 TEST(Checkpoint, RankStatesAndConfig) {
