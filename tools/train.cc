@@ -211,6 +211,9 @@ void run_train(const TrainArgs& a) {
                  "--net emulates the network between in-process ranks: give --ranks P (under mpiexec the network is "
                  "real)");
   const std::optional<NetModel> net = a.net.empty() ? std::nullopt : std::optional(parse_net_model(a.net));
+  SPARQ_CHECK_AS(InputError, std::isfinite(a.compute_scale) && a.compute_scale > 0,
+                 "--compute-scale must be > 0, got {}", a.compute_scale);
+  SPARQ_CHECK_AS(InputError, a.compute_scale == 1 || net, "--compute-scale scales the modelled computation: it needs --net");
   check_train_memory(a, cfg, world, nstages, dpo.placement);
   // In-process ranks are threads of this process: one core each. With --net
   // a rank's computation is its one thread's CPU time.
@@ -224,7 +227,7 @@ void run_train(const TrainArgs& a) {
   lo.ranks = a.ranks;
   lo.timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
   lo.net = net;
-  lo.charge_cpu = net.has_value();
+  lo.cpu_scale = net ? a.compute_scale : 0;
   launch(lo, [&](Transport& t) { train_rank(t, a, cfg, data, dpo, mpc); });
 }
 
@@ -301,7 +304,8 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
                   "threads {}\n",
                   cfg.describe(), model.dense().size(), mp ? " on stage 0" : "", rows, a.lr,
                   oo.schedule.active() ? " (" + oo.schedule.describe() + ")" : "", a.optimizer, a.emb_optim,
-                  a.threads));
+                  compute_threads() == a.threads ? fmt::format("{}", a.threads)
+                                                 : fmt::format("{} a rank (one core each)", compute_threads())));
   say(blas_core_line() + "\n");
 
   const bool streaming = data.streaming();
@@ -687,11 +691,14 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
       say(fmt::format("modeled on {}: {:.2f} ms/it, {:.3f} s of training ({:.3f} s with tests; real: {:.2f} ms/it)\n",
                       a.net, 1e3 * tot_v_iter / static_cast<double>(tot_its), vnow() - v_start - v_eval,
                       vnow() - v_start, 1e3 * tot_iter / static_cast<double>(tot_its)));
-    emit({{"event", "summary"}, {"samples", tot_samples}, {"train_wall_s", train_wall}, {"steps", step},
-          {"target_reached", has_target ? nlohmann::json(reached) : nlohmann::json()},
-          {"compute_samples_per_s", static_cast<double>(tot_samples) / compute},
-          {"samples_per_s_with_data", static_cast<double>(tot_samples) / (compute + tot_data)},
-          {"load_s", data.load_secs}, {"bad_lines", data.bad_lines}});
+    nlohmann::json ev = {{"event", "summary"}, {"samples", tot_samples}, {"train_wall_s", train_wall}, {"steps", step},
+                         {"target_reached", has_target ? nlohmann::json(reached) : nlohmann::json()},
+                         {"compute_samples_per_s", static_cast<double>(tot_samples) / compute},
+                         {"samples_per_s_with_data", static_cast<double>(tot_samples) / (compute + tot_data)},
+                         {"ms_per_it", 1e3 * tot_iter / static_cast<double>(tot_its)},
+                         {"load_s", data.load_secs}, {"bad_lines", data.bad_lines}};
+    if (modeled) ev["modeled_ms_per_it"] = 1e3 * tot_v_iter / static_cast<double>(tot_its);
+    emit(std::move(ev));
   }
   if (data.teacher && evaluated)
     say(fmt::format("teacher gap: teacher auc {:.4f}, model auc {:.4f}, gap {:.4f}\n", data.teacher->auc, last_eval.auc,
@@ -901,6 +908,10 @@ codec state: a resumed run continues bit for bit.)");
                 "Emulate a network for the --ranks in-process ranks, e.g. 10gbit,20us (bandwidth per link, latency "
                 "per message): every message is timed by an alpha-beta model and each rank computes on one thread, "
                 "timed by that thread's CPU time; progress lines, metrics and the summary add the modelled times");
+  c->add_option("--compute-scale", a->compute_scale,
+                "With --net: a rank's modelled computation is its thread's CPU time times this (2: hosts half as "
+                "fast as this machine's cores)")
+      ->capture_default_str();
   c->add_option("--timeout", a->timeout_s, "Seconds a rank waits for a peer before failing")
       ->capture_default_str()
       ->check(kPositive);

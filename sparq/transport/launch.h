@@ -18,8 +18,9 @@ struct LaunchOptions {
   // When set, every rank runs on a SimTransport (virtual clock) over the
   // real transport, so collectives report simulated times for this network.
   std::optional<NetModel> net;
-  // With net: each thread's CPU time is its computation (SimTransport's charge_cpu).
-  bool charge_cpu = false;
+  // With net: each thread's CPU time times cpu_scale is its computation (0:
+  // none; SimTransport's cpu_scale).
+  double cpu_scale = 0;
 };
 
 // The launcher that started this process, as its environment tells it

@@ -5,6 +5,9 @@
 #include <cstring>
 #include <ctime>
 
+#include <fmt/format.h>
+
+#include "sparq/core/error.h"
 #include "sparq/transport/forwarded_state.h"
 
 namespace sparq {
@@ -77,21 +80,25 @@ struct SimRecvState final : SimState {
   }
 };
 
-SimTransport::SimTransport(Transport& inner, NetModel net, bool charge_cpu)
+SimTransport::SimTransport(Transport& inner, NetModel net, double cpu_scale)
     : inner_(inner),
       net_(net),
-      charge_cpu_(charge_cpu),
-      name_(fmt::format("sim({}{})+{}", net.describe(), charge_cpu ? ", cpu" : "", inner.name())) {
+      cpu_scale_(cpu_scale),
+      name_(fmt::format("sim({}{})+{}", net.describe(),
+                        cpu_scale == 0 ? "" : cpu_scale == 1 ? ", cpu" : fmt::format(", cpu x{}", cpu_scale),
+                        inner.name())) {
+  SPARQ_CHECK_AS(InputError, std::isfinite(cpu_scale) && cpu_scale >= 0, "CPU time scale must be >= 0, got {}",
+                 cpu_scale);
   init_counters(inner.size());
 }
 
 SimTransport::Timeline& SimTransport::line(bool charge) const {
   const auto [it, fresh] = lines_.try_emplace(std::this_thread::get_id());
   Timeline& l = it->second;
-  if (charge_cpu_ && (charge || fresh)) {
+  if (cpu_scale_ > 0 && (charge || fresh)) {
     const double cpu = thread_cpu_seconds();
     // A new thread's earlier work is not this rank's; a paused one was polling.
-    if (!fresh && !l.paused) l.clock += cpu - l.cpu_mark;
+    if (!fresh && !l.paused) l.clock += cpu_scale_ * (cpu - l.cpu_mark);
     l.cpu_mark = cpu;
     l.paused = false;
   }
@@ -104,7 +111,7 @@ void SimTransport::pause_cpu() const {
 }
 
 void SimTransport::resume_cpu() const {
-  if (!charge_cpu_) return;
+  if (cpu_scale_ == 0) return;
   std::lock_guard lk(mu_);
   Timeline& l = lines_[std::this_thread::get_id()];
   l.cpu_mark = thread_cpu_seconds();

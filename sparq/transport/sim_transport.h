@@ -37,10 +37,11 @@ namespace sparq {
 
 class SimTransport final : public Transport {
  public:
-  // charge_cpu: computation takes the CPU time the thread really used
-  // (sparq train --net); otherwise none unless advance() says so (benchmarks
-  // of collectives alone).
-  SimTransport(Transport& inner, NetModel net, bool charge_cpu = false);
+  // cpu_scale > 0: computation takes the CPU time the thread really used,
+  // times cpu_scale (sparq train --net; 2: hosts half as fast as this
+  // machine's cores); 0: none unless advance() says so (benchmarks of
+  // collectives alone).
+  SimTransport(Transport& inner, NetModel net, double cpu_scale = 0);
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
   std::string_view name() const override { return name_; }
@@ -78,7 +79,7 @@ class SimTransport final : public Transport {
   void on_sent(double done_at);
   Transport& inner_;
   NetModel net_;
-  bool charge_cpu_;
+  double cpu_scale_;
   std::string name_;
   mutable std::mutex mu_;
   mutable std::unordered_map<std::thread::id, Timeline> lines_;

@@ -210,11 +210,11 @@ TEST(SimTransport, EngineOverlapsOnTheVirtualClock) {
   }
 }
 
-// charge_cpu: computation is the CPU time a thread used between its calls;
-// sleeping is not computation.
+// cpu_scale: computation is the CPU time a thread used between its calls,
+// times the scale; sleeping is not computation.
 TEST(SimTransport, ChargesEachThreadsCpuTime) {
-  run_local(1, [&](Transport& t) {
-    SimTransport sim(t, kNet, /*charge_cpu=*/true);
+  for (const double scale : {1.0, 2.5}) run_local(1, [&](Transport& t) {
+    SimTransport sim(t, kNet, scale);
     const double t0 = sim.now();
     timespec a{}, b{};
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
@@ -224,8 +224,8 @@ TEST(SimTransport, ChargesEachThreadsCpuTime) {
       clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
     } while ((b.tv_sec - a.tv_sec) + 1e-9 * static_cast<double>(b.tv_nsec - a.tv_nsec) < 0.03);
     const double t1 = sim.now();
-    EXPECT_GE(t1 - t0, 0.03);
-    EXPECT_LT(t1 - t0, 0.05);
+    EXPECT_GE(t1 - t0, 0.03 * scale);
+    EXPECT_LT(t1 - t0, 0.05 * scale);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     EXPECT_LT(sim.now() - t1, 0.005);
     // Another thread has its own clock, starting at 0 (its earlier work is not the rank's).
@@ -233,11 +233,15 @@ TEST(SimTransport, ChargesEachThreadsCpuTime) {
   });
 }
 
+TEST(SimTransport, RejectsANegativeCpuScale) {
+  run_local(1, [&](Transport& t) { EXPECT_THROW(SimTransport(t, kNet, -1), InputError); });
+}
+
 // The CPU a thread burns polling for a message is not computation: the
 // receiver's clock ends at the message's arrival, not after its 200 ms of polling.
 TEST(SimTransport, PollingIsNotCharged) {
   run_local(2, [&](Transport& t) {
-    SimTransport sim(t, kNet, /*charge_cpu=*/true);
+    SimTransport sim(t, kNet, /*cpu_scale=*/1);
     std::vector<std::byte> one(1);
     if (t.rank() == 1) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));

@@ -1,0 +1,186 @@
+#!/usr/bin/python3
+"""Tables and the plot of scripts/reproduce-emulation's runs.
+
+    summarize-emulation.py DATA_DIR RESULTS_MD FIGURES_DIR
+
+Reads DATA_DIR/<net>/<plan>_p<P>_s<seed>.jsonl and DATA_DIR/fidelity/*.jsonl
+(sparq train --metrics), replaces the block between '<!-- emulation:begin -->'
+and '<!-- emulation:end -->' in RESULTS_MD, and writes emulation_step.png
+into FIGURES_DIR.
+
+Accuracy change (the paper's delta_q, in percentage points): a run's final
+test accuracy less the fp32 run's of the same P and seed, averaged over the
+seeds. Modelled ms/step: modelled training time (tests excluded) over the
+steps. Bytes a step: rank 0's bytes sent (transport counters) over all its
+exchanges.
+"""
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+PLANS = [
+    ("fp32", "fp32"),
+    ("q8-ring", "q8 ring"),
+    ("q4-ring", "q4 ring"),
+    ("q4-ring-ec", "q4 ring EC"),
+    ("q4-rd", "q4 RD"),
+    ("q2-rd-ec", "q2 RD EC"),
+    ("q4-ring-ec-f4b4", "q4 ring EC; (f4, b4)"),
+    ("q4-rd-ec-f4b4", "q4 RD EC; (f4, b4)"),
+]
+# The shaped 4-host cluster's medians at 1 Gbit/s (docs/results.md, "Time on
+# a shaped cluster"), for the fidelity check.
+SHAPED = {"fp32-tablewise": ("fp32, table-wise (sparq ring)", "fp32-tablewise"),
+          "dct-tablewise-q4q2": ("DCT-DP 98% L=1000, table-wise q4/q2", "dct-tablewise-q4q2")}
+
+
+def load(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def run_summary(events):
+    train = [e for e in events if e.get("event") == "train"]
+    if not train:
+        return None
+    tests = [e for e in events if e.get("event") == "test"]
+    acct = [e for e in events if e.get("event") == "accounting"]
+    mem = [e for e in events if e.get("event") == "memory"]
+    last = train[-1]
+    return {
+        "steps": last["step"],
+        "ms": 1e3 * last["train_s"] / last["step"],
+        "modeled_ms": 1e3 * last["modeled_train_s"] / last["step"] if "modeled_train_s" in last else None,
+        "accuracy": tests[-1]["accuracy"] if tests else None,
+        "loss": tests[-1]["loss"] if tests else None,
+        "bytes": sum(a["bytes_per_step"] for a in acct) if acct else None,
+        "peak_mib": mem[-1]["peak_rss_bytes"] / 2**20 if mem else None,
+        "wall_s": last["wall_s"],
+    }
+
+
+def runs_of(data, net):
+    """{(plan, P): {seed: summary}}"""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(data, net, "*.jsonl"))):
+        m = re.match(r"(.+)_p(\d+)_s(\d+)\.jsonl$", os.path.basename(path))
+        s = run_summary(load(path)) if m else None
+        if s:
+            out.setdefault((m.group(1), int(m.group(2))), {})[int(m.group(3))] = s
+    return out
+
+
+def fmt_bytes(b):
+    return f"{b / 1e6:.2f} MB" if b >= 1e6 else f"{b / 1e3:.1f} kB"
+
+
+def tables_block(data):
+    ten, fast = runs_of(data, "10gbit"), runs_of(data, "25gbit")
+    ps = sorted({p for (_, p) in ten})
+    if not ps:
+        return []
+    lines = ["| P | plan | accuracy change, pp (mean; per seed) | test loss change | bytes a step, rank 0 | "
+             "modelled ms/step at 10 Gbit/s | at 25 Gbit/s | real ms/step on 2 cores |",
+             "|---|---|---|---|---|---|---|---|"]
+    for p in ps:
+        base = ten.get(("fp32", p), {})
+        for key, name in PLANS:
+            runs = ten.get((key, p))
+            if not runs:
+                continue
+            seeds = sorted(s for s in runs if s in base and runs[s]["accuracy"] is not None)
+            d_acc = [100 * (runs[s]["accuracy"] - base[s]["accuracy"]) for s in seeds]
+            d_loss = [100 * (runs[s]["loss"] / base[s]["loss"] - 1) for s in seeds]
+            acc = (f"{statistics.mean(d_acc):+.3f} ({', '.join(f'{x:+.3f}' for x in d_acc)})"
+                   if key != "fp32" and d_acc else "-")
+            loss = f"{statistics.mean(d_loss):+.2f}%" if key != "fp32" and d_loss else "-"
+            one = runs[min(runs)]
+            f25 = fast.get((key, p), {}).get(1)
+            at25 = f"{f25['modeled_ms']:.1f}" if f25 else "-"
+            lines.append(f"| {p} | {name} | {acc} | {loss} | {fmt_bytes(one['bytes'])} | "
+                         f"{statistics.median(r['modeled_ms'] for r in runs.values()):.1f} | {at25} | "
+                         f"{statistics.median(r['ms'] for r in runs.values()):.0f} |")
+    return lines
+
+
+def fidelity_block(data):
+    runs = {}
+    for path in sorted(glob.glob(os.path.join(data, "fidelity", "*.jsonl"))):
+        m = re.match(r"(.+)_r(\d+)\.jsonl$", os.path.basename(path))
+        s = run_summary(load(path)) if m else None
+        if s:
+            runs.setdefault(m.group(1), []).append(s)
+    shaped = {}
+    for key in SHAPED:
+        ms = []
+        for path in glob.glob(os.path.join(data, "..", "time", "1gbit", f"{key}_s*.jsonl")):
+            s = run_summary(load(path))
+            if s:
+                ms.append(s["ms"])
+        shaped[key] = statistics.median(ms) if ms else None
+    if not runs:
+        return []
+    lines = ["| plan | modelled ms/step (runs) | median | shaped cluster median | modelled / shaped |",
+             "|---|---|---|---|---|"]
+    for key, rs in runs.items():
+        mod = [r["modeled_ms"] for r in rs]
+        m = statistics.median(mod)
+        sh = shaped.get(key)
+        lines.append(f"| {SHAPED[key][0]} | {', '.join(f'{x:.1f}' for x in mod)} | {m:.1f} | "
+                     f"{f'{sh:.1f}' if sh else '-'} | {f'{m / sh:.2f}' if sh else '-'} |")
+    return lines
+
+
+def plot(data, figures):
+    ten, fast = runs_of(data, "10gbit"), runs_of(data, "25gbit")
+    if not ten:
+        return
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6.4, 4))
+    for key, name in PLANS:
+        for runs, style, net in ((ten, "-o", "10"), (fast, "--s", "25")):
+            pts = sorted((p, statistics.median(r["modeled_ms"] for r in v.values()))
+                         for (k, p), v in runs.items() if k == key)
+            if pts:
+                ax.plot([p for p, _ in pts], [m for _, m in pts], style, label=f"{name}, {net} Gbit/s")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("emulated nodes P (global batch 64 P)")
+    ax.set_ylabel("modelled ms/step")
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(os.path.join(figures, "emulation_step.png"), dpi=120)
+
+
+def main():
+    data, results, figures = sys.argv[1:4]
+    block = ["<!-- emulation:begin -->",
+             "<!-- written by scripts/summarize-emulation.py from docs/data/emulation; re-run "
+             "scripts/reproduce-emulation to refresh -->", ""]
+    t = tables_block(data)
+    if t:
+        block += ["One epoch of data/synth, global batch 64 x P, `scripts/reproduce-emulation tables rates`: every run "
+                  "is `build/sparq train --data-path data/synth --ranks P --mini-batch-size 64P --net 10gbit,20us "
+                  "--nepochs 1 --test-freq 0 --seed S` plus the plan's flags (docs/data/emulation/plans.tsv); the "
+                  "25 Gbit/s column is 100 steps of seed 1 on `--net 25gbit,20us`.", ""] + t + [""]
+    f = fidelity_block(data)
+    if f:
+        block += ["Fidelity at P = 4, 1 Gbit/s, against the shaped 4-host cluster (same flags, 150 steps, "
+                  "`scripts/reproduce-emulation fidelity`):", ""] + f + [""]
+    block.append("<!-- emulation:end -->")
+    with open(results) as fh:
+        text = fh.read()
+    begin, end = text.find("<!-- emulation:begin -->"), text.find("<!-- emulation:end -->")
+    if begin < 0 or end < 0:
+        sys.exit(f"{results}: no '<!-- emulation:begin -->' ... '<!-- emulation:end -->' block")
+    text = text[:begin] + "\n".join(block) + text[end + len("<!-- emulation:end -->"):]
+    with open(results, "w") as fh:
+        fh.write(text)
+    plot(data, figures)
+
+
+main()
