@@ -116,6 +116,10 @@ void Optimizer<T>::step() {
   const T elr = static_cast<T>(opts_.schedule.lr(opts_.embedding_lr, t));
   parallel_for(tables.size(), 4, [&](std::size_t t0, std::size_t t1) {  // tables are independent
     for (std::size_t t = t0; t < t1; ++t) {
+      if (!tables[t].held()) {  // another rank's table (table-wise): it is updated there
+        SPARQ_CHECK(model_->sparse_grad(t).rows.empty(), "a gradient for table {}, which this rank does not hold", t);
+        continue;
+      }
       if (opts_.embedding == EmbeddingOptim::Sgd)
         sgd_rows(tables[t], model_->sparse_grad(t), elr);
       else
