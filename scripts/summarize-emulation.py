@@ -23,13 +23,10 @@ import sys
 
 PLANS = [
     ("fp32", "fp32"),
-    ("q8-ring", "q8 ring"),
     ("q4-ring", "q4 ring"),
     ("q4-ring-ec", "q4 ring EC"),
     ("q4-rd", "q4 RD"),
-    ("q2-rd-ec", "q2 RD EC"),
     ("q4-ring-ec-f4b4", "q4 ring EC; (f4, b4)"),
-    ("q4-rd-ec-f4b4", "q4 RD EC; (f4, b4)"),
 ]
 # The shaped 4-host cluster's medians at 1 Gbit/s (docs/results.md, "Time on
 # a shaped cluster"), for the fidelity check.
