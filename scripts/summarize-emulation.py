@@ -41,8 +41,8 @@ def load(path):
 
 def run_summary(events):
     train = [e for e in events if e.get("event") == "train"]
-    if not train:
-        return None
+    if not train or not any(e.get("event") == "summary" for e in events):
+        return None  # not finished
     tests = [e for e in events if e.get("event") == "test"]
     acct = [e for e in events if e.get("event") == "accounting"]
     mem = [e for e in events if e.get("event") == "memory"]
