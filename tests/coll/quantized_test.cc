@@ -324,6 +324,9 @@ TEST(QuantizedRing, FourBitSendsSevenTimesFewerBytesThanFp32) {
     o.codec = parse_codec("q4");  // rows of 512 values, fp32 scale and bias per row
     const auto q4 = quantized_allreduce(t, std::span<float>(v), o).wire.bytes_sent;
     EXPECT_EQ(fp32, 2 * (p - 1) * n / p * sizeof(float));
+    // A chunk is n/p values, whole rows of 512: 256 bytes of codes + 8 of scale
+    // and bias a row, 2048 / 264 = 7.76x fewer than fp32.
+    EXPECT_EQ(q4, 2 * (p - 1) * (n / p / 512) * (512 / 2 + 8));
     EXPECT_GE(static_cast<double>(fp32) / static_cast<double>(q4), 7.0);
   });
 }
