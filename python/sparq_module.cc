@@ -216,7 +216,8 @@ PYBIND11_MODULE(_sparq, m) {
   m.def(
       "quantized_alltoallv",
       [](Comm& c, py::array in, const std::vector<std::size_t>& send_counts, py::array out,
-         const std::vector<std::size_t>& recv_counts, const std::string& codec, std::size_t row_len) {
+         const std::vector<std::size_t>& recv_counts, const std::string& codec, std::size_t row_len,
+         std::uint64_t step) {
         Transport& t = c.transport();
         const auto what = fmt::format("quantized alltoallv on rank {}", t.rank());
         std::span<const float> src = float_span(in, what + ", input", false);
@@ -226,6 +227,7 @@ PYBIND11_MODULE(_sparq, m) {
         o.codec = parse_codec(codec);
         o.codec.row_len = row_len;
         o.codec.rowwise.scale = compress::ScaleType::F16;  // as sparq train's table-wise alltoalls
+        o.step = step;
         CollStats st;
         {
           py::gil_scoped_release nogil;
@@ -234,8 +236,9 @@ PYBIND11_MODULE(_sparq, m) {
         return counters_dict(st.wire);
       },
       py::arg("comm"), py::arg("input"), py::arg("send_counts"), py::arg("output"), py::arg("recv_counts"),
-      py::arg("codec"), py::arg("row_len"),
+      py::arg("codec"), py::arg("row_len"), py::arg("step") = 0,
       "Alltoallv of float32 values: send_counts[j] to rank j, recv_counts[i] from rank i, every block for "
       "another rank encoded by `codec` (fp32, q8, q4, q2) in rows of row_len values, each with an fp16 scale "
-      "and bias.");
+      "and bias, or by qsgd8|4|2, whose random rounding is keyed by `step` (pass the training step: the same "
+      "step draws the same rounding).");
 }

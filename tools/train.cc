@@ -726,7 +726,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     report_accounting(acct, step,
                       fmt::format("worker 0; --dp-mode ps, --servers {}, --max-staleness {}, --dp-codec {}", a.servers,
                                   a.max_staleness, dpo.codec.text),
-                      say, emit);
+                      say, emit, true);
   } else if (nranks > 1) {
     verify_model(step);
     report_accounting(acct, step,

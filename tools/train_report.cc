@@ -83,8 +83,19 @@ double ratio(const ExchangeStats& x) {
   return x.bytes_sent ? static_cast<double>(x.dense_bytes) / static_cast<double>(x.bytes_sent) : 0;
 }
 
+std::string_view baseline_of(std::string_view entity, bool ps) {
+  if (entity == "W_grad") return ps ? "a push of the dense gradients" : "a dense ring allreduce of the gradients";
+  if (entity == "emb_grad")
+    return ps ? "a push of the touched rows (4-byte row index + fp32 values)"
+              : "an allgather of every rank's touched rows (4-byte row index + fp32 values)";
+  if (entity == "emb_fwd" || entity == "emb_bwd") return "the alltoall's blocks in fp32";
+  if (entity == "X_act" || entity == "X_grad") return "the dense tensor across the cut";
+  if (entity == "pull") return "what was received (not compressed)";
+  return "the exchange in fp32";
+}
+
 void report_accounting(const Accounting& acct, std::size_t steps, const std::string& title, const Say& say,
-                       const Emit& emit) {
+                       const Emit& emit, bool ps) {
   say(fmt::format("accounting ({}, {} steps):\n", title, steps));
   say(fmt::format("{:>9} {:>14} {:>14} {:>16} {:>8} {:>8} {:>11} {:>9} {:>9}\n", "entity", "bytes/step",
                   "bytes_sent", "fp32_bytes", "ratio", "kept_%", "compress_s", "comm_s", "wait_s"));
@@ -98,8 +109,9 @@ void report_accounting(const Accounting& acct, std::size_t steps, const std::str
     emit({{"event", "accounting"}, {"entity", name}, {"steps", steps}, {"bytes_sent", x->bytes_sent},
           {"bytes_per_step", per_step}, {"dense_bytes", x->dense_bytes}, {"ratio", ratio(*x)},
           {"kept_percent", kept}, {"compress_s", x->compress_seconds}, {"comm_s", x->comm_seconds}, {"wait_s", x->wait_seconds},
-          {"counted", x->counted}});
+          {"counted", x->counted}, {"baseline", std::string(baseline_of(name, ps))}});
   }
+  for (const auto& row : acct.rows) say(fmt::format("{:>9}: fp32_bytes = {}\n", row.first, baseline_of(row.first, ps)));
 }
 
 Accounting sum_over_ranks(Transport& t, Accounting acct) {

@@ -38,7 +38,8 @@ nlohmann::json config_event(const TrainArgs& a, int ranks, std::string_view tran
 
 // What this rank put on the wire per entity, cumulative: the table printed
 // at the end of a distributed run, and its lines in --metrics. Bytes come
-// from the transport counters, against the fp32 exchange of the same data.
+// from the transport counters, against the plain fp32 exchange of the same
+// data a user would run instead (baseline_of).
 struct Accounting {
   std::vector<std::pair<std::string, ExchangeStats>> rows;  // entities in first-seen order
   void add(const std::string& name, const ExchangeStats& x);
@@ -50,8 +51,11 @@ double ratio(const ExchangeStats& x);  // fp32 bytes / bytes sent
 
 using Say = std::function<void(const std::string&)>;
 using Emit = std::function<void(const nlohmann::json&)>;
+// What an entity's fp32 bytes count, in words (`ps`: a parameter-server worker's pushes).
+std::string_view baseline_of(std::string_view entity, bool ps);
+// The table, then one line per entity saying what its ratio is against.
 void report_accounting(const Accounting& acct, std::size_t steps, const std::string& title, const Say& say,
-                       const Emit& emit);
+                       const Emit& emit, bool ps = false);
 
 // Sums every rank's accounting (model parallelism: each cut's traffic is sent
 // by its two stages). Every rank holds the same entities in the same order.

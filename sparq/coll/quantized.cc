@@ -257,6 +257,32 @@ CollStats quantized_allreduce(Transport& t, std::span<float> data, const Quantiz
   return c.finish(name);
 }
 
+namespace {
+
+// SplitMix64's finaliser: spreads each field over all 64 bits, so that QSGD's
+// fold to 32 bits keeps distinct (sender, receiver, run) apart.
+std::uint64_t mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Runs of peer j's block (one when the caller gives none); each of n / runs values.
+std::size_t runs_of(std::span<const std::size_t> runs, int j) {
+  return runs.empty() ? 1 : runs[static_cast<std::size_t>(j)];
+}
+std::size_t block_bytes(const Codec& codec, std::size_t n, std::size_t runs) {
+  return n == 0 ? 0 : runs * codec.bytes(n / runs);
+}
+
+}  // namespace
+
+std::uint64_t quantized_alltoall_key(std::string_view stream, int sender, int receiver, std::size_t run) {
+  std::uint64_t h = mix64(name_key(stream) ^ static_cast<std::uint64_t>(sender));
+  h = mix64(h ^ static_cast<std::uint64_t>(receiver));
+  return mix64(h ^ static_cast<std::uint64_t>(run));
+}
+
 CollStats quantized_alltoallv(Transport& t, std::span<const float> in, std::span<const std::size_t> send_counts,
                               std::span<float> out, std::span<const std::size_t> recv_counts,
                               const QuantizedAlltoallOptions& opts) {
@@ -266,8 +292,19 @@ CollStats quantized_alltoallv(Transport& t, std::span<const float> in, std::span
                  send_counts.size() == static_cast<std::size_t>(p) && recv_counts.size() == send_counts.size(),
                  "quantized alltoallv: {} send and {} receive counts for {} ranks", send_counts.size(),
                  recv_counts.size(), p);
+  SPARQ_CHECK_AS(InputError,
+                 (opts.send_runs.empty() || opts.send_runs.size() == send_counts.size()) &&
+                     (opts.recv_runs.empty() || opts.recv_runs.size() == recv_counts.size()),
+                 "quantized alltoallv: {} send and {} receive run counts for {} ranks", opts.send_runs.size(),
+                 opts.recv_runs.size(), p);
   std::vector<std::size_t> sd(p + 1, 0), rd(p + 1, 0);  // value offsets
-  for (int j = 0; j < p; ++j) sd[j + 1] = sd[j] + send_counts[j], rd[j + 1] = rd[j] + recv_counts[j];
+  for (int j = 0; j < p; ++j) {
+    sd[j + 1] = sd[j] + send_counts[j], rd[j + 1] = rd[j] + recv_counts[j];
+    for (const auto& [n, runs] : {std::pair{send_counts[j], runs_of(opts.send_runs, j)},
+                                  std::pair{recv_counts[j], runs_of(opts.recv_runs, j)}})
+      SPARQ_CHECK_AS(InputError, n == 0 || (runs > 0 && n % runs == 0),
+                     "quantized alltoallv: a block of {} values for rank {} is not {} equal runs", n, j, runs);
+  }
   SPARQ_CHECK_AS(InputError, sd[p] == in.size() && rd[p] == out.size(),
                  "quantized alltoallv: counts sum to {} / {} values, buffers hold {} / {}", sd[p], rd[p], in.size(),
                  out.size());
@@ -279,11 +316,22 @@ CollStats quantized_alltoallv(Transport& t, std::span<const float> in, std::span
   std::vector<std::byte> send, recv;
   for (int s = 1; s < p; ++s) {
     const int to = pattern::mod(r + s, p), from = pattern::mod(r - s, p);
-    send.resize(codec.bytes(send_counts[to]));
-    recv.resize(codec.bytes(recv_counts[from]));
-    codec.encode(in.subspan(sd[to], send_counts[to]), send, 0, static_cast<std::uint64_t>(r));
+    const std::size_t sn = send_counts[to], sruns = runs_of(opts.send_runs, to);
+    const std::size_t rn = recv_counts[from], rruns = runs_of(opts.recv_runs, from);
+    send.resize(block_bytes(codec, sn, sruns));
+    recv.resize(block_bytes(codec, rn, rruns));
+    if (sn > 0) {
+      const std::size_t len = sn / sruns, bytes = codec.bytes(len);
+      for (std::size_t k = 0; k < sruns; ++k)
+        codec.encode(in.subspan(sd[to] + k * len, len), std::span(send).subspan(k * bytes, bytes), opts.step,
+                     quantized_alltoall_key(opts.stream, r, to, k));
+    }
     c.sendrecv(to, std::span<const std::byte>(send), from, std::span<std::byte>(recv));
-    codec.decode(recv, out.subspan(rd[from], recv_counts[from]));
+    if (rn > 0) {
+      const std::size_t len = rn / rruns, bytes = codec.bytes(len);
+      for (std::size_t k = 0; k < rruns; ++k)
+        codec.decode(std::span<const std::byte>(recv).subspan(k * bytes, bytes), out.subspan(rd[from] + k * len, len));
+    }
   }
   return c.finish("pairwise");
 }

@@ -16,6 +16,7 @@
 // compensates every encode.
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "sparq/coll/call.h"
 #include "sparq/coll/codec.h"
@@ -56,19 +57,32 @@ CollStats quantized_allreduce(Transport& t, std::span<float> data, const Quantiz
 
 struct QuantizedAlltoallOptions {
   Codec codec{};  // e.g. q4 forward (embedding lookups), q2 backward (their gradients)
+  // QSGD's random stream: a block's roundings are a pure function of (step,
+  // stream, sender, receiver, run), so every step draws new ones and any
+  // rank can recompute what another drew (quantized_alltoall_key).
+  std::uint64_t step = 0;
+  std::string stream = "alltoall";
+  // Per peer, the equal runs its block is cut into (empty: one run a block).
+  // Every run starts a new quantization row (or QSGD bucket), so no row
+  // mixes two runs: the table-wise alltoalls pass one run per table.
+  std::span<const std::size_t> send_runs{}, recv_runs{};
   int tag = tags::kQuantizedAlltoall;
   Millis timeout{0};
 };
 
 // Alltoallv of floats: send_counts[j] values go to rank j, recv_counts[i]
 // come from rank i, blocks contiguous in rank order. Blocks for other ranks
-// are encoded, each block a run of codec.row_len-value rows (the last one
-// shorter where the block does not divide); a rank's own block is copied as
-// is (it never crosses the wire). No error compensation (lookups differ every
-// step).
+// are encoded, each run of a block (see send_runs) a run of codec.row_len-value
+// rows (the last one shorter where the run does not divide); a rank's own
+// block is copied as is (it never crosses the wire). No error compensation
+// (lookups differ every step).
 CollStats quantized_alltoallv(Transport& t, std::span<const float> in, std::span<const std::size_t> send_counts,
                               std::span<float> out, std::span<const std::size_t> recv_counts,
                               const QuantizedAlltoallOptions& opts);
+
+// The QSGD key of run `run` of the block `sender` sends `receiver` (with
+// opts.step, Codec::encode's (step, key)).
+std::uint64_t quantized_alltoall_key(std::string_view stream, int sender, int receiver, std::size_t run);
 
 // Equal blocks of in.size() / P values.
 CollStats quantized_alltoall(Transport& t, std::span<const float> in, std::span<float> out,

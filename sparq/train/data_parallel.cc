@@ -70,7 +70,7 @@ void DataParallel::submit_bucket() {
 void DataParallel::pooled_grad_ready() {
   dpooled_.resize(pooled_.size());
   if (!dpooled_.empty()) model_.pooled_grad(dpooled_);
-  submit(Entity::EmbBwd, [this](Transport&) { return table_wise_->backward(dpooled_); });
+  submit(Entity::EmbBwd, [this, k = k_](Transport&) { return table_wise_->backward(dpooled_, k); });
 }
 
 ExchangeStats& DataParallel::slot_total(DpStepStats& st, Entity e) {
@@ -111,7 +111,7 @@ DpStepStats DataParallel::step(const Batch& global, std::uint64_t k) {
     // The owners pool and exchange the lookups on the communication thread
     // while this one runs the bottom MLP; forward() asks for them after it.
     pooled_.resize(local.size * m * d);
-    submit(Entity::EmbFwd, [this, &global](Transport&) { return table_wise_->forward(global, pooled_); });
+    submit(Entity::EmbFwd, [this, &global, k](Transport&) { return table_wise_->forward(global, pooled_, k); });
   }
   const bool computes = local.size > 0;
   if (computes) {

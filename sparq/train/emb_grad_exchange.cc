@@ -10,6 +10,7 @@ constexpr std::size_t kStreamLimit = std::size_t{1} << 32;  // uint32 stream ind
 ExchangeStats exchange_group(Transport& t, std::span<const EmbGradRef> tables, const SparseAllreduceOptions& opts) {
   const auto t0 = Clock::now();
   std::size_t n = 0, nnz = 0;
+  ExchangeStats st;
   for (const EmbGradRef& e : tables) {
     SparseGrad<float>& g = *e.grad;
     SPARQ_CHECK(g.rows.empty() || g.dim == e.dim, "embedding gradient of width {} for a table of width {}", g.dim,
@@ -19,6 +20,7 @@ ExchangeStats exchange_group(Transport& t, std::span<const EmbGradRef> tables, c
                 g.values.size(), g.rows.size(), e.dim);
     n += e.rows * e.dim;
     nnz += g.values.size();
+    st.dense_bytes += row_sparse_allgather_bytes(t.size(), g.rows.size(), e.dim);
   }
   std::vector<std::uint32_t> idx;
   std::vector<float> val;
@@ -71,9 +73,7 @@ ExchangeStats exchange_group(Transport& t, std::span<const EmbGradRef> tables, c
     }
     base = end;
   }
-  ExchangeStats st;
   st.bytes_sent = cs.wire.bytes_sent;
-  for (const EmbGradRef& e : tables) st.dense_bytes += dense_ring_bytes(t.size(), e.rows * e.dim);
   st.comm_seconds = seconds_since(t0);
   st.wait_seconds = st.comm_seconds;
   st.kept = in.nnz();

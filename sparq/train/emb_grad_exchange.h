@@ -4,7 +4,9 @@
 // sparse allreduce (SparCML) instead of a dense allreduce of the table: the
 // row gradients become a SparseStream over the table's rows x dim elements.
 // Several tables travel as one stream (their element ranges side by side),
-// so a step costs one collective's latency, not one per table.
+// so a step costs one collective's latency, not one per table. Its
+// compression ratio is against an fp32 allgather of every rank's touched
+// rows (row_sparse_allgather_bytes), the plain way to exchange them.
 #include <span>
 
 #include "sparq/coll/sparse_allreduce.h"

@@ -104,6 +104,10 @@ std::uint64_t dense_ring_bytes(int p, std::size_t n) {
   return p > 1 ? 2 * static_cast<std::uint64_t>(p - 1) * n * sizeof(float) / static_cast<std::uint64_t>(p) : 0;
 }
 
+std::uint64_t row_sparse_allgather_bytes(int p, std::size_t rows, std::size_t dim) {
+  return p > 1 ? static_cast<std::uint64_t>(p - 1) * rows * (sizeof(std::uint32_t) + dim * sizeof(float)) : 0;
+}
+
 ExchangeStats& ExchangeStats::operator+=(const ExchangeStats& o) {
   bytes_sent += o.bytes_sent;
   dense_bytes += o.dense_bytes;

@@ -62,13 +62,26 @@ struct DpCodec {
 DpCodec parse_dp_codec(std::string_view s, std::string_view allreduce = "auto");
 
 // Bytes a rank sends in a dense fp32 ring allreduce of n values over p ranks,
-// 2(p-1)/p * 4n: the baseline every compression ratio is measured against.
+// 2(p-1)/p * 4n: the baseline of the dense gradients' compression ratios.
 std::uint64_t dense_ring_bytes(int p, std::size_t n);
+
+// Bytes a rank sends in an fp32 allgather of a row-sparse gradient of `rows`
+// touched rows of `dim` values, each with a 4-byte row index, to the p - 1
+// others: (p-1) * rows * 4(1 + dim). The baseline of the replicated tables'
+// gradients, the plain way to exchange them (PyTorch's sparse allreduce over
+// Gloo is such an allgather, with 8-byte indices); a dense allreduce of the
+// whole tables, which nobody runs, would make any sparse exchange look
+// thousands of times smaller.
+std::uint64_t row_sparse_allgather_bytes(int p, std::size_t rows, std::size_t dim);
 
 // What one exchange cost this rank.
 struct ExchangeStats {
   std::uint64_t bytes_sent = 0;      // transport counters
-  std::uint64_t dense_bytes = 0;     // what a dense fp32 ring allreduce would send: 2(P-1)/P * 4n
+  // The fp32 baseline, what the plain exchange of the same data would send:
+  // dense gradients a ring allreduce (dense_ring_bytes), replicated tables an
+  // allgather of the touched rows (row_sparse_allgather_bytes), alltoalls and
+  // model-parallel cuts their values in fp32.
+  std::uint64_t dense_bytes = 0;
   double compress_seconds = 0;       // selection / error feedback before the collective
   double comm_seconds = 0;           // the collective (including its encoding)
   double wait_seconds = 0;           // the training thread blocked on it (== comm when not overlapped)

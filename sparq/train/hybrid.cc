@@ -54,7 +54,7 @@ HybridStepStats Hybrid::step(const Batch& global, std::uint64_t k) {
     if (table_wise_) {  // the lookups' gradients to the tables' owners
       dpooled_.resize(pooled_.size());
       if (!dpooled_.empty()) model_.pooled_grad(dpooled_);
-      st.emb_bwd = table_wise_->backward(dpooled_);
+      st.emb_bwd = table_wise_->backward(dpooled_, k);
       st.emb_bwd.wait_seconds = st.emb_bwd.comm_seconds;
     } else if (!model_.tables().empty()) {
       SparseAllreduceOptions o;
@@ -64,7 +64,7 @@ HybridStepStats Hybrid::step(const Batch& global, std::uint64_t k) {
   };
   if (table_wise_) {  // this replica's lookups, from the tables' owners
     pooled_.resize(local.size * model_.config().num_tables() * model_.config().emb_dim);
-    st.emb_fwd = table_wise_->forward(global, pooled_);
+    st.emb_fwd = table_wise_->forward(global, pooled_, k);
     st.emb_fwd.wait_seconds = st.emb_fwd.comm_seconds;
   }
   const Dlrm<float>::PooledSource lookups = [this] { return std::span<const float>(pooled_); };

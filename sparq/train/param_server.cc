@@ -192,7 +192,7 @@ PsWorkerStats PsWorker::step(const Batch& global, std::uint64_t k) {
       m.put(static_cast<std::uint32_t>(g.rows.size()));
       m.put_span(std::span<const std::uint32_t>(g.rows));
       m.put_span(std::span<const float>(g.values));
-      st.emb_grad.dense_bytes += tables[tb].rows() * tables[tb].dim() * sizeof(float);
+      st.emb_grad.dense_bytes += row_sparse_allgather_bytes(2, g.rows.size(), tables[tb].dim());  // one push
       st.emb_grad.values += tables[tb].rows() * tables[tb].dim();
       st.emb_grad.kept += g.values.size();
     }

@@ -46,7 +46,7 @@ ExchangeStats alltoall_stats(const CollStats& cs, std::span<const std::size_t> s
 }
 }  // namespace
 
-ExchangeStats TableWise::forward(const Batch& global, std::span<float> pooled) {
+ExchangeStats TableWise::forward(const Batch& global, std::span<float> pooled, std::uint64_t step) {
   const int p = t_.size(), r = t_.rank();
   const std::size_t d = model_.config().emb_dim, m = model_.config().num_tables(), G = global.size;
   const pattern::Partition shares{G, p};
@@ -64,6 +64,8 @@ ExchangeStats TableWise::forward(const Batch& global, std::span<float> pooled) {
     model_.tables()[mine[i]].forward(global.sparse[mine[i]], G, own.data() + i * G * d, d);
   send_counts_.assign(static_cast<std::size_t>(p), 0);
   recv_counts_.assign(static_cast<std::size_t>(p), 0);
+  send_runs_.assign(static_cast<std::size_t>(p), mine.size());
+  recv_runs_.resize(static_cast<std::size_t>(p));
   send_.clear();
   for (int q = 0; q < p; ++q) {
     for (std::size_t i = 0; i < mine.size(); ++i) {
@@ -72,10 +74,13 @@ ExchangeStats TableWise::forward(const Batch& global, std::span<float> pooled) {
     }
     send_counts_[static_cast<std::size_t>(q)] = mine.size() * shares.len(q) * d;
     recv_counts_[static_cast<std::size_t>(q)] = tables_of_[static_cast<std::size_t>(q)].size() * shares.len(r) * d;
+    recv_runs_[static_cast<std::size_t>(q)] = tables_of_[static_cast<std::size_t>(q)].size();
   }
   recv_.resize(shares.len(r) * m * d);
   const auto t0 = Clock::now();
-  const CollStats cs = quantized_alltoallv(t_, send_, send_counts_, recv_, recv_counts_, {.codec = fwd_});
+  const CollStats cs = quantized_alltoallv(
+      t_, send_, send_counts_, recv_, recv_counts_,
+      {.codec = fwd_, .step = step, .stream = "emb_fwd", .send_runs = send_runs_, .recv_runs = recv_runs_});
   const ExchangeStats st = alltoall_stats(cs, send_counts_, r, seconds_since(t0));
   // recv block of owner s: [its tables][my samples][dim] -> pooled [sample][table][dim].
   const std::size_t len = shares.len(r);
@@ -86,7 +91,7 @@ ExchangeStats TableWise::forward(const Batch& global, std::span<float> pooled) {
   return st;
 }
 
-ExchangeStats TableWise::backward(std::span<const float> dpooled) {
+ExchangeStats TableWise::backward(std::span<const float> dpooled, std::uint64_t step) {
   SPARQ_CHECK(global_ != nullptr, "table-wise backward() without a forward()");
   const int p = t_.size(), r = t_.rank();
   const std::size_t d = model_.config().emb_dim, m = model_.config().num_tables(), G = global_->size;
@@ -103,12 +108,16 @@ ExchangeStats TableWise::backward(std::span<const float> dpooled) {
         send_.insert(send_.end(), dpooled.data() + (b * m + tb) * d, dpooled.data() + (b * m + tb + 1) * d);
     send_counts_[static_cast<std::size_t>(s)] = tables_of_[static_cast<std::size_t>(s)].size() * len * d;
     recv_counts_[static_cast<std::size_t>(s)] = mine.size() * shares.len(s) * d;
+    send_runs_[static_cast<std::size_t>(s)] = tables_of_[static_cast<std::size_t>(s)].size();
+    recv_runs_[static_cast<std::size_t>(s)] = mine.size();
   }
   recv_.resize(mine.size() * G * d);
   const auto t0 = Clock::now();
   std::vector<float>& got = scratch_;
   got.resize(recv_.size());
-  const CollStats cs = quantized_alltoallv(t_, send_, send_counts_, got, recv_counts_, {.codec = bwd_});
+  const CollStats cs = quantized_alltoallv(
+      t_, send_, send_counts_, got, recv_counts_,
+      {.codec = bwd_, .step = step, .stream = "emb_bwd", .send_runs = send_runs_, .recv_runs = recv_runs_});
   const ExchangeStats st = alltoall_stats(cs, send_counts_, r, seconds_since(t0));
   // got: [q][my tables][q's samples][dim] -> recv_ [my table][global sample][dim].
   const float* in = got.data();

@@ -8,8 +8,11 @@
 // be quantized (--emb-codec-fwd / --emb-codec-bwd, Yang et al.).
 //
 // Block layout on the wire, from owner s to rank q: [tables of s][samples of
-// q][dim], so a quantization row covers consecutive samples of one table,
-// whose values share a range. Rows carry an fp16 scale and bias: with rows of
+// q][dim], each table a run of its own (QuantizedAlltoallOptions::send_runs),
+// so a quantization row covers consecutive samples of one table, whose values
+// share a range, whatever q's share: a table's last row is shorter where its
+// share x dim does not fill whole rows (an odd share at the default rows of
+// two vectors). Rows carry an fp16 scale and bias: with rows of
 // 32 values (2 vectors of 16) q4 sends 6.4x and q2 10.7x fewer bytes than
 // fp32. Longer rows cost less header but widen each row's range: at 2 bits a
 // row of 8 vectors rounds most small gradients to a level a third of the
@@ -42,14 +45,15 @@ class TableWise {
 
   // Pools this rank's tables over `global` (all ranks pass the same batch),
   // exchanges, and writes pooled [len x m x dim]: the lookups of all tables
-  // for this rank's share (pattern::Partition{global.size, P}).
-  ExchangeStats forward(const Batch& global, std::span<float> pooled);
+  // for this rank's share (pattern::Partition{global.size, P}). `step`
+  // keys a QSGD codec's rounding (every rank passes the same).
+  ExchangeStats forward(const Batch& global, std::span<float> pooled, std::uint64_t step);
 
   // dpooled [len x m x dim] of this rank's share (from Dlrm::pooled_grad)
   // -> the owners; sets model.sparse_grad(t) of every owned table to its
   // gradient over the global batch, averaged over ranks like the dense
   // gradients; the other tables' gradients are left empty.
-  ExchangeStats backward(std::span<const float> dpooled);
+  ExchangeStats backward(std::span<const float> dpooled, std::uint64_t step);
 
   // Sends every owned table (weights and row-wise Adagrad state) to `root`,
   // which then holds the whole model.
@@ -63,7 +67,7 @@ class TableWise {
   std::vector<std::vector<std::size_t>> tables_of_;  // per rank, ascending
   const Batch* global_ = nullptr;                   // the batch of the last forward()
   std::vector<float> send_, recv_, scratch_;
-  std::vector<std::size_t> send_counts_, recv_counts_;
+  std::vector<std::size_t> send_counts_, recv_counts_, send_runs_, recv_runs_;
 };
 
 }  // namespace sparq

@@ -324,6 +324,9 @@ TEST(QuantizedRing, FourBitSendsSevenTimesFewerBytesThanFp32) {
     o.codec = parse_codec("q4");  // rows of 512 values, fp32 scale and bias per row
     const auto q4 = quantized_allreduce(t, std::span<float>(v), o).wire.bytes_sent;
     EXPECT_EQ(fp32, 2 * (p - 1) * n / p * sizeof(float));
+    // A chunk is n/p values, whole rows of 512: 256 bytes of codes + 8 of scale
+    // and bias a row, 2048 / 264 = 7.76x fewer than fp32.
+    EXPECT_EQ(q4, 2 * (p - 1) * (n / p / 512) * (512 / 2 + 8));
     EXPECT_GE(static_cast<double>(fp32) / static_cast<double>(q4), 7.0);
   });
 }
@@ -388,6 +391,85 @@ TEST(QuantizedAlltoallv, VariableRowCounts) {
           // Each row spans 0.75: 8 bits put every value within 0.75/255/2.
           ASSERT_NEAR(out[at], value(s, t.rank(), i), 0.75 / 255 / 2 * 1.01 + 1e-4) << "from " << s;
         }
+    });
+  }
+}
+
+// QSGD in the alltoall: what rank s sends rank d at step k is a pure function
+// of (k, stream, s, d, run), so every rank's result equals the sequential
+// emulation below (any rank can recompute what another drew), the same step
+// draws the same rounding and the next step another. Over many steps the
+// mean of what arrives converges to what was sent: unbiased, with fresh noise
+// every step (a rounding drawn once would keep its error for ever).
+TEST(QuantizedAlltoallv, QsgdDrawsEachStepAfresh) {
+  const std::size_t n = 40, runs = 2, len = n / runs;  // to each peer: 2 runs of 20, buckets of 8, 8 and 4
+  Codec c = parse_codec("qsgd4");
+  c.qsgd.bucket = 8;
+  const double levels = 7;  // 4 bits: 2^3 - 1 magnitude levels
+  auto value = [](int s, int d, std::size_t i) { return std::sin(0.7f * static_cast<float>(i) + 1.1f * s + 0.3f * d); };
+  for (int p : {2, 3, 4}) {
+    if (!test::ranks_available(p)) continue;
+    test::run_ranks(p, [&](Transport& t) {
+      const int me = t.rank();
+      std::vector<float> in(n * p), out(n * p);
+      for (int d = 0; d < p; ++d)
+        for (std::size_t i = 0; i < n; ++i) in[d * n + i] = value(me, d, i);
+      const std::vector<std::size_t> counts(p, n), run_counts(p, runs);
+      QuantizedAlltoallOptions o{.codec = c, .stream = "test", .send_runs = run_counts, .recv_runs = run_counts};
+      auto at_step = [&](std::uint64_t k) {
+        o.step = k;
+        quantized_alltoallv(t, in, counts, out, counts, o);
+        return out;
+      };
+      // What rank s sends me at step k, run by run.
+      auto emulate = [&](int s, std::uint64_t k) {
+        std::vector<float> x(n), y(n);
+        for (std::size_t i = 0; i < n; ++i) x[i] = value(s, me, i);
+        std::vector<std::byte> b(c.bytes(len));
+        for (std::size_t r = 0; r < runs; ++r) {
+          c.encode(std::span<const float>(x).subspan(r * len, len), b, k, quantized_alltoall_key("test", s, me, r));
+          c.decode(b, std::span<float>(y).subspan(r * len, len));
+        }
+        return y;
+      };
+      const auto first = at_step(0), again = at_step(0), next = at_step(1);
+      EXPECT_EQ(first, again) << "the same step draws the same rounding";
+      std::size_t moved = 0;
+      for (int s = 0; s < p; ++s) {
+        const std::vector<float> want0 = s == me ? std::vector<float>(in.begin() + s * n, in.begin() + (s + 1) * n)
+                                                 : emulate(s, 0);
+        const std::vector<float> want1 = s == me ? want0 : emulate(s, 1);
+        for (std::size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(first[s * n + i], want0[i]) << "from " << s << " at " << i;
+          ASSERT_EQ(next[s * n + i], want1[i]) << "from " << s << " at " << i;
+          moved += first[s * n + i] != next[s * n + i];
+        }
+      }
+      // Two independent roundings of a value a fraction f above a level differ
+      // with probability 2f(1 - f), a third on average.
+      EXPECT_GE(moved, (p - 1) * n / 8) << "step 1 must round other values than step 0";
+      // The mean over T steps: each draw errs by at most norm/levels (norm: the
+      // L2 norm of the value's bucket), so its variance is at most
+      // (norm/levels)^2/4 and 6 standard deviations of the mean bound it.
+      const int steps = 400;
+      std::vector<double> mean(n * p, 0.0);
+      for (int k = 2; k < 2 + steps; ++k) {
+        const auto got = at_step(static_cast<std::uint64_t>(k));
+        for (std::size_t i = 0; i < got.size(); ++i) mean[i] += got[i] / static_cast<double>(steps);
+      }
+      for (int s = 0; s < p; ++s) {
+        if (s == me) continue;
+        for (std::size_t r = 0; r < runs; ++r)
+          for (std::size_t b0 = r * len; b0 < (r + 1) * len; b0 += c.qsgd.bucket) {
+            const std::size_t b1 = std::min(b0 + c.qsgd.bucket, (r + 1) * len);  // a bucket of run r
+            double norm = 0;
+            for (std::size_t i = b0; i < b1; ++i) norm += double(value(s, me, i)) * value(s, me, i);
+            norm = std::sqrt(norm);
+            const double bound = 6 * norm / levels / 2 / std::sqrt(double(steps)) + 1e-6;
+            for (std::size_t i = b0; i < b1; ++i)
+              ASSERT_NEAR(mean[s * n + i], value(s, me, i), bound) << "from " << s << " at " << i;
+          }
+      }
     });
   }
 }

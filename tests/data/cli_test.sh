@@ -134,6 +134,8 @@ run train "${common[@]}" --nepochs 2 --load "$D/mp_half.ck" || fail "a model-par
 run train "${common[@]}" --ranks 4 --mp-splits bot:1 --mp-codec dct:0.9 \
   --dp-codec dct:0.99,100 || fail "hybrid: $(cat "$D/err")"
 for e in X_act X_grad W_grad emb_grad; do grep -q "^ *$e " "$D/out" || fail "hybrid accounting lacks $e"; done
+grep -q "^ *emb_grad: fp32_bytes = an allgather of every rank's touched rows" "$D/out" ||
+  fail "the accounting names emb_grad's baseline: $(cat "$D/out")"
 # Hybrid with the tables spread over the replicas: alltoalls instead of a
 # table gradient average, and a checkpointed run resumes bitwise.
 hyt=("${common[@]}" --ranks 4 --mp-splits bot:1 --micro-batches 2 --emb-placement table-wise --emb-codec-fwd q4)

@@ -178,6 +178,26 @@ def quantized_alltoall_forward_and_backward(rank, size):
     assert ((x.grad - back).abs() <= brng / 3 / 2 * 1.0001 + 1e-6).all()
 
 
+@check
+def qsgd_alltoallv_draws_per_step(rank, size):
+    """With a QSGD codec the alltoall's rounding is keyed by the step: the
+    same step rounds the same way, the next one otherwise."""
+    comm = st.connect()
+    n = 64
+    src = np.sin(np.arange(n * size, dtype=np.float32) + rank).astype(np.float32)
+
+    def at(step):
+        out = np.empty(n * size, dtype=np.float32)
+        sparq.quantized_alltoallv(comm, src, [n] * size, out, [n] * size, "qsgd4", 32, step=step)
+        return out
+
+    first, again, other = at(0), at(0), at(1)
+    assert np.array_equal(first, again)
+    mine = slice(rank * n, (rank + 1) * n)
+    assert np.array_equal(first[mine], src[mine]) and np.array_equal(other[mine], src[mine])
+    assert (first != other).any(), "step 1 rounds like step 0"
+
+
 def exchange_blocks(out, blocks, rank, size):
     """An exact alltoall by point-to-point sends (gloo has no all_to_all)."""
     reqs = []

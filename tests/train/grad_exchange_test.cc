@@ -287,6 +287,11 @@ TEST(EmbeddingGradExchange, AveragesRowSparseGradientsOfSeveralTables) {
         }
         const ExchangeStats st = exchange_embedding_grads(t, refs);
         EXPECT_EQ(st.values, 10u * 3 + 4 * 2 + 6 * 3);
+        // The baseline: this rank's touched rows, a 4-byte index and dim fp32
+        // values each, allgathered to the p - 1 others.
+        std::uint64_t allgather = 0;
+        for (std::size_t tb = 0; tb < 3; ++tb) allgather += touched(t.rank(), tb, all).size() * 4 * (1 + dims[tb]);
+        EXPECT_EQ(st.dense_bytes, static_cast<std::uint64_t>(p - 1) * allgather);
         for (std::size_t tb = 0; tb < 3; ++tb) {
           std::vector<double> expect(rows[tb] * dims[tb], 0.0);
           std::set<std::uint32_t> any;

@@ -4,6 +4,9 @@
 // accumulate gradients in another order); DCT-MP sends what it promises.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
+#include <numeric>
 #include <tuple>
 
 #include "sparq/model/blas.h"
@@ -196,6 +199,81 @@ TEST(Pipeline, DctMpCompressesActivationsAndGradients) {
       EXPECT_EQ(grad.dense_bytes, 10u * 20 * 64 * 4);
       EXPECT_EQ(act.bytes_sent, 0u);
     }
+  });
+}
+
+// DCT-MP's cut written out on one thread: per sample the `keep` largest
+// |X_act| cross forward (ties to the lower column), and X_grad comes back
+// masked by `grad_mask`: the forward mask (DCT-MP), or none. Both stages of a
+// 2-stage plan train for `steps` steps of the GPipe order (forwards, then
+// backwards in reverse); returns each stage's parameters.
+std::array<std::vector<float>, 2> dct_mp_reference(const DlrmConfig& cfg, const std::vector<DlrmStage>& plan,
+                                                   std::size_t keep, std::size_t steps, std::size_t micro,
+                                                   bool grad_mask) {
+  Dlrm<float> s0(cfg, 3, plan[0]), s1(cfg, 3, plan[1]);
+  Optimizer<float> o0({.lr = 0.1}, s0), o1({.lr = 0.1}, s1);
+  const std::size_t cols = s1.stage_in_width();
+  for (std::size_t k = 0; k < steps; ++k) {
+    const Batch b = make_batch(cfg, k, 20);
+    s0.stage_begin(b, micro);
+    s1.stage_begin(b, micro);
+    std::vector<std::vector<char>> mask(micro);
+    std::vector<std::vector<float>> x(micro), dl(micro);
+    std::size_t first = 0;
+    for (std::size_t mb = 0; mb < micro; ++mb) {
+      const auto y = s0.stage_forward(mb, nullptr);
+      const std::size_t rows = y.size() / cols;
+      mask[mb].assign(y.size(), 0);
+      for (std::size_t r = 0; r < rows; ++r) {
+        std::vector<std::size_t> order(cols);
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t c) {
+          return std::abs(y[r * cols + a]) > std::abs(y[r * cols + c]);
+        });
+        for (std::size_t j = 0; j < keep; ++j) mask[mb][r * cols + order[j]] = 1;
+      }
+      x[mb].resize(y.size());
+      for (std::size_t i = 0; i < y.size(); ++i) x[mb][i] = mask[mb][i] ? y[i] : 0.0f;
+      const auto z = s1.stage_forward(mb, x[mb].data());
+      dl[mb].resize(rows);
+      bce_with_logits<float>(z, std::span(b.labels).subspan(first, rows), dl[mb]);
+      for (float& v : dl[mb]) v *= static_cast<float>(static_cast<double>(rows) / static_cast<double>(b.size));
+      first += rows;
+    }
+    for (std::size_t mb = micro; mb-- > 0;) {
+      const float* dx = s1.stage_backward(mb, dl[mb].data());
+      std::vector<float> g(dx, dx + mask[mb].size());
+      if (grad_mask)
+        for (std::size_t i = 0; i < g.size(); ++i)
+          if (!mask[mb][i]) g[i] = 0.0f;
+      s0.stage_backward(mb, g.data());
+    }
+    s0.stage_end();
+    s1.stage_end();
+    o0.step();
+    o1.step();
+  }
+  return {test::all_params(s0), test::all_params(s1)};
+}
+
+// X_grad goes back under the mask X_act was sent with: the pipeline trains
+// both stages exactly as the reference above does with the forward mask,
+// and visibly unlike it without a mask on X_grad.
+TEST(Pipeline, DctMpSendsXGradUnderTheForwardMask) {
+  set_blas_threads(1);
+  SPARQ_NEED_RANKS(2);
+  const DlrmConfig cfg = config();
+  const auto plan = plan_stages(cfg, "bot:1");  // the activation is 64 wide: 4 values a sample kept at 95 %
+  const std::size_t steps = 3, micro = 2;
+  const auto masked = dct_mp_reference(cfg, plan, 4, steps, micro, true);
+  const auto unmasked = dct_mp_reference(cfg, plan, 4, steps, micro, false);
+  ASSERT_GT(test::max_abs_diff(masked[0], unmasked[0]), 1e-4) << "the mask on X_grad must matter here";
+  test::run_ranks(2, [&](Transport& t) {
+    Dlrm<float> stage(cfg, 3, plan[t.rank()]);
+    Optimizer<float> opt({.lr = 0.1}, stage);
+    Pipeline pipe(t, stage, opt, micro, parse_mp_codec("dct:0.95"));
+    for (std::size_t k = 0; k < steps; ++k) pipe.step(make_batch(cfg, k, 20));
+    EXPECT_LT(test::max_abs_diff(test::all_params(stage), masked[t.rank()]), 1e-6) << "stage " << t.rank();
   });
 }
 
