@@ -44,10 +44,14 @@ std::size_t sparse_encoded_size(std::size_t k, std::size_t dim, ValueFormat vf, 
 std::size_t dense_encoded_size(std::size_t dim, ValueFormat vf) { return kStreamHeaderBytes + dim * value_bytes(vf); }
 
 std::size_t sparse_capacity(std::size_t dim, ValueFormat vf, IndexCoding ic) {
-  // Sizes grow with k (each varint's expected length falls more slowly than
-  // k rises), so bisect for the last k that fits; k = 0 always does.
-  const std::size_t dense = dense_encoded_size(dim, vf);
-  std::size_t lo = 0, hi = dim;
+  // Every index takes at least a byte, so at most dim v / (1 + v) pairs fit;
+  // at that density (>= 1/2) a varint takes one byte, so for the encoder's
+  // choice that bound is delta itself, found in one step (sums ask on every
+  // call). Otherwise bisect below it: sizes grow with k (a varint's expected
+  // length falls more slowly than k rises), and k = 0 always fits.
+  const std::size_t dense = dense_encoded_size(dim, vf), v = value_bytes(vf);
+  std::size_t lo = 0, hi = dim * v / (1 + v);
+  if (sparse_encoded_size(hi, dim, vf, ic) <= dense) return hi;
   while (lo < hi) {
     const std::size_t mid = hi - (hi - lo) / 2;
     if (sparse_encoded_size(mid, dim, vf, ic) <= dense) lo = mid;
