@@ -19,19 +19,20 @@
 // exact size of the stream in hand before it sends (densify_if_smaller).
 //
 // The dense switch delta = sparse_capacity(N, vf) is the most pairs whose
-// sparse size does not exceed the dense size. At the densities where it
-// lies (k/N >= 1/2, since c, v >= 1) q^128 <= 2^-128: each varint takes one
-// byte, so delta = floor(N * v / (1 + v)) for every N: 0.8 N (f32),
-// 2/3 N (bf16), N/2 (fp8). SparCML's delta = N * 4 / (4 + c) is the f32
-// case with fixed-width indices (IndexCoding::Fixed).
+// sparse size does not exceed the dense size. Every index takes at least a
+// byte, so delta <= N v / (1 + v), a density of at least 1/2; there
+// q^128 <= 2^-128 and each varint takes one byte, so with the encoder's
+// choice delta = floor(N * v / (1 + v)) for every N: 0.8 N (f32), 2/3 N
+// (bf16), N/2 (fp8). SparCML's delta = N * 4 / (4 + c) is the f32 case with
+// fixed-width indices (IndexCoding::Fixed).
 //
 // Every rank must take the same dense/sparse decision for the same counts (a
 // pair of partners that merged into different representations would send
 // different bytes, and `auto` plans from the result's nnz). So these
 // functions look at counts and formats only, never at indices, and use only
-// IEEE-754 +, -, *, / (powers by repeated squaring, not std::pow): each is
-// correctly rounded, so the same counts give the same sizes on every host,
-// whatever its libm.
+// IEEE-754 +, -, *, / (powers by repeated squaring, not std::pow; compiled
+// without FMA contraction): each is correctly rounded, so the same counts
+// give the same sizes on every host, whatever its libm.
 #include <cstddef>
 #include <cstdint>
 
