@@ -45,7 +45,18 @@ int ceil_log2(int p) {
 
 using compress::ValueFormat;
 
-Blob encode(const SparseStream& s, ValueFormat vf) {
+// Every rank must end with the same result, representation included (`auto`
+// plans from its nnz), so every dense/sparse decision is one that the ranks
+// holding the streams concerned take alike: a sum decides from the two
+// operands' counts (compress::sum), which both partners of an exchange hold;
+// a concatenation from the gathered ranges' counts, which every rank holds;
+// and a sender decides alone, from the exact size of the stream in hand, but
+// then changes that stream itself (encode below), so what it keeps is what
+// its peers decode.
+//
+// s on the wire, dense first if that encodes smaller.
+Blob encode(SparseStream& s, ValueFormat vf) {
+  compress::densify_if_smaller(s, vf);
   Blob b(compress::encoded_size(s, vf));
   compress::encode_stream(s, b, vf);
   return b;
@@ -75,15 +86,16 @@ SparseStream extract(const SparseStream& s, std::size_t lo, std::size_t len) {
 }
 
 // Joins the reduced ranges (range j of dimension part.len(j)) into one stream
-// of dimension N: sparse while the total fits sparse_capacity(N).
-SparseStream concat(std::size_t n, const pattern::Partition& part, const std::vector<SparseStream>& ranges) {
+// of dimension N: sparse while the total fits sparse_capacity(N, vf).
+SparseStream concat(std::size_t n, const pattern::Partition& part, const std::vector<SparseStream>& ranges,
+                    ValueFormat vf) {
   std::size_t nnz = 0;
   bool any_dense = false;
   for (const auto& r : ranges) {
     nnz += r.nnz();
     any_dense |= r.is_dense();
   }
-  if (any_dense || nnz > compress::sparse_capacity(n)) {
+  if (any_dense || nnz > compress::sparse_capacity(n, vf)) {
     std::vector<float> dense(n);
     for (int j = 0; j < part.parts; ++j)
       ranges[j].to_dense(std::span<float>(dense).subspan(part.offset(j), part.len(j)));
@@ -102,7 +114,7 @@ SparseStream concat(std::size_t n, const pattern::Partition& part, const std::ve
   return SparseStream::sparse(n, std::move(idx), std::move(val));
 }
 
-SparseStream exchange(Call& c, const SparseStream& mine, int peer, std::size_t dim, ValueFormat vf) {
+SparseStream exchange(Call& c, SparseStream& mine, int peer, std::size_t dim, ValueFormat vf) {
   const Blob out = encode(mine, vf);
   Request send = c.isend(peer, std::span<const std::byte>(out));
   Request recv = c.irecv_message(peer);
@@ -130,7 +142,7 @@ SparseStream recursive_double(Call& c, const SparseStream& in, ValueFormat vf) {
     } else {
       Request q = c.irecv_message(r - 1);
       c.wait(q);
-      compress::add_into(acc, decode_checked(q.take_message(), n, r - 1));
+      compress::add_into(acc, decode_checked(q.take_message(), n, r - 1), vf);
     }
     c.count_round();
   }
@@ -138,7 +150,8 @@ SparseStream recursive_double(Call& c, const SparseStream& in, ValueFormat vf) {
     for (int mask = 1; mask < fold.pof2; mask <<= 1) {
       const int peer = fold.real_rank(nr ^ mask);
       compress::round_values(acc, vf);
-      acc = compress::sum(acc, exchange(c, acc, peer, n, vf));
+      const SparseStream theirs = exchange(c, acc, peer, n, vf);  // may densify acc first
+      acc = compress::sum(acc, theirs, vf);
     }
   if (r < 2 * fold.rem) {
     if (nr < 0) {
@@ -166,7 +179,8 @@ SparseStream split(Call& c, const SparseStream& in, const pattern::Partition& pa
     if (j != r) recvs[j] = c.irecv_message(j);
   for (int s = 1; s < p; ++s) {  // staggered destinations: no rank is everyone's first
     const int j = pattern::mod(r + s, p);
-    out[j] = encode(extract(in, part.offset(j), part.len(j)), vf);
+    SparseStream piece = extract(in, part.offset(j), part.len(j));
+    out[j] = encode(piece, vf);
     sends.push_back(c.isend(j, std::span<const std::byte>(out[j])));
   }
   SparseStream acc;
@@ -178,7 +192,7 @@ SparseStream split(Call& c, const SparseStream& in, const pattern::Partition& pa
       piece = decode_checked(recvs[j].take_message(), part.len(r), j);
     }
     if (first) acc = std::move(piece);
-    else compress::add_into(acc, piece);
+    else compress::add_into(acc, piece, vf);
     first = false;
   }
   c.wait_all(sends);
@@ -189,11 +203,11 @@ SparseStream split(Call& c, const SparseStream& in, const pattern::Partition& pa
 // Every rank, the owner included, decodes the same gathered ranges.
 SparseStream split_allgather_sparse(Call& c, const SparseStream& in, ValueFormat vf) {
   const pattern::Partition part{in.dim(), c.size()};
-  const SparseStream mine = split(c, in, part, vf);
+  SparseStream mine = split(c, in, part, vf);
   std::vector<Blob> blobs = allgather_blobs(c, encode(mine, vf));
   std::vector<SparseStream> ranges(c.size());
   for (int j = 0; j < c.size(); ++j) ranges[j] = decode_checked(blobs[j], part.len(j), j);
-  return concat(in.dim(), part, ranges);
+  return concat(in.dim(), part, ranges, vf);
 }
 
 SparseStream split_allgather_dense(Call& c, const SparseStream& in, const SparseAllreduceOptions& opts) {
@@ -232,23 +246,22 @@ SparseCostEstimate estimate_sparse_allreduce(const SparseAllreduceOptions& opts,
                                              std::size_t k_max) {
   const double alpha = opts.auto_rule.net.alpha_s, beta = opts.auto_rule.net.beta_s_per_b;
   const double nn = static_cast<double>(n), k = static_cast<double>(std::min(k_max, n)), pp = p;
-  const double hdr = compress::kStreamHeaderBytes;
   // Expected entries in the sum of m ranks' streams.
   auto fill = [&](double m) {
     if (opts.auto_rule.result_density) return std::min(nn * *opts.auto_rule.result_density, k * m);
     return nn > 0 ? nn * (1 - std::pow(1 - k / nn, m)) : 0.0;
   };
-  // Wire bytes of a stream with u entries out of dim (dense past capacity);
-  // a range's indices are local to it, so its pairs can be narrower. Index
-  // bytes: the fixed width, or the expected delta-varint length if less, for
-  // geometric gaps of mean dim / u (P(gap >= 2^7j) ~ exp(-2^7j u / dim)).
-  const double vbytes = static_cast<double>(compress::value_bytes(opts.values));
+  // Wire bytes of a stream with u expected entries out of dim, as the
+  // encoder writes it: sparse (the shorter index run: fixed width, or the
+  // expected delta-varint run for gaps of mean dim / u; a range's indices
+  // are local to it, so they can be narrower; values in opts.values), or
+  // dense in the same value format where that is smaller, as the code
+  // switches (sparse_capacity) and densifies (encode) there.
   auto bytes = [&](double u, double dim) {
     const auto d = static_cast<std::size_t>(dim);
-    if (u > static_cast<double>(compress::sparse_capacity(d))) return hdr + 4 * dim;
-    double varint = 1;
-    for (int j = 1; j <= 4 && u > 0; ++j) varint += std::exp(-std::ldexp(1.0, 7 * j) * u / dim);
-    return hdr + u * (std::min(static_cast<double>(compress::index_bytes(d)), varint) + vbytes);
+    const auto pairs = std::min(static_cast<std::size_t>(std::ceil(u)), d);
+    return static_cast<double>(std::min(compress::sparse_encoded_size(pairs, d, opts.values),
+                                        compress::dense_encoded_size(d, opts.values)));
   };
   const pattern::Fold fold(p);
   const bool folded = fold.rem > 0;

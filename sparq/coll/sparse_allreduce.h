@@ -12,10 +12,13 @@
 //  - dsar-split-allgather: the same split, then the reduced range goes dense
 //    and a dense ring allgather follows, optionally QSGD-quantized.
 //  - dense: densify and run the dense allreduce (for comparison).
-//  - values = Bf16 or Fp8: every sparse message carries values in that format
-//    (a sender rounds its own partial sum first, so partners still agree)
-//    and the result is rounded to it on every rank; the dense phases (dsar's
-//    allgather, `dense`) still send fp32, or QSGD where asked.
+//  - values = Bf16 or Fp8: every stream message (sparse, or a partial sum
+//    that went dense) carries values in that format (a sender rounds its
+//    own partial sum first, so partners still agree), and the result is
+//    rounded to it on every rank; the dense phases (dsar's allgather,
+//    `dense`) still send fp32, or QSGD where asked. The dense switch
+//    follows the format: at v value bytes a stream stays sparse up to
+//    N v / (1 + v) pairs (compress::sparse_capacity).
 //  - auto: the cheapest of the four under an alpha-beta estimate (see
 //    SparseAutoRule), dense unless a sparse one is more than 1% cheaper. All
 //    ranks must choose alike: without a SparseAutoHistory that costs one
@@ -36,8 +39,11 @@ enum class SparseAlgo { Auto, SsarRecursiveDouble, SsarSplitAllgather, DsarSplit
 std::string_view sparse_algo_name(SparseAlgo a);
 SparseAlgo parse_sparse_algo(std::string_view s);  // throws InputError
 
-// `auto` estimates each algorithm's time in the alpha-beta model with the
-// result's fill-in predicted for independent uniformly random indices:
+// `auto` estimates each algorithm's time in the alpha-beta model, each
+// message costing what the encoder writes for its expected pairs
+// (compress::sparse_encoded_size: index run, values in opts.values) or its
+// dense encoding where smaller, with the result's fill-in predicted for
+// independent uniformly random indices:
 // the union of m sets of k indices out of N has N (1 - (1 - k/N)^m) entries,
 // unless `result_density` (fraction of N) is given.
 struct SparseAutoRule {
@@ -77,7 +83,8 @@ SparseCostEstimate estimate_sparse_allreduce(const SparseAllreduceOptions& opts,
                                              std::size_t k_max);
 SparseAlgo pick_sparse_algo(const SparseCostEstimate& e);
 
-// out receives the sum (sparse if it fits in sparse_capacity(N), else dense).
+// out receives the sum: dense past sparse_capacity(N, opts.values) pairs, or
+// where a message of it would have been smaller dense; otherwise sparse.
 CollStats sparse_allreduce(Transport& t, const compress::SparseStream& in, compress::SparseStream& out,
                            const SparseAllreduceOptions& opts = {});
 

@@ -32,10 +32,6 @@ void scatter_add(float* dense, std::span<const std::uint32_t> idx, std::span<con
 
 }  // namespace
 
-std::size_t index_bytes(std::size_t dim) { return dim <= (1u << 8) ? 1 : dim <= (1u << 16) ? 2 : 4; }
-
-std::size_t sparse_capacity(std::size_t dim) { return dim * 4 / (4 + index_bytes(dim)); }
-
 SparseStream::SparseStream(std::size_t dim) : dim_(dim) {
   SPARQ_CHECK_AS(InputError, dim <= kMaxDim, "sparse stream: dimension {} exceeds 2^32 - 1", dim);
 }
@@ -121,17 +117,17 @@ void SparseStream::to_dense(std::span<float> out) const {
   for (std::size_t i = 0; i < count_; ++i) out[indices_[i]] = values_[i];
 }
 
-SparseStream sum(const SparseStream& a, const SparseStream& b) {
+SparseStream sum(const SparseStream& a, const SparseStream& b, ValueFormat vf) {
   check_same_dim(a, b);
   if (a.dense_ || b.dense_) {
     // Copy a dense operand, then add the other into it.
     SparseStream r = a.dense_ ? a : b;
-    add_into(r, a.dense_ ? b : a);
+    add_into(r, a.dense_ ? b : a, vf);
     return r;
   }
   SparseStream r(a.dim_);
   const std::size_t na = a.nnz(), nb = b.nnz();
-  if (na + nb > sparse_capacity(a.dim_)) {
+  if (na + nb > sparse_capacity(a.dim_, vf)) {
     // Fill-in may exceed delta: the upper bound decides, before any merging.
     r.dense_ = true;
     r.count_ = a.dim_;
@@ -162,10 +158,10 @@ SparseStream sum(const SparseStream& a, const SparseStream& b) {
   return r;
 }
 
-void add_into(SparseStream& acc, const SparseStream& b) {
+void add_into(SparseStream& acc, const SparseStream& b, ValueFormat vf) {
   check_same_dim(acc, b);
   if (!acc.dense_ && !b.dense_) {
-    acc = sum(acc, b);
+    acc = sum(acc, b, vf);
     return;
   }
   acc.make_dense();

@@ -1,14 +1,17 @@
 #pragma once
 // Sparse streams (SparCML, Renggli et al., SC'19, sec. 5.1): a float vector of
 // dimension N held either as sorted unique (index, value) pairs or densely,
-// whichever is smaller. Sums pick the representation of their result:
+// whichever is smaller on the wire. Sums pick the representation of their
+// result:
 //   sparse + sparse  merge, unless |H1| + |H2| > delta: then dense result
 //                    (the paper's cheap upper bound on |H1 u H2|);
 //   sparse + dense   scatter-add into the dense one;
 //   dense  + dense   element-wise (vectorized) add, in place for add_into.
-// delta = floor(N * isize / (isize + c)) with isize = 4 (float) and c the
-// index width on the wire (1, 2 or 4 bytes, the least that holds N - 1): at
-// more than delta pairs the sparse form is larger than the dense one.
+// delta = sparse_capacity(N, vf) (stream_size.h): the most pairs whose
+// encoding, in the value format vf the sum's result is sent in and with the
+// index run the encoder writes, is no larger than the dense encoding;
+// floor(N * v / (1 + v)) for v value bytes. The decision looks at the two
+// counts only, which both partners of an exchange hold alike.
 //
 // Values that cancel to zero in a merge stay as explicit entries (as in the
 // paper): deciding sparsity by value would make the result's size data-
@@ -19,12 +22,9 @@
 #include <span>
 #include <vector>
 
-namespace sparq::compress {
+#include "sparq/compress/stream_size.h"
 
-// Index bytes c on the wire for dimension dim (1, 2 or 4).
-std::size_t index_bytes(std::size_t dim);
-// delta: the most (index, value) pairs a sparse stream of dimension dim should hold.
-std::size_t sparse_capacity(std::size_t dim);
+namespace sparq::compress {
 
 class SparseStream {
  public:
@@ -76,8 +76,8 @@ class SparseStream {
   void to_dense(std::span<float> out) const;
 
  private:
-  friend void add_into(SparseStream& acc, const SparseStream& b);
-  friend SparseStream sum(const SparseStream& a, const SparseStream& b);
+  friend void add_into(SparseStream& acc, const SparseStream& b, ValueFormat vf);
+  friend SparseStream sum(const SparseStream& a, const SparseStream& b, ValueFormat vf);
   friend SparseStream decode_stream(std::span<const std::byte> in);
   std::size_t dim_ = 0;
   bool dense_ = false;
@@ -86,9 +86,10 @@ class SparseStream {
   std::vector<float> values_;
 };
 
-// a + b (same dim, else InputError), representation chosen as above.
-SparseStream sum(const SparseStream& a, const SparseStream& b);
+// a + b (same dim, else InputError), representation chosen as above for
+// values sent as vf.
+SparseStream sum(const SparseStream& a, const SparseStream& b, ValueFormat vf = ValueFormat::F32);
 // acc += b; a dense acc is updated in place without allocating.
-void add_into(SparseStream& acc, const SparseStream& b);
+void add_into(SparseStream& acc, const SparseStream& b, ValueFormat vf = ValueFormat::F32);
 
 }  // namespace sparq::compress

@@ -133,8 +133,6 @@ IndexRun index_run(const SparseStream& s) {
 
 }  // namespace
 
-std::size_t value_bytes(ValueFormat vf) { return vf == ValueFormat::F32 ? 4 : vf == ValueFormat::Bf16 ? 2 : 1; }
-
 int value_scale(std::span<const float> values, ValueFormat vf) {
   if (vf != ValueFormat::Fp8) return 0;
   float mx = 0.0f;
@@ -166,6 +164,10 @@ void round_values(SparseStream& s, ValueFormat vf) {
 
 std::size_t encoded_size(const SparseStream& s, ValueFormat vf) {
   return kStreamHeaderBytes + index_run(s).bytes + s.nnz() * value_bytes(vf);
+}
+
+void densify_if_smaller(SparseStream& s, ValueFormat vf) {
+  if (!s.is_dense() && encoded_size(s, vf) > dense_encoded_size(s.dim(), vf)) s.make_dense();
 }
 
 void encode_stream(const SparseStream& s, std::span<std::byte> out, ValueFormat vf) {

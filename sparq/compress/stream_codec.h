@@ -23,19 +23,16 @@
 // at most 2^-4, values below max * 2^-17 flush to zero. bf16 and fp8 are
 // lossy; a sender that must hold what its peers decode calls round_values().
 //
-// Sizes: 12 + run + n * v with v = 4 (f32), 2 (bf16) or 1 (fp8); a sparse
-// message with more than delta pairs is legal (just wasteful).
+// Sizes: 12 + run + n * v with v = 4 (f32), 2 (bf16) or 1 (fp8); the same
+// from counts alone, and the dense switch, are in stream_size.h. A sparse
+// message larger than the dense one is legal (just wasteful).
 #include <cstddef>
 #include <span>
 
 #include "sparq/compress/sparse_stream.h"
+#include "sparq/compress/stream_size.h"
 
 namespace sparq::compress {
-
-inline constexpr std::size_t kStreamHeaderBytes = 12;
-
-enum class ValueFormat : std::uint8_t { F32 = 0, Bf16 = 1, Fp8 = 2 };
-std::size_t value_bytes(ValueFormat vf);
 
 // The fp8 scale exponent for these values (0 for the other formats); throws
 // InputError on a non-finite value when vf is Fp8.
@@ -45,7 +42,13 @@ float round_value(float v, ValueFormat vf, int scale);
 // Rounds s's values to vf in place (no-op for F32).
 void round_values(SparseStream& s, ValueFormat vf);
 
+// Exact bytes of s on the wire (from its indices).
 std::size_t encoded_size(const SparseStream& s, ValueFormat vf = ValueFormat::F32);
+// Makes s dense if that encodes smaller than its exact sparse encoding: a
+// stream with at most delta pairs can still be larger, where a few wide gaps
+// make long varints. A sender that keeps s after sending it calls this on s
+// itself, so that it holds the representation its peers receive.
+void densify_if_smaller(SparseStream& s, ValueFormat vf);
 // out.size() == encoded_size(s, vf), else InputError.
 void encode_stream(const SparseStream& s, std::span<std::byte> out, ValueFormat vf = ValueFormat::F32);
 // Validates everything before use: size >= header, known kind, index coding

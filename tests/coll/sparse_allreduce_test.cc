@@ -98,7 +98,7 @@ TEST_P(SparseSweep, MatchesDenseReference) {
         out.to_dense(got);
         EXPECT_EQ(got, ref);
         if (!out.is_dense()) {
-          EXPECT_LE(out.nnz(), compress::sparse_capacity(n));
+          EXPECT_LE(out.nnz(), compress::sparse_capacity(n, compress::ValueFormat::F32));
         }
         if (algo != SparseAlgo::Auto) {
           EXPECT_EQ(st.algo, sparse_algo_name(algo));
@@ -353,6 +353,49 @@ TEST(SparseAllreduce, AutoWithHistoryAgreesOnlyWhenItMust) {
       EXPECT_GT(again.wire.msgs_sent, msgs_alone(again));
     });
   }
+}
+
+// A partial sum within delta that one wide gap makes larger than dense on
+// the wire goes dense before it is sent, on the sender too: both partners
+// then hold the same dense result.
+TEST(SparseAllreduce, SendsNoStreamLargerThanItsDenseEncoding) {
+  SPARQ_NEED_RANKS(2);
+  const std::size_t n = 1000;  // f32: delta = 800, dense 12 + 4000 bytes
+  std::vector<std::uint32_t> idx(800);
+  for (std::uint32_t i = 0; i < 800; ++i) idx[i] = i;
+  idx.back() = 999;  // 799 one-byte varints and a two-byte one: 12 + 801 + 3200 bytes sparse
+  test::run_ranks(2, [&](Transport& t) {
+    const SparseStream in =
+        t.rank() == 0 ? SparseStream::sparse(n, idx, std::vector<float>(800, 2.0f)) : SparseStream(n);
+    SparseAllreduceOptions o;
+    o.algo = SparseAlgo::SsarRecursiveDouble;
+    SparseStream out;
+    const CollStats st = sparse_allreduce(t, in, out, o);
+    EXPECT_EQ(st.wire.bytes_sent, t.rank() == 0 ? 12u + 4000 : 12u);
+    EXPECT_TRUE(out.is_dense());
+    expect_same_on_every_rank(t, out);
+  });
+}
+
+// The cost model prices each message as the encoder writes it, in the value
+// format asked for. P = 2, N = 2^20, k = 0.9 N pairs per rank: a sparse
+// stream costs 12 + k (varint) + k v bytes, past the dense 12 + N v in every
+// format, so recursive doubling sends one dense stream: 12 + 4N bytes in
+// f32, no cheaper than the dense allreduce's 2 alpha + 4N beta (within the
+// 1% margin), but 12 + N in fp8: a quarter.
+TEST(SparseAllreduce, CostModelFollowsTheValueFormat) {
+  const std::size_t n = 1 << 20, k = n * 9 / 10;
+  SparseAllreduceOptions o;
+  const double alpha = o.auto_rule.net.alpha_s, beta = o.auto_rule.net.beta_s_per_b, nn = static_cast<double>(n);
+  const SparseCostEstimate f32 = estimate_sparse_allreduce(o, n, 2, k);
+  EXPECT_DOUBLE_EQ(f32.recursive_double, alpha + (12 + 4 * nn) * beta);
+  EXPECT_DOUBLE_EQ(f32.dense, 2 * alpha + 4 * nn * beta);
+  EXPECT_EQ(pick_sparse_algo(f32), SparseAlgo::Dense);
+  o.values = compress::ValueFormat::Fp8;
+  const SparseCostEstimate fp8 = estimate_sparse_allreduce(o, n, 2, k);
+  EXPECT_DOUBLE_EQ(fp8.recursive_double, alpha + (12 + nn) * beta);
+  EXPECT_DOUBLE_EQ(fp8.dense, f32.dense);  // the dense allreduce stays fp32
+  EXPECT_EQ(pick_sparse_algo(fp8), SparseAlgo::SsarRecursiveDouble);
 }
 
 TEST(SparseAllreduce, CostModelMatchesThePapersRegimes) {

@@ -43,18 +43,26 @@ void expect_sum_matches_dense(const SparseStream& a, const SparseStream& b) {
   EXPECT_EQ(acc.is_dense(), s.is_dense());
 }
 
-TEST(SparseStream, DeltaFollowsIndexWidth) {
-  EXPECT_EQ(index_bytes(256), 1u);
-  EXPECT_EQ(index_bytes(257), 2u);
-  EXPECT_EQ(index_bytes(65536), 2u);
-  EXPECT_EQ(index_bytes(65537), 4u);
-  EXPECT_EQ(sparse_capacity(1000), 1000u * 4 / 6);  // c = 2
-  EXPECT_EQ(sparse_capacity(100000), 50000u);       // c = 4
-  EXPECT_EQ(sparse_capacity(200), 160u);            // c = 1
+// A sum's result stays sparse up to delta = N v / (1 + v) pairs for the
+// value format it is sent in (stream_size.h): 800, 666 and 500 of 1000.
+TEST(SparseStream, SumSwitchesAtTheValueFormatsDelta) {
+  const std::size_t dim = 1000;
+  const std::pair<ValueFormat, std::uint32_t> deltas[] = {
+      {ValueFormat::F32, 800}, {ValueFormat::Bf16, 666}, {ValueFormat::Fp8, 500}};
+  for (const auto& [vf, delta] : deltas) {
+    const SparseStream a = on_support(dim, range(0, 300), 0);
+    const SparseStream fits = on_support(dim, range(0, delta - 300), 1);
+    const SparseStream over = on_support(dim, range(0, delta - 299), 1);
+    EXPECT_FALSE(sum(a, fits, vf).is_dense()) << static_cast<int>(vf);
+    EXPECT_TRUE(sum(a, over, vf).is_dense()) << static_cast<int>(vf);
+    SparseStream acc = a;
+    add_into(acc, over, vf);
+    EXPECT_TRUE(acc.is_dense()) << static_cast<int>(vf);
+  }
 }
 
 TEST(SparseStream, SumsEqualDenseSumsForAnyOverlap) {
-  const std::size_t dim = 1000;  // delta = 666
+  const std::size_t dim = 1000;  // delta = 800 (f32)
   // no overlap, partial overlap, full overlap, one empty side
   expect_sum_matches_dense(on_support(dim, range(0, 100), 0), on_support(dim, range(500, 600), 10));
   expect_sum_matches_dense(on_support(dim, range(0, 300, 2), 0), on_support(dim, range(0, 300, 3), 10));
@@ -66,14 +74,14 @@ TEST(SparseStream, SumsEqualDenseSumsForAnyOverlap) {
 }
 
 TEST(SparseStream, SwitchesToDenseOnTheUpperBound) {
-  const std::size_t dim = 1000;  // delta = 666
-  // |H1| + |H2| = 667 > delta although the union (400) is small: dense, as the
+  const std::size_t dim = 1000;  // delta = 800 (f32)
+  // |H1| + |H2| = 801 > delta although the union (500) is small: dense, as the
   // paper decides before merging.
-  const SparseStream a = on_support(dim, range(0, 400), 0), b = on_support(dim, range(133, 400), 2);
-  ASSERT_EQ(a.nnz() + b.nnz(), 667u);
+  const SparseStream a = on_support(dim, range(0, 500), 0), b = on_support(dim, range(199, 500), 2);
+  ASSERT_EQ(a.nnz() + b.nnz(), 801u);
   EXPECT_TRUE(sum(a, b).is_dense());
   expect_sum_matches_dense(a, b);
-  const SparseStream c = on_support(dim, range(134, 400), 2);  // 666: stays sparse
+  const SparseStream c = on_support(dim, range(200, 500), 2);  // 800: stays sparse
   EXPECT_FALSE(sum(a, c).is_dense());
   expect_sum_matches_dense(a, c);
 }

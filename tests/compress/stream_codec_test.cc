@@ -92,6 +92,32 @@ TEST(StreamCodec, PicksDeltaVarintWhenShorter) {
   EXPECT_EQ(encode(SparseStream::sparse(200, {0, 1}, {1, 2})), handmade(1, 1, 200, {0, 1}, {1, 2}));
 }
 
+// A stream within delta can still encode larger than dense where one wide
+// gap makes a long varint; densify_if_smaller goes by the exact size.
+TEST(StreamCodec, DensifyIfSmallerGoesByTheExactSize) {
+  // dim 1000, f32: delta = 800 pairs; dense = 12 + 4000 bytes.
+  std::vector<std::uint32_t> idx(800);
+  for (std::uint32_t i = 0; i < 800; ++i) idx[i] = i;
+  const std::vector<float> val(800, 1.5f);
+  SparseStream tight = SparseStream::sparse(1000, idx, val);
+  ASSERT_EQ(encode(tight).size(), 12u + 800 + 3200);  // one varint byte per index: a tie, stays sparse
+  densify_if_smaller(tight, ValueFormat::F32);
+  EXPECT_FALSE(tight.is_dense());
+  idx.back() = 999;  // gap 200: a two-byte varint
+  SparseStream wide = SparseStream::sparse(1000, idx, val);
+  ASSERT_EQ(encode(wide).size(), 12u + 801 + 3200);
+  densify_if_smaller(wide, ValueFormat::F32);
+  ASSERT_TRUE(wide.is_dense());
+  EXPECT_EQ(encode(wide).size(), 12u + 4000);
+  std::vector<float> want(1000, 0.0f);
+  for (std::uint32_t i : idx) want[i] = 1.5f;
+  EXPECT_TRUE(std::ranges::equal(wide.values(), want));
+  // In fp8 the same stream (800 > delta = 500) is far larger than dense.
+  SparseStream small = SparseStream::sparse(1000, idx, val);
+  densify_if_smaller(small, ValueFormat::Fp8);
+  EXPECT_TRUE(small.is_dense());
+}
+
 TEST(StreamCodec, Bf16ValuesRoundToNearestEven) {
   // Exact bf16 values survive; others go to the nearer neighbour, ties to the even one.
   // (bf16's ulp at 1 is 2^-7.)

@@ -1,0 +1,63 @@
+#include "sparq/compress/stream_size.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sparq/core/error.h"
+
+namespace sparq::compress {
+
+namespace {
+
+// E[varint run] for k of dim positions (header comment), rounded up.
+std::size_t expected_varint_run(std::size_t k, std::size_t dim) {
+  if (k == 0) return 0;
+  const double q = 1.0 - static_cast<double>(k) / static_cast<double>(dim);
+  double qm = q, longer = 0;  // qm = q^(2^(7j)): 7 more squarings per j
+  for (int j = 1; j <= 4; ++j) {
+    for (int s = 0; s < 7; ++s) qm *= qm;
+    longer += qm;
+  }
+  return static_cast<std::size_t>(std::ceil(static_cast<double>(k) * (1.0 + longer)));
+}
+
+std::size_t index_run(std::size_t k, std::size_t dim, IndexCoding ic) {
+  switch (ic) {
+    case IndexCoding::Fixed: return k * index_bytes(dim);
+    case IndexCoding::Varint: return expected_varint_run(k, dim);
+    case IndexCoding::Shorter: return std::min(k * index_bytes(dim), expected_varint_run(k, dim));
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::size_t value_bytes(ValueFormat vf) { return vf == ValueFormat::F32 ? 4 : vf == ValueFormat::Bf16 ? 2 : 1; }
+
+std::size_t index_bytes(std::size_t dim) { return dim <= (1u << 8) ? 1 : dim <= (1u << 16) ? 2 : 4; }
+
+std::size_t sparse_encoded_size(std::size_t k, std::size_t dim, ValueFormat vf, IndexCoding ic) {
+  SPARQ_CHECK_AS(InputError, k <= dim, "sparse stream size: {} pairs in dimension {}", k, dim);
+  return kStreamHeaderBytes + index_run(k, dim, ic) + k * value_bytes(vf);
+}
+
+std::size_t dense_encoded_size(std::size_t dim, ValueFormat vf) { return kStreamHeaderBytes + dim * value_bytes(vf); }
+
+std::size_t sparse_capacity(std::size_t dim, ValueFormat vf, IndexCoding ic) {
+  // Every index takes at least a byte, so at most dim v / (1 + v) pairs fit;
+  // at that density (>= 1/2) a varint takes one byte, so for the encoder's
+  // choice that bound is delta itself, found in one step (sums ask on every
+  // call). Otherwise bisect below it: sizes grow with k (a varint's expected
+  // length falls more slowly than k rises), and k = 0 always fits.
+  const std::size_t dense = dense_encoded_size(dim, vf), v = value_bytes(vf);
+  std::size_t lo = 0, hi = dim * v / (1 + v);
+  if (sparse_encoded_size(hi, dim, vf, ic) <= dense) return hi;
+  while (lo < hi) {
+    const std::size_t mid = hi - (hi - lo) / 2;
+    if (sparse_encoded_size(mid, dim, vf, ic) <= dense) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+}  // namespace sparq::compress
