@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reads bench_compress --benchmark_format=json (file or stdin), prints each
 benchmark's GB/s of input bytes next to memcpy of the same size from the same
-run, and checks issue 3's thresholds on 16M floats:
+run, and checks the floor sparq holds its compressors to, on 16M floats:
   threshold-mask-pack, 4-bit row-wise quantize and dequantize >= 25% of memcpy;
   DCT-DP step at L=1000 <= 1/5 of the step at L=1.
 Rates use CPU time (the machine may be shared); real time is printed too.
