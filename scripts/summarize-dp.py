@@ -30,6 +30,7 @@ def runs(out):
         if r is None:
             continue
         m = re.match(r"(.*)_s(\d+)$", p.stem)
+        r["seed"] = int(m.group(2)) if m else 0
         groups.setdefault(m.group(1) if m else p.stem, []).append(r)
     return groups
 
@@ -117,6 +118,40 @@ def mp_table1(g):
               f"{mean(rs, lambda r: r['test']['auc']):.4f} | {ratio(rs, 'X_act'):.2f}x | {ratio(rs, 'X_grad'):.2f}x |")
 
 
+# Student's t, two-sided 95 %, by degrees of freedom.
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+
+
+def mp_table1_seeds(g):
+    """Table 1 over paired seeds: per data set and worker count, each eta's
+    test loss change against eta 0 with the same model seed."""
+    keys = sorted(k for k in g if k.startswith("t1"))
+    if not keys:
+        return
+    sets = {"t1a": "data/synth (seed 1, Zipf 1.1)", "t1b": "data/synth-z13 (seed 7, Zipf 1.3)"}
+    print("\n| data set | workers (--mp-splits) | eta | seeds | test loss change vs eta 0: mean [95 % interval] | "
+          "per seed | AUC change | X_act ratio | X_grad ratio |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for key in keys:
+        dset, tag, eta = key.split("_")
+        if eta == "0":
+            continue
+        base = {r["seed"]: r for r in g.get(f"{dset}_{tag}_0", [])}
+        pairs = [(r, base[r["seed"]]) for r in g[key] if r["seed"] in base]
+        if not pairs:
+            continue
+        rel = [100 * (r["test"]["loss"] / b["test"]["loss"] - 1) for r, b in pairs]
+        dauc = statistics.fmean(r["test"]["auc"] - b["test"]["auc"] for r, b in pairs)
+        m = statistics.fmean(rel)
+        ci = f"[{m - T975[len(rel) - 1] * statistics.stdev(rel) / len(rel) ** 0.5:+.2f}, " \
+             f"{m + T975[len(rel) - 1] * statistics.stdev(rel) / len(rel) ** 0.5:+.2f}]" if len(rel) > 1 else ""
+        split = {"bot2": "2 (bot:2)", "bot2top2": "3 (bot:2,top:2)"}[tag]
+        rs = [r for r, _ in pairs]
+        print(f"| {sets[dset]} | {split} | {eta} | {len(rel)} | **{m:+.2f} %** {ci} | "
+              + ", ".join(f"{x:+.2f}" for x in rel) + f" | {dauc:+.4f} | {ratio(rs, 'X_act'):.2f}x | "
+              f"{ratio(rs, 'X_grad'):.2f}x |")
+
+
 def others(g, prefix, title):
     rows = sorted(k for k in g if k.startswith(prefix))
     if not rows:
@@ -140,6 +175,7 @@ def main():
     lsweep(g)
     embbits(g)
     mp_table1(g)
+    mp_table1_seeds(g)
     others(g, "neg_", "negative baseline (2 workers)")
     others(g, "hy_", "hybrid run")
     others(g, "ps_", "run")

@@ -108,10 +108,10 @@ void check_train_memory(const TrainArgs& a, const DlrmConfig& cfg, int world, st
   double tables = 0;
   for (std::size_t r : cfg.table_rows) tables += static_cast<double>(r) * static_cast<double>(cfg.emb_dim) * 4;
   // Replicated: every replica in this process holds every table; table-wise:
-  // the world's replicas share them, and with in-process ranks, rank 0 also
-  // holds a copy of them all (it gathers the model).
+  // the world's replicas share them, and with in-process replicas, replica 0
+  // also holds a copy of them all (it gathers the model).
   tables *= placement == EmbPlacement::Replicated ? std::max(1.0, ranks_here / static_cast<double>(nstages))
-                                                  : ranks_here / world + (nstages == 1 && a.ranks > 1 ? 1 : 0);
+                                                  : ranks_here / world + (a.ranks > static_cast<int>(nstages) ? 1 : 0);
   check_memory(tables, "the embedding tables");
   double widths = static_cast<double>(cfg.interaction_width() + cfg.num_tables() * cfg.emb_dim);
   for (std::size_t w : cfg.bot_mlp) widths += static_cast<double>(w);
@@ -284,12 +284,14 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
 
   const std::vector<DlrmStage> stages = plan_stages(cfg, a.mp_splits);
   const bool mp = stages.size() > 1;  // then this rank is stage t.rank()
-  // Data parallel, table-wise: a rank holds the tables it owns, and rank 0,
-  // which gathers the model for tests and checkpoints, all of them.
+  // Table-wise: a replica holds the tables it owns, and replica 0, which
+  // gathers the model for tests and checkpoints, all of them (data parallel:
+  // every rank is a replica; hybrid: rank = replica * stages + stage).
   std::vector<bool> hold;
-  if (!mp && dpo.placement == EmbPlacement::TableWise && t.rank() != 0) {
-    const std::vector<int> owner = assign_tables(cfg.table_rows, nranks);
-    for (int o : owner) hold.push_back(o == t.rank());
+  const int replica = t.rank() / static_cast<int>(stages.size());
+  if (dpo.placement == EmbPlacement::TableWise && replica != 0) {
+    const std::vector<int> owner = assign_tables(cfg.table_rows, nranks / static_cast<int>(stages.size()));
+    for (int o : owner) hold.push_back(o == replica);
   }
   Dlrm<float> model(cfg, a.seed, mp ? stages[static_cast<std::size_t>(t.rank()) % stages.size()] : DlrmStage{}, hold);
   OptimizerOptions oo;

@@ -175,6 +175,7 @@ void copy_stage(const Dlrm<float>& whole, Optimizer<float>& whole_opt, Dlrm<floa
       std::ranges::copy(view_of(wdstate[k], whole.dense().views()[wv]), view_of(dstate[k], d.views()[v]).begin());
   }
   for (std::size_t tb = 0; tb < stage.tables().size(); ++tb) {
+    if (!stage.tables()[tb].held()) continue;  // another replica's table (table-wise)
     const auto src = whole.tables()[tb].weights();
     std::copy(src.begin(), src.end(), stage.tables()[tb].weights().begin());
     if (!stage_opt.table_state().empty()) stage_opt.table_state()[tb] = whole_opt.table_state()[tb];

@@ -47,6 +47,8 @@ in_process() {
   resume adagrad -- --ranks 2 --embedding-optimizer rowwise-adagrad --dp-codec dct:0.9,7
   resume mp -- --ranks 2 --mp-splits bot:1 --micro-batches 2 --mp-codec topk-grad:0.8
   resume hybrid -- --ranks 4 --mp-splits bot:1 --micro-batches 2 --mp-codec dct:0.9 --dp-codec dct:0.9,7
+  # Replicas 1 and 2 hold only the tables they own.
+  resume hybrid_tablewise -- --ranks 6 --mp-splits bot:1 --micro-batches 2 --emb-placement table-wise --dp-codec dct:0.9,7
   # One worker and one server: the server applies pushes in step order, so
   # the run is deterministic (with more workers, arrival order decides the
   # order of the server's updates).
@@ -87,6 +89,8 @@ under_mpiexec() {
   local mpi=("$MPIEXEC" --oversubscribe --bind-to none --mca mpi_yield_when_idle 1)
   resume mpi_dp "${mpi[@]}" -n 2 -- --dp-codec dct:0.9,7
   resume mpi_hybrid "${mpi[@]}" -n 4 -- --mp-splits bot:1 --micro-batches 2 --dp-codec q4+ec
+  resume mpi_hybrid_tablewise "${mpi[@]}" -n 4 -- --mp-splits bot:1 --micro-batches 2 --emb-placement table-wise \
+    --emb-codec-fwd q4 --dp-codec q4+ec
   resume mpi_ps "${mpi[@]}" -n 2 -- --dp-mode ps --dp-codec dct:0.9,7
 }
 
