@@ -30,6 +30,12 @@ PLANS = [
 ]
 # The shaped 4-host cluster's medians at 1 Gbit/s (docs/results.md, "Time on
 # a shaped cluster"), for the fidelity check.
+SCALING = [
+    ("dp-fp32", "table-wise DP, fp32"),
+    ("dp-dct", "table-wise DP, DCT-DP 98% + q4/q2 alltoalls"),
+    ("hybrid-fp32", "hybrid, uncompressed"),
+    ("hybrid-dct", "hybrid, DCT-MP 90% + DCT-DP 99%"),
+]
 SHAPED = {"fp32-tablewise": ("fp32, table-wise (sparq ring)", "fp32-tablewise"),
           "dct-tablewise-q4q2": ("DCT-DP 98% L=1000, table-wise q4/q2", "dct-tablewise-q4q2")}
 
@@ -51,6 +57,7 @@ def run_summary(events):
         "steps": last["step"],
         "ms": 1e3 * last["train_s"] / last["step"],
         "modeled_ms": 1e3 * last["modeled_train_s"] / last["step"] if "modeled_train_s" in last else None,
+        "modeled_ms_last": last.get("modeled_ms_per_it"),  # the last print interval: past the warm-up
         "accuracy": tests[-1]["accuracy"] if tests else None,
         "loss": tests[-1]["loss"] if tests else None,
         "bytes": sum(a["bytes_per_step"] for a in acct) if acct else None,
@@ -101,6 +108,53 @@ def tables_block(data):
                          f"{statistics.median(r['modeled_ms'] for r in runs.values()):.1f} | {at25} | "
                          f"{statistics.median(r['ms'] for r in runs.values()):.0f} |")
     return lines
+
+
+def scaling_runs(data):
+    """{net: {(plan, P): summary}} of the scaling part (seed 1)."""
+    return {net: {k: v[1] for k, v in runs_of(data, os.path.join("scaling", net)).items() if 1 in v}
+            for net in ("10gbit", "25gbit")}
+
+
+def scaling_block(data):
+    runs = scaling_runs(data)
+    ps = sorted({p for net in runs.values() for (_, p) in net})
+    if not ps:
+        return []
+    lines = ["| P | network | " + " | ".join(name for _, name in SCALING) + " |", "|---|---|" + "---|" * len(SCALING)]
+    for p in ps:
+        for net, rs in runs.items():
+            cells = []
+            for key, _ in SCALING:
+                r, b = rs.get((key, p)), rs.get((key.split("-")[0] + "-fp32", p))
+                gain = f" ({b['modeled_ms_last'] / r['modeled_ms_last']:.2f}x)" if r and b and b is not r else ""
+                cells.append(f"{r['modeled_ms_last']:.1f}{gain}" if r else "-")
+            lines.append(f"| {p} | {net[:2]} Gbit/s | " + " | ".join(cells) + " |")
+    return lines
+
+
+def plot_scaling(data, figures):
+    runs = scaling_runs(data)
+    if not any(runs.values()):
+        return
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.8), sharey=True)
+    for ax, (net, rs) in zip(axes, runs.items()):
+        for (key, name), style in zip(SCALING, ("-o", "--o", "-s", "--s")):
+            pts = sorted((p, 64 * p / (1e-3 * r["modeled_ms_last"])) for (k, p), r in rs.items() if k == key)
+            if pts:
+                ax.plot([p for p, _ in pts], [x for _, x in pts], style, label=name)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(f"{net[:2]} Gbit/s, 20 us")
+        ax.set_xlabel("emulated nodes P (global batch 64 P)")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("modelled samples/s")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(figures, "emulation_scaling.png"), dpi=120)
 
 
 def fidelity_block(data):
@@ -164,6 +218,12 @@ def main():
                   "is `build/sparq train --data-path data/synth --ranks P --mini-batch-size 64P --net 10gbit,20us "
                   "--nepochs 1 --test-freq 0 --seed S` plus the plan's flags (docs/data/emulation/plans.tsv); the "
                   "25 Gbit/s column is 100 steps of seed 1 on `--net 25gbit,20us`.", ""] + t + [""]
+    sc = scaling_block(data)
+    if sc:
+        block += ["Scaling in modelled time, `scripts/reproduce-emulation scaling`: modelled ms/step of steps 21-40 "
+                  "(one run each, seed 1, global batch 64 x P; in brackets the speed-up over the same plan "
+                  "uncompressed); flags in docs/data/emulation/plans.tsv; plot: "
+                  "docs/figures/emulation_scaling.png.", ""] + sc + [""]
     f = fidelity_block(data)
     if f:
         block += ["Fidelity at P = 4, 1 Gbit/s, against the shaped 4-host cluster (same flags, 150 steps, "
@@ -178,6 +238,7 @@ def main():
     with open(results, "w") as fh:
         fh.write(text)
     plot(data, figures)
+    plot_scaling(data, figures)
 
 
 main()

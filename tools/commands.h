@@ -6,6 +6,10 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <optional>
+#include <string>
+
+#include "sparq/train/pipeline.h"
 
 namespace sparq::cli {
 
@@ -32,5 +36,13 @@ void add_train(CLI::App& app, Run& run);
 void add_report(CLI::App& app, Run& run);
 void add_predict(CLI::App& app, Run& run);
 void add_export(CLI::App& app, Run& run);
+
+// The cuts of a model trained with a cut codec that changes the forward pass
+// (dct, sketch), from its checkpoint's metadata; nothing for any other model.
+struct TrainedCuts {
+  std::string splits;
+  MpCodec codec;
+};
+std::optional<TrainedCuts> forward_cuts(const std::string& meta, const std::string& path);
 
 }  // namespace sparq::cli

@@ -13,6 +13,10 @@
 // layout. The interaction needs no permutation: sparq's pairs come in the
 // reference's order (li, lj: i outer, j < i; interaction.h), so the first top
 // layer's columns mean the same in both.
+//
+// A model trained with DCT-MP (or the sketch) at its cuts expects them in its
+// forward pass, which DLRM_Net does not have: exporting it needs
+// --dense-cuts, saying that the export is meant to run without them.
 #include <fmt/format.h>
 
 #include "sparq/core/error.h"
@@ -26,6 +30,7 @@ namespace {
 
 struct ExportArgs {
   std::string load, out;
+  bool dense_cuts = false;
 };
 
 void add_mlp(NpzWriter& w, const DenseParams<float>& dense, const MlpSpec& spec, const std::string& from,
@@ -40,7 +45,14 @@ void add_mlp(NpzWriter& w, const DenseParams<float>& dense, const MlpSpec& spec,
 }
 
 void run_export(const ExportArgs& a) {
-  const DlrmConfig cfg = checkpoint_config(read_checkpoint_meta(a.load), a.load);
+  const std::string meta = read_checkpoint_meta(a.load);
+  const DlrmConfig cfg = checkpoint_config(meta, a.load);
+  if (const auto cuts = forward_cuts(meta, a.load))
+    SPARQ_CHECK_AS(InputError, a.dense_cuts,
+                   "'{}' was trained with --mp-codec {} at --mp-splits {}: its forward pass keeps that codec at the "
+                   "cuts, which the reference's DLRM_Net has not (sparq predict keeps it); --dense-cuts exports it "
+                   "for a forward pass without it",
+                   a.load, cuts->codec.text, cuts->splits);
   Dlrm<float> model(cfg, 0);
   load_checkpoint(a.load, model, nullptr);
   NpzWriter w(a.out);
@@ -62,6 +74,8 @@ void add_export(CLI::App& app, Run& run) {
   auto* c = app.add_subcommand("export", "Write a checkpoint's model as .npz with the DLRM reference's PyTorch names");
   c->add_option("--load", a->load, "Checkpoint (sparq train --save)")->required();
   c->add_option("--out", a->out, "The .npz to write")->required();
+  c->add_flag("--dense-cuts", a->dense_cuts,
+              "Export a model trained with DCT-MP (or the sketch) for a forward pass without the codec at its cuts");
   c->callback([a, &run] { run = [a] { run_export(*a); }; });
 }
 

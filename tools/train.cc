@@ -59,6 +59,10 @@ std::string checkpoint_meta(std::size_t step, const TrainArgs& a, const DlrmConf
   j["embedding_optimizer"] = a.emb_optim;
   j["optimizer"] = a.optimizer;
   j["state_ranks"] = state_ranks;  // ranks whose codec state the file holds
+  if (!a.mp_splits.empty()) {  // predict runs the model as it trained: with the codec at its cuts
+    j["mp_splits"] = a.mp_splits;
+    j["mp_codec"] = a.mp_codec;
+  }
   return j.dump();
 }
 

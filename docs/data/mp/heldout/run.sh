@@ -1,7 +1,8 @@
 #!/bin/bash
 # DCT-MP at 95% on a data set of another seed and Zipf exponent: the test loss
 # with the mask at test time (the trainer's own test, train_*.log) and without
-# it (sparq predict on the saved model, which runs the whole model on one rank).
+# it (the model exported with --dense-cuts and scored by the PyTorch loader,
+# scripts/load_sparq_export.py, which runs the whole model without a cut).
 #   docs/data/mp/heldout/run.sh [OUT_DIR]        (from the repository root)
 set -euo pipefail
 S=${SPARQ:-build/sparq}
@@ -14,11 +15,13 @@ for seed in 1 2; do
     "$S" train --data-path "$OUT/data" --arch-mlp-top 512-256-128-1 --mini-batch-size 256 --print-freq 4000 \
       --ranks 2 --mp-splits bot:2 --micro-batches 2 --mp-codec $codec --seed $seed --test-freq 0 \
       --save "$OUT/ck_${eta}_s$seed" > "$OUT/train_${eta}_s$seed.log" 2>&1
-    "$S" predict --load "$OUT/ck_${eta}_s$seed" --data-path "$OUT/data/test.tsv" --out "$OUT/pred_${eta}_s$seed.txt" > /dev/null
+    "$S" export --load "$OUT/ck_${eta}_s$seed" --out "$OUT/m_${eta}_s$seed.npz" --dense-cuts > /dev/null
+    /usr/bin/python3 scripts/load_sparq_export.py "$OUT/m_${eta}_s$seed.npz" "$OUT/data/test.tsv" \
+      --out "$OUT/pred_${eta}_s$seed.txt" > /dev/null
     echo "seed $seed eta $eta, mask at test: $(grep Testing "$OUT/train_${eta}_s$seed.log" | tail -1 | cut -d, -f2)"
   done
 done
-# Without the mask: log loss of predict's scores against the test labels.
+# Without the mask: log loss of the dense forward pass's scores against the test labels.
 python3 - "$OUT" << 'PY'
 import math, sys
 out = sys.argv[1]
@@ -27,5 +30,5 @@ for seed in (1, 2):
     for eta in ("0", "0.95"):
         p = [min(max(float(x), 1e-12), 1 - 1e-12) for x in open(f"{out}/pred_{eta}_s{seed}.txt")]
         loss = -sum(t * math.log(q) + (1 - t) * math.log(1 - q) for q, t in zip(p, y)) / len(y)
-        print(f"seed {seed} eta {eta}, no mask (predict): loss {loss:.6f}")
+        print(f"seed {seed} eta {eta}, no mask (dense export): loss {loss:.6f}")
 PY
