@@ -212,22 +212,18 @@ def main():
     block = ["<!-- emulation:begin -->",
              "<!-- written by scripts/summarize-emulation.py from docs/data/emulation; re-run "
              "scripts/reproduce-emulation to refresh -->", ""]
-    t = tables_block(data)
-    if t:
-        block += ["One epoch of data/synth, global batch 64 x P, `scripts/reproduce-emulation tables rates`: every run "
-                  "is `build/sparq train --data-path data/synth --ranks P --mini-batch-size 64P --net 10gbit,20us "
-                  "--nepochs 1 --test-freq 0 --seed S` plus the plan's flags (docs/data/emulation/plans.tsv); the "
-                  "25 Gbit/s column is 100 steps of seed 1 on `--net 25gbit,20us`.", ""] + t + [""]
-    sc = scaling_block(data)
-    if sc:
-        block += ["Scaling in modelled time, `scripts/reproduce-emulation scaling`: modelled ms/step of steps 21-40 "
-                  "(one run each, seed 1, global batch 64 x P; in brackets the speed-up over the same plan "
-                  "uncompressed); flags in docs/data/emulation/plans.tsv; plot: "
-                  "docs/figures/emulation_scaling.png.", ""] + sc + [""]
-    f = fidelity_block(data)
-    if f:
-        block += ["Fidelity at P = 4, 1 Gbit/s, against the shaped 4-host cluster (same flags, 150 steps, "
-                  "`scripts/reproduce-emulation fidelity`):", ""] + f + [""]
+    for intro, lines in (
+        ("One epoch of data/synth, global batch 64 x P, `scripts/reproduce-emulation tables rates`: every run is "
+         "`build/sparq train --data-path data/synth --ranks P --mini-batch-size 64P --net 10gbit,20us --nepochs 1 "
+         "--test-freq 0 --seed S` plus the plan's flags (docs/data/emulation/plans.tsv); the 25 Gbit/s column is "
+         "100 steps of seed 1 on `--net 25gbit,20us`.", tables_block(data)),
+        ("Scaling in modelled time, `scripts/reproduce-emulation scaling`: modelled ms/step of steps 21-40 (one run "
+         "each, seed 1, global batch 64 x P; in brackets the speed-up over the same plan uncompressed); flags in "
+         "docs/data/emulation/plans.tsv; plot: docs/figures/emulation_scaling.png.", scaling_block(data)),
+        ("Fidelity at P = 4, 1 Gbit/s, against the shaped 4-host cluster (same flags, 150 steps, "
+         "`scripts/reproduce-emulation fidelity`):", fidelity_block(data))):
+        if lines:
+            block += [intro, ""] + lines + [""]
     block.append("<!-- emulation:end -->")
     with open(results) as fh:
         text = fh.read()
