@@ -28,16 +28,17 @@ PLANS = [
     ("q4-rd", "q4 RD"),
     ("q4-ring-ec-f4b4", "q4 ring EC; (f4, b4)"),
 ]
-# The shaped 4-host cluster's medians at 1 Gbit/s (docs/results.md, "Time on
-# a shaped cluster"), for the fidelity check.
+# The plans of the scaling part.
 SCALING = [
     ("dp-fp32", "table-wise DP, fp32"),
     ("dp-dct", "table-wise DP, DCT-DP 98% + q4/q2 alltoalls"),
     ("hybrid-fp32", "hybrid, uncompressed"),
     ("hybrid-dct", "hybrid, DCT-MP 90% + DCT-DP 99%"),
 ]
-SHAPED = {"fp32-tablewise": ("fp32, table-wise (sparq ring)", "fp32-tablewise"),
-          "dct-tablewise-q4q2": ("DCT-DP 98% L=1000, table-wise q4/q2", "dct-tablewise-q4q2")}
+# The plans of the fidelity check, named as in docs/data/time (the shaped
+# clusters' runs).
+SHAPED = {"fp32-tablewise": "fp32, table-wise (sparq ring)",
+          "dct-tablewise-q4q2": "DCT-DP 98% L=1000, table-wise q4/q2"}
 
 
 def load(path):
@@ -158,31 +159,27 @@ def plot_scaling(data, figures):
 
 
 def fidelity_block(data):
-    runs = {}
-    for path in sorted(glob.glob(os.path.join(data, "fidelity", "*.jsonl"))):
-        m = re.match(r"(.+)_r(\d+)\.jsonl$", os.path.basename(path))
-        s = run_summary(load(path)) if m else None
-        if s:
-            runs.setdefault(m.group(1), []).append(s)
-    shaped = {}
-    for key in SHAPED:
-        ms = []
-        for path in glob.glob(os.path.join(data, "..", "time", "1gbit", f"{key}_s*.jsonl")):
-            s = run_summary(load(path))
-            if s:
-                ms.append(s["ms"])
-        shaped[key] = statistics.median(ms) if ms else None
-    if not runs:
+    """Modelled against measured ms/step: P=4 against the shaped 4-host
+    cluster's runs (docs/data/time/1gbit), P=2 against the 2-host cluster's
+    runs of the fidelity part."""
+    def medians(pattern, key):
+        runs = [run_summary(load(p)) for p in sorted(glob.glob(pattern))]
+        return [r[key] for r in runs if r]
+    lines = []
+    for p, cluster in ((4, "time/1gbit/{plan}_s*.jsonl"), (2, "emulation/fidelity/{plan}_cluster2_r*.jsonl")):
+        for key, name in SHAPED.items():
+            mod = medians(os.path.join(data, "fidelity", f"{key}_p{p}_r*.jsonl"), "modeled_ms")
+            real = medians(os.path.join(data, "..", cluster.format(plan=key)), "ms")
+            if not mod:
+                continue
+            m, sh = statistics.median(mod), statistics.median(real) if real else None
+            lines.append(f"| {p} | {name} | {', '.join(f'{x:.1f}' for x in mod)} | {m:.1f} | "
+                         f"{', '.join(f'{x:.1f}' for x in real) or '-'} | {f'{sh:.1f}' if sh else '-'} | "
+                         f"{f'{m / sh:.2f}' if sh else '-'} |")
+    if not lines:
         return []
-    lines = ["| plan | modelled ms/step (runs) | median | shaped cluster median | modelled / shaped |",
-             "|---|---|---|---|---|"]
-    for key, rs in runs.items():
-        mod = [r["modeled_ms"] for r in rs]
-        m = statistics.median(mod)
-        sh = shaped.get(key)
-        lines.append(f"| {SHAPED[key][0]} | {', '.join(f'{x:.1f}' for x in mod)} | {m:.1f} | "
-                     f"{f'{sh:.1f}' if sh else '-'} | {f'{m / sh:.2f}' if sh else '-'} |")
-    return lines
+    return ["| P | plan | modelled ms/step (runs) | median | measured on the cluster (runs) | median | "
+            "modelled / measured |", "|---|---|---|---|---|---|---|"] + lines
 
 
 def plot(data, figures):
@@ -220,8 +217,10 @@ def main():
         ("Scaling in modelled time, `scripts/reproduce-emulation scaling`: modelled ms/step of steps 21-40 (one run "
          "each, seed 1, global batch 64 x P; in brackets the speed-up over the same plan uncompressed); flags in "
          "docs/data/emulation/plans.tsv; plot: docs/figures/emulation_scaling.png.", scaling_block(data)),
-        ("Fidelity at P = 4, 1 Gbit/s, against the shaped 4-host cluster (same flags, 150 steps, "
-         "`scripts/reproduce-emulation fidelity`):", fidelity_block(data))):
+        ("Fidelity at 1 Gbit/s, 512 samples a rank, against the shaped clusters (same flags; "
+         "`scripts/reproduce-emulation fidelity`: modelled 150 steps, P = 4 with `--compute-scale 2`, against the "
+         "4-host cluster's epochs of `scripts/reproduce-time plans`; P = 2 with `--compute-scale 1`, against a "
+         "2-host cluster's 150 steps run beside them):", fidelity_block(data))):
         if lines:
             block += [intro, ""] + lines + [""]
     block.append("<!-- emulation:end -->")
