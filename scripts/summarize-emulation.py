@@ -228,7 +228,7 @@ def main():
          "--test-freq 0 --seed S` plus the plan's flags (docs/data/emulation/plans.tsv); the 25 Gbit/s column is "
          "100 steps of seed 1 on `--net 25gbit,20us`.", tables_block(data)),
         ("Scaling in modelled time, `scripts/reproduce-emulation scaling`: median modelled ms/step of steps 21-40 "
-         "over three runs (seed 1, global batch 64 x P; in brackets the speed-up over the same plan uncompressed; "
+         "over the runs (seed 1, global batch 64 x P; in brackets the speed-up over the same plan uncompressed; "
          "small: each run's); flags in "
          "docs/data/emulation/plans.tsv; plot: docs/figures/emulation_scaling.png.", scaling_block(data)),
         ("Fidelity at 1 Gbit/s, 512 samples a rank, against the shaped clusters (same flags; "
