@@ -56,7 +56,8 @@ void run_predict(const PredictArgs& a) {
   SPARQ_CHECK_AS(InputError, a.threads >= 1, "--threads must be >= 1");
   set_blas_threads(a.threads);
   set_compute_threads(a.threads);
-  const DlrmConfig cfg = checkpoint_config(read_checkpoint_meta(a.load), a.load);
+  const std::string meta = read_checkpoint_meta(a.load);
+  const DlrmConfig cfg = checkpoint_config(meta, a.load);
   Dlrm<float> model(cfg, 0);
   load_checkpoint(a.load, model, nullptr);
   const RecordSet data = RecordSet::load(a.data_path);
@@ -67,7 +68,7 @@ void run_predict(const PredictArgs& a) {
     return z;
   };
   std::optional<EvalResult> r;
-  const auto cuts = forward_cuts(read_checkpoint_meta(a.load), a.load);
+  const auto cuts = forward_cuts(meta, a.load);
   if (cuts) {
     const std::vector<DlrmStage> stages = plan_stages(cfg, cuts->splits);
     LaunchOptions lo;
