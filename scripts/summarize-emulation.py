@@ -3,7 +3,7 @@
 
     summarize-emulation.py DATA_DIR RESULTS_MD FIGURES_DIR
 
-Reads DATA_DIR/<net>/<plan>_p<P>_s<seed>.jsonl and DATA_DIR/fidelity/*.jsonl
+Reads DATA_DIR/<net>/<plan>_p<P>_s<seed>.jsonl and DATA_DIR/fidelity/*
 (sparq train --metrics), replaces the block between '<!-- emulation:begin -->'
 and '<!-- emulation:end -->' in RESULTS_MD, and writes emulation_step.png
 into FIGURES_DIR.
@@ -172,27 +172,50 @@ def plot_scaling(data, figures):
 
 
 def fidelity_block(data):
-    """Modelled against measured ms/step: P=4 against the shaped 4-host
-    cluster's runs (docs/data/time/1gbit), P=2 against the 2-host cluster's
-    runs of the fidelity part."""
-    def medians(pattern, key):
-        runs = [run_summary(load(p)) for p in sorted(glob.glob(pattern))]
+    """Modelled against measured ms/step on the shaped clusters of the
+    fidelity part: the model on the nominal network and on the network fitted
+    to the cluster's benchmarks (net_cluster<P>)."""
+    fid = os.path.join(data, "fidelity")
+
+    def values(pattern, key):
+        runs = [run_summary(load(p)) for p in sorted(glob.glob(os.path.join(fid, pattern)))]
         return [r[key] for r in runs if r]
+
+    def cell(xs, real):
+        if not xs:
+            return "-"
+        m = statistics.median(xs)
+        return (f"{m:.1f} <sub>{', '.join(f'{x:.1f}' for x in xs)}</sub>" +
+                (f" ({m / real:.2f}x)" if real else ""))
+
+    def busy(plan, p):
+        """The machine's CPU busy during the cluster's runs (median over runs)."""
+        shares = []
+        for path in glob.glob(os.path.join(fid, f"{plan}_cluster{p}_r*.cpu")):
+            with open(path) as fh:
+                b = [int(x) for x in fh.read().split()]
+            d = [after - before for before, after in zip(b[:3], b[3:])]
+            shares.append(1 - d[2] / sum(d))
+        return f"{100 * statistics.median(shares):.0f} %" if shares else "-"
+
     lines = []
-    for p, cluster in ((4, "time/1gbit/{plan}_s*.jsonl"), (2, "emulation/fidelity/{plan}_cluster2_r*.jsonl")):
+    for p in (4, 2):
+        net = os.path.join(fid, f"net_cluster{p}")
+        fitted = open(net).read().strip() if os.path.exists(net) else None
         for key, name in SHAPED.items():
-            mod = medians(os.path.join(data, "fidelity", f"{key}_p{p}_r*.jsonl"), "modeled_ms")
-            real = medians(os.path.join(data, "..", cluster.format(plan=key)), "ms")
-            if not mod:
+            real = values(f"{key}_cluster{p}_r*.jsonl", "ms")
+            if not real:
                 continue
-            m, sh = statistics.median(mod), statistics.median(real) if real else None
-            lines.append(f"| {p} | {name} | {', '.join(f'{x:.1f}' for x in mod)} | {m:.1f} | "
-                         f"{', '.join(f'{x:.1f}' for x in real) or '-'} | {f'{sh:.1f}' if sh else '-'} | "
-                         f"{f'{m / sh:.2f}' if sh else '-'} |")
+            med = statistics.median(real)
+            lines.append(f"| {p} | {name} | {cell(real, None)} | {busy(key, p)} | "
+                         f"{cell(values(f'{key}_p{p}_nominal_r*.jsonl', 'modeled_ms'), med)} | "
+                         f"{fitted or '-'} | {cell(values(f'{key}_p{p}_fit_r*.jsonl', 'modeled_ms'), med)} |")
     if not lines:
         return []
-    return ["| P | plan | modelled ms/step (runs) | median | measured on the cluster (runs) | median | "
-            "modelled / measured |", "|---|---|---|---|---|---|---|"] + lines
+    return ["| hosts P | plan | measured on the cluster, ms/step | machine's CPU busy | "
+            "modelled on 1gbit,50us (/ measured) | network fitted to the cluster's benchmarks | "
+            "modelled on it (/ measured) |",
+            "|---|---|---|---|---|---|---|"] + lines
 
 
 def plot(data, figures):
@@ -231,10 +254,11 @@ def main():
          "over the runs (seed 1, global batch 64 x P; in brackets the speed-up over the same plan uncompressed; "
          "small: each run's); flags in "
          "docs/data/emulation/plans.tsv; plot: docs/figures/emulation_scaling.png.", scaling_block(data)),
-        ("Fidelity at 1 Gbit/s, 512 samples a rank, against the shaped clusters (same flags; "
-         "`scripts/reproduce-emulation fidelity`: modelled 150 steps, P = 4 with `--compute-scale 2`, against the "
-         "4-host cluster's epochs of `scripts/reproduce-time plans`; P = 2 with `--compute-scale 1`, against a "
-         "2-host cluster's 150 steps run beside them):", fidelity_block(data))):
+        ("Fidelity at 1 Gbit/s, `scripts/reproduce-emulation fidelity`: shaped clusters of 4 and 2 hosts "
+         "(`scripts/cluster up P 1gbit`), 512 samples a rank, 150 steps, 3 runs (median, runs small); the model "
+         "runs the same flags with `--ranks P --compute-scale P/2` (the 4 hosts share 2 cores). The fitted network "
+         "is `scripts/fit-net.py` on the cluster's `bench allreduce --algo ring` and `bench alltoall` "
+         "(16 KiB-4 MiB, docs/data/emulation/fidelity/fit_cluster*.txt).", fidelity_block(data))):
         if lines:
             block += [intro, ""] + lines + [""]
     block.append("<!-- emulation:end -->")

@@ -149,7 +149,6 @@ void report(const std::vector<Row>& rows, const std::string& what, Transport& t,
     nlohmann::json j = {{"collective", what}, {"ranks", t.size()},      {"transport", t.name()},
                         {"size", r.size},     {"count", r.count},       {"algo", r.algo},
                         {"time_us", r.median_us}, {"p10", r.p10_us},    {"p90", r.p90_us},
-                        
                         {"iters", f.iters},   {"note", header_note}};
     j["wrong"] = r.checked ? nlohmann::json(r.wrong) : nlohmann::json(nullptr);
     j["bytes_sent_per_rank"] = or_null(r.bytes_sent_per_rank);
