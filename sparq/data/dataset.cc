@@ -29,8 +29,19 @@ void make_batch(std::span<const CriteoRecord> recs, std::span<const std::uint32_
               kCriteoSparse, table_rows.size());
   if (out.size != count || out.sparse.size() != kCriteoSparse || out.num_dense != kCriteoDense)
     out.reset_one_hot(count, kCriteoDense, kCriteoSparse);
+  // A shuffled epoch reads records at random from a set far larger than the
+  // caches, and the hashing between two reads is too long for the CPU to run
+  // ahead to the next miss on its own: fetch kAhead records early. Batch 2048
+  // of data/synth's 1M: 0.50 -> 0.19 ms with the page tables cached, 2.9 ->
+  // 2.5 ms after other work has evicted them (the page walks dominate then).
+  constexpr std::size_t kAhead = 8;
+  auto index = [&](std::size_t k) { return order.empty() ? first + k : order[first + k]; };
   for (std::size_t k = 0; k < count; ++k) {
-    const std::size_t i = order.empty() ? first + k : order[first + k];
+    if (k + kAhead < count && index(k + kAhead) < recs.size()) {
+      const char* ahead = reinterpret_cast<const char*>(&recs[index(k + kAhead)]);
+      for (std::size_t line = 0; line < sizeof(CriteoRecord); line += 64) __builtin_prefetch(ahead + line);
+    }
+    const std::size_t i = index(k);
     SPARQ_CHECK(i < recs.size(), "record {} of {}", i, recs.size());
     const CriteoRecord& r = recs[i];
     out.labels[k] = r.label;
