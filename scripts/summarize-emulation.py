@@ -209,13 +209,14 @@ def fidelity_block(data):
             med = statistics.median(real)
             lines.append(f"| {p} | {name} | {cell(real, None)} | {busy(key, p)} | "
                          f"{cell(values(f'{key}_p{p}_nominal_r*.jsonl', 'modeled_ms'), med)} | "
-                         f"{fitted or '-'} | {cell(values(f'{key}_p{p}_fit_r*.jsonl', 'modeled_ms'), med)} |")
+                         f"{fitted or '-'} | {cell(values(f'{key}_p{p}_fit_r*.jsonl', 'modeled_ms'), med)} | "
+                         f"{cell(values(f'{key}_p{p}_fit1core_r*.jsonl', 'modeled_ms'), med)} |")
     if not lines:
         return []
     return ["| hosts P | plan | measured on the cluster, ms/step | machine's CPU busy | "
             "modelled on 1gbit,50us (/ measured) | network fitted to the cluster's benchmarks | "
-            "modelled on it (/ measured) |",
-            "|---|---|---|---|---|---|---|"] + lines
+            "modelled on it (/ measured) | the same, `--host-cores 1` (/ measured) |",
+            "|---|---|---|---|---|---|---|---|"] + lines
 
 
 def plot(data, figures):
@@ -256,7 +257,8 @@ def main():
          "docs/data/emulation/plans.tsv; plot: docs/figures/emulation_scaling.png.", scaling_block(data)),
         ("Fidelity at 1 Gbit/s, `scripts/reproduce-emulation fidelity`: shaped clusters of 4 and 2 hosts "
          "(`scripts/cluster up P 1gbit`), 512 samples a rank, 150 steps, 3 runs (median, runs small); the model "
-         "runs the same flags with `--ranks P --compute-scale P/2` (the 4 hosts share 2 cores). The fitted network "
+         "runs the same flags with `--ranks P --compute-scale P/2` (the 4 hosts share 2 cores), last with a rank's "
+         "two threads on one core (`--host-cores 1`), as on a cluster host. The fitted network "
          "is `scripts/fit-net.py` on the cluster's `bench allreduce --algo ring` and `bench alltoall` "
          "(16 KiB-4 MiB, docs/data/emulation/fidelity/fit_cluster*.txt).", fidelity_block(data))):
         if lines:

@@ -218,6 +218,9 @@ void run_train(const TrainArgs& a) {
   SPARQ_CHECK_AS(InputError, std::isfinite(a.compute_scale) && a.compute_scale > 0,
                  "--compute-scale must be > 0, got {}", a.compute_scale);
   SPARQ_CHECK_AS(InputError, a.compute_scale == 1 || net, "--compute-scale scales the modelled computation: it needs --net");
+  SPARQ_CHECK_AS(InputError, a.host_cores >= 0, "--host-cores must be >= 0 (0: a core per thread), got {}",
+                 a.host_cores);
+  SPARQ_CHECK_AS(InputError, a.host_cores == 0 || net, "--host-cores shapes the modelled computation: it needs --net");
   check_train_memory(a, cfg, world, nstages, dpo.placement);
   // In-process ranks are threads of this process: one core each. With --net
   // a rank's computation is its one thread's CPU time.
@@ -232,6 +235,7 @@ void run_train(const TrainArgs& a) {
   lo.timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
   lo.net = net;
   lo.cpu_scale = net ? a.compute_scale : 0;
+  lo.host_cores = a.host_cores;
   launch(lo, [&](Transport& t) { train_rank(t, a, cfg, data, dpo, mpc); });
 }
 
@@ -602,8 +606,14 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
           acct_print.add("data", x);
         }
       } else {
-        // Every rank assembles the global batch; DataParallel trains on its share.
-        plan.fill(it, data.train.records(), cfg.table_rows, batch);
+        // Every rank takes the global batch's records; data parallel, it
+        // assembles only what its step reads (its share, its tables' ids).
+        if (dp) {
+          const BatchPart part = dp->batch_part(plan.batch_size(it));
+          plan.fill(it, data.train.records(), cfg.table_rows, batch, &part);
+        } else {
+          plan.fill(it, data.train.records(), cfg.table_rows, batch);
+        }
       }
       const std::size_t global_size = batch.size;
       t_data += seconds_since(t0);
@@ -917,6 +927,10 @@ codec state: a resumed run continues bit for bit.)");
   c->add_option("--compute-scale", a->compute_scale,
                 "With --net: a rank's modelled computation is its thread's CPU time times this (2: hosts half as "
                 "fast as this machine's cores)")
+      ->capture_default_str();
+  c->add_option("--host-cores", a->host_cores,
+                "With --net: the cores a rank's threads (training and communication) compute on; fewer cores than "
+                "threads and their computation no longer overlaps (0: a core for each thread)")
       ->capture_default_str();
   c->add_option("--timeout", a->timeout_s, "Seconds a rank waits for a peer before failing")
       ->capture_default_str()

@@ -71,9 +71,11 @@ struct TrainArgs {
   std::size_t verify_freq = 1000;
   double timeout_s = 300;
   // In-process ranks on a virtual clock: this network model ("10gbit,20us"),
-  // each thread's CPU time times compute_scale as its computation.
+  // each thread's CPU time times compute_scale as its computation, on
+  // host_cores cores a rank (0: a core per thread).
   std::string net;
   double compute_scale = 1;
+  int host_cores = 0;
   // Every flag by name with its value, as given or by default (the first
   // line of --metrics); filled from the parser, so no flag is left out.
   std::vector<std::pair<std::string, std::string>> flag_values;

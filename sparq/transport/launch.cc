@@ -46,7 +46,7 @@ void launch(const LaunchOptions& opts, const std::function<void(Transport&)>& us
   // With a network model, each rank sees its transport through a virtual clock.
   const auto fn = [&](Transport& t) {
     if (!opts.net) return user_fn(t);
-    SimTransport sim(t, *opts.net, opts.cpu_scale);
+    SimTransport sim(t, *opts.net, opts.cpu_scale, opts.host_cores);
     sim.set_timeout(opts.timeout);
     user_fn(sim);
   };

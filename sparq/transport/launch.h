@@ -21,6 +21,8 @@ struct LaunchOptions {
   // With net: each thread's CPU time times cpu_scale is its computation (0:
   // none; SimTransport's cpu_scale).
   double cpu_scale = 0;
+  // With net: the cores a rank's threads share (0: each thread its own).
+  int host_cores = 0;
 };
 
 // The launcher that started this process, as its environment tells it

@@ -80,16 +80,30 @@ struct SimRecvState final : SimState {
   }
 };
 
-SimTransport::SimTransport(Transport& inner, NetModel net, double cpu_scale)
+SimTransport::SimTransport(Transport& inner, NetModel net, double cpu_scale, int host_cores)
     : inner_(inner),
       net_(net),
       cpu_scale_(cpu_scale),
-      name_(fmt::format("sim({}{})+{}", net.describe(),
+      name_(fmt::format("sim({}{}{})+{}", net.describe(),
                         cpu_scale == 0 ? "" : cpu_scale == 1 ? ", cpu" : fmt::format(", cpu x{}", cpu_scale),
+                        host_cores > 0 ? fmt::format(", {} core{}", host_cores, host_cores > 1 ? "s" : "") : "",
                         inner.name())) {
   SPARQ_CHECK_AS(InputError, std::isfinite(cpu_scale) && cpu_scale >= 0, "CPU time scale must be >= 0, got {}",
                  cpu_scale);
+  SPARQ_CHECK_AS(InputError, host_cores >= 0, "a host's cores must be >= 0 (0: a core per thread), got {}",
+                 host_cores);
+  if (host_cores > 0) cores_.emplace(host_cores);
   init_counters(inner.size());
+}
+
+double SimTransport::compute(double start, double work) const {
+  if (!cores_) return start + work;
+  const double end = cores_->run(start, work);
+  // No thread of this rank places work before the earliest clock.
+  double earliest = end;
+  for (const auto& [id, l] : lines_) earliest = std::min(earliest, l.clock);
+  cores_->forget_before(std::min(earliest, start));
+  return end;
 }
 
 SimTransport::Timeline& SimTransport::line(bool charge) const {
@@ -98,7 +112,7 @@ SimTransport::Timeline& SimTransport::line(bool charge) const {
   if (cpu_scale_ > 0 && (charge || fresh)) {
     const double cpu = thread_cpu_seconds();
     // A new thread's earlier work is not this rank's; a paused one was polling.
-    if (!fresh && !l.paused) l.clock += cpu_scale_ * (cpu - l.cpu_mark);
+    if (!fresh && !l.paused) l.clock = compute(l.clock, cpu_scale_ * (cpu - l.cpu_mark));
     l.cpu_mark = cpu;
     l.paused = false;
   }
@@ -126,7 +140,8 @@ double SimTransport::now() const {
 void SimTransport::advance(double seconds) {
   SPARQ_CHECK(seconds >= 0, "advance({}) would move the clock backwards", seconds);
   std::lock_guard lk(mu_);
-  line().clock += seconds;
+  Timeline& l = line();
+  l.clock = compute(l.clock, seconds);
 }
 
 void SimTransport::virtual_wait_until(double t) {

@@ -22,6 +22,8 @@
 // into the transport. What a thread spends inside a wait is not charged, nor
 // from a test() that finds nothing to its next call (a polling loop): on a
 // real network that time is the message's, which the model already counts.
+// A thread computes on a core of its own, unless the rank's host has a given
+// number of cores (host_cores > 0): then its threads share them (HostCores).
 // Each message carries its arrival time in an 8-byte header, which the
 // counters of this transport do not count (they count what the algorithm
 // sent).
@@ -30,6 +32,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "sparq/transport/host_cores.h"
 #include "sparq/transport/net_model.h"
 #include "sparq/transport/transport.h"
 
@@ -41,7 +44,9 @@ class SimTransport final : public Transport {
   // times cpu_scale (sparq train --net; 2: hosts half as fast as this
   // machine's cores); 0: none unless advance() says so (benchmarks of
   // collectives alone).
-  SimTransport(Transport& inner, NetModel net, double cpu_scale = 0);
+  // host_cores > 0: the rank's threads compute on that many cores (0: each
+  // on its own).
+  SimTransport(Transport& inner, NetModel net, double cpu_scale = 0, int host_cores = 0);
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
   std::string_view name() const override { return name_; }
@@ -74,6 +79,9 @@ class SimTransport final : public Transport {
   // other call into the transport also ends a pause.
   void pause_cpu() const;
   void resume_cpu() const;
+  // When computation that starts at `start` and takes `work` seconds ends
+  // (on the host's cores, if they are limited); the caller holds mu_.
+  double compute(double start, double work) const;
   // Applies a received message's timing to the calling thread's clock.
   void on_receive(double arrival, std::size_t bytes);
   void on_sent(double done_at);
@@ -83,6 +91,7 @@ class SimTransport final : public Transport {
   std::string name_;
   mutable std::mutex mu_;
   mutable std::unordered_map<std::thread::id, Timeline> lines_;
+  mutable std::optional<HostCores> cores_;
   double tx_free_ = 0, rx_free_ = 0;
 };
 
