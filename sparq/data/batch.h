@@ -38,6 +38,14 @@ struct Batch {
   }
 };
 
+// The part of a global batch a rank reads: every field of samples [lo, hi)
+// (its share) and, of every sample, the ids of the tables flagged in
+// `tables` (the ones it pools for all ranks).
+struct BatchPart {
+  std::size_t lo = 0, hi = 0;
+  std::vector<bool> tables;
+};
+
 // out <- samples [first, first + n) of b (a data-parallel rank's share).
 inline void slice_batch(const Batch& b, std::size_t first, std::size_t n, Batch& out) {
   out.size = n;

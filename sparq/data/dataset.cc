@@ -24,9 +24,12 @@ RecordSet RecordSet::load(const std::string& path, const TsvOptions& tsv, std::s
 }
 
 void make_batch(std::span<const CriteoRecord> recs, std::span<const std::uint32_t> order, std::size_t first,
-                std::size_t count, std::span<const std::size_t> table_rows, Batch& out) {
+                std::size_t count, std::span<const std::size_t> table_rows, Batch& out, const BatchPart* part) {
   SPARQ_CHECK(table_rows.size() == kCriteoSparse, "Criteo data has {} categorical features, model has {} tables",
               kCriteoSparse, table_rows.size());
+  SPARQ_CHECK(!part || (part->lo <= part->hi && part->hi <= count && part->tables.size() == kCriteoSparse),
+              "batch part [{}, {}) of {} samples, {} table flags", part ? part->lo : 0, part ? part->hi : 0, count,
+              part ? part->tables.size() : 0);
   if (out.size != count || out.sparse.size() != kCriteoSparse || out.num_dense != kCriteoDense)
     out.reset_one_hot(count, kCriteoDense, kCriteoSparse);
   // A shuffled epoch reads records at random from a set far larger than the
@@ -36,7 +39,18 @@ void make_batch(std::span<const CriteoRecord> recs, std::span<const std::uint32_
   // 2.5 ms after other work has evicted them (the page walks dominate then).
   constexpr std::size_t kAhead = 8;
   auto index = [&](std::size_t k) { return order.empty() ? first + k : order[first + k]; };
+  // Outside the part only the flagged tables' ids: the records of other
+  // ranks' shares are read for them alone.
+  std::vector<std::size_t> flagged;
+  if (part)
+    for (std::size_t t = 0; t < kCriteoSparse; ++t)
+      if (part->tables[t]) flagged.push_back(t);
   for (std::size_t k = 0; k < count; ++k) {
+    const bool whole = !part || (k >= part->lo && k < part->hi);
+    if (!whole && flagged.empty()) {
+      k = k < part->lo ? part->lo - 1 : count;  // nothing to read up to the share, nor after it
+      continue;
+    }
     if (k + kAhead < count && index(k + kAhead) < recs.size()) {
       const char* ahead = reinterpret_cast<const char*>(&recs[index(k + kAhead)]);
       for (std::size_t line = 0; line < sizeof(CriteoRecord); line += 64) __builtin_prefetch(ahead + line);
@@ -44,6 +58,11 @@ void make_batch(std::span<const CriteoRecord> recs, std::span<const std::uint32_
     const std::size_t i = index(k);
     SPARQ_CHECK(i < recs.size(), "record {} of {}", i, recs.size());
     const CriteoRecord& r = recs[i];
+    if (!whole) {
+      for (const std::size_t t : flagged)
+        out.sparse[t].indices[k] = categorical_row(r.sparse[t], static_cast<std::uint32_t>(t), table_rows[t]);
+      continue;
+    }
     out.labels[k] = r.label;
     std::copy(r.dense, r.dense + kCriteoDense, out.dense.data() + k * kCriteoDense);
     for (std::size_t t = 0; t < kCriteoSparse; ++t)
@@ -76,13 +95,16 @@ std::size_t BatchPlan::num_batches() const {
   return total / P + (r < total % P ? 1 : 0);
 }
 
-void BatchPlan::fill(std::size_t i, std::span<const CriteoRecord> recs, std::span<const std::size_t> table_rows,
-                     Batch& out) const {
+std::size_t BatchPlan::batch_size(std::size_t i) const {
   SPARQ_CHECK(i < num_batches(), "batch {} of {}", i, num_batches());
-  const std::size_t global = i * static_cast<std::size_t>(o_.nranks) + static_cast<std::size_t>(o_.rank);
-  const std::size_t first = global * o_.batch;
-  const std::size_t count = std::min(o_.batch, n_ - first);
-  make_batch(recs, order_, first, count, table_rows, out);
+  const std::size_t first = (i * static_cast<std::size_t>(o_.nranks) + static_cast<std::size_t>(o_.rank)) * o_.batch;
+  return std::min(o_.batch, n_ - first);
+}
+
+void BatchPlan::fill(std::size_t i, std::span<const CriteoRecord> recs, std::span<const std::size_t> table_rows,
+                     Batch& out, const BatchPart* part) const {
+  const std::size_t first = (i * static_cast<std::size_t>(o_.nranks) + static_cast<std::size_t>(o_.rank)) * o_.batch;
+  make_batch(recs, order_, first, batch_size(i), table_rows, out, part);
 }
 
 }  // namespace sparq

@@ -40,9 +40,11 @@ class RecordSet {
 };
 
 // Builds a one-hot Batch from `count` records: recs[order[first + k]] for
-// k < count, or recs[first + k] when order is empty.
+// k < count, or recs[first + k] when order is empty. With `part`, only that
+// part is written; the rest of `out` keeps what it held.
 void make_batch(std::span<const CriteoRecord> recs, std::span<const std::uint32_t> order, std::size_t first,
-                std::size_t count, std::span<const std::size_t> table_rows, Batch& out);
+                std::size_t count, std::span<const std::size_t> table_rows, Batch& out,
+                const BatchPart* part = nullptr);
 
 struct BatchPlanOptions {
   std::size_t batch = 128;
@@ -57,9 +59,10 @@ class BatchPlan {
   BatchPlan(std::size_t num_records, const BatchPlanOptions& opts);
   void start_epoch(std::size_t epoch);
   std::size_t num_batches() const;  // this rank's batches per epoch
-  // This rank's batch i of the current epoch.
+  std::size_t batch_size(std::size_t i) const;  // samples in this rank's batch i
+  // This rank's batch i of the current epoch (only `part` of it, if given).
   void fill(std::size_t i, std::span<const CriteoRecord> recs, std::span<const std::size_t> table_rows,
-            Batch& out) const;
+            Batch& out, const BatchPart* part = nullptr) const;
 
  private:
   std::size_t n_;

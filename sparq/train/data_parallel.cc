@@ -92,6 +92,15 @@ void DataParallel::submit(Entity e, std::function<ExchangeStats(Transport&)> f) 
   }));
 }
 
+BatchPart DataParallel::batch_part(std::size_t size) const {
+  const pattern::Partition shares{size, t_.size()};
+  BatchPart part{shares.offset(t_.rank()), shares.offset(t_.rank()) + shares.len(t_.rank()),
+                 std::vector<bool>(model_.config().num_tables())};
+  if (table_wise_)
+    for (std::size_t tb = 0; tb < part.tables.size(); ++tb) part.tables[tb] = table_wise_->owners()[tb] == t_.rank();
+  return part;
+}
+
 DpStepStats DataParallel::step(const Batch& global, std::uint64_t k) {
   SPARQ_CHECK(global.size > 0, "data-parallel step on an empty batch");
   DpStepStats st;

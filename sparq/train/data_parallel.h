@@ -63,6 +63,9 @@ class DataParallel {
   // Step k on `global` (the same batch on every rank; this rank trains on its
   // share). On one rank nothing is exchanged.
   DpStepStats step(const Batch& global, std::uint64_t k);
+  // What step() reads of a global batch of `size` samples: this rank's share,
+  // and the ids of the tables it owns (table-wise) for all samples.
+  BatchPart batch_part(std::size_t size) const;
 
   // Table-wise: brings every table (and its optimizer state) to `root`, so
   // that it can test or save the whole model. Every rank calls it.

@@ -1,7 +1,9 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
+#include "sparq/core/error.h"
 #include "sparq/data/dataset.h"
 #include "sparq/data/hash.h"
 
@@ -61,6 +63,43 @@ TEST(MakeBatch, HashesToTableSize) {
     EXPECT_EQ(b.sparse[0].indices[k], categorical_row(static_cast<std::uint32_t>(k + 2), 0, 3));
     EXPECT_EQ(b.sparse[0].offsets[k + 1], k + 1);
   }
+}
+
+// A part writes its share whole and, elsewhere, only the flagged tables'
+// ids; everything else keeps what the batch held.
+TEST(MakeBatch, WritesOnlyThePartItIsGiven) {
+  std::vector<CriteoRecord> recs(60);
+  for (std::size_t i = 0; i < recs.size(); ++i) {
+    recs[i].label = static_cast<float>(i % 2);
+    for (std::size_t j = 0; j < kCriteoDense; ++j) recs[i].dense[j] = static_cast<float>(i * 100 + j);
+    for (std::size_t t = 0; t < kCriteoSparse; ++t) recs[i].sparse[t] = static_cast<std::uint32_t>(i * 31 + t);
+  }
+  std::vector<std::uint32_t> order(recs.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::uint32_t>((i * 7) % order.size());
+  const std::vector<std::size_t> rows(26, 1000);
+  Batch full, stale, part_batch;
+  make_batch(recs, order, 20, 30, rows, full);
+  make_batch(recs, order, 0, 30, rows, stale);  // other records: what the batch held before
+  for (const auto& [lo, hi] : {std::pair<std::size_t, std::size_t>{10, 20}, {0, 7}, {25, 30}, {0, 0}})
+    for (const bool with_tables : {false, true}) {
+      SCOPED_TRACE(fmt::format("share [{}, {}), tables {}", lo, hi, with_tables));
+      BatchPart part{lo, hi, std::vector<bool>(kCriteoSparse)};
+      if (with_tables) part.tables[3] = part.tables[17] = true;
+      part_batch = stale;
+      make_batch(recs, order, 20, 30, rows, part_batch, &part);
+      for (std::size_t k = 0; k < 30; ++k) {
+        const bool whole = k >= lo && k < hi;
+        const Batch& want = whole ? full : stale;
+        EXPECT_EQ(part_batch.labels[k], want.labels[k]) << k;
+        for (std::size_t j = 0; j < kCriteoDense; ++j)
+          EXPECT_EQ(part_batch.dense[k * kCriteoDense + j], want.dense[k * kCriteoDense + j]) << k;
+        for (std::size_t t = 0; t < kCriteoSparse; ++t)
+          EXPECT_EQ(part_batch.sparse[t].indices[k], (whole || part.tables[t] ? full : stale).sparse[t].indices[k])
+              << k << " table " << t;
+      }
+    }
+  BatchPart bad{5, 31, std::vector<bool>(kCriteoSparse)};
+  EXPECT_THROW(make_batch(recs, order, 20, 30, rows, part_batch, &bad), Error);
 }
 
 }  // namespace

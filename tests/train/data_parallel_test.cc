@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <random>
 
 #include "sparq/coll/patterns.h"
+#include "sparq/data/dataset.h"
 #include "sparq/model/blas.h"
 #include "sparq/model/loss.h"
 #include "sparq/train/data_parallel.h"
@@ -60,6 +62,51 @@ TEST(DataParallel, EqualsSingleRankAtTheSameGlobalBatch) {
         if (t.rank() != 0 && v.placement == EmbPlacement::TableWise) return;
         EXPECT_LT(test::max_abs_diff(all_params(model), expect), 1e-6)
             << "largest parameter difference after " << steps << " steps";
+      });
+    }
+}
+
+// What a rank reads of a global batch (batch_part) is all its step needs:
+// steps on batches holding only that part, the rest left from other batches,
+// end with the parameters of steps on whole batches, bit for bit.
+TEST(DataParallel, StepsOnItsBatchPartEqualStepsOnWholeBatches) {
+  set_blas_threads(1);  // ranks are threads here
+  DlrmConfig cfg;
+  cfg.bot_mlp = {13, 16, 4};
+  cfg.top_mlp = {8, 1};
+  cfg.emb_dim = 4;
+  cfg.table_rows.assign(kCriteoSparse, 0);
+  for (std::size_t t = 0; t < kCriteoSparse; ++t) cfg.table_rows[t] = 20 + 7 * t;
+  std::vector<CriteoRecord> recs(500);
+  std::mt19937 g(3);
+  for (CriteoRecord& r : recs) {
+    r.label = static_cast<float>(g() % 2);
+    for (float& x : r.dense) x = std::uniform_real_distribution<float>(0, 3)(g);
+    for (std::uint32_t& id : r.sparse) id = g();
+  }
+  OptimizerOptions oo;
+  oo.lr = 0.1;
+  for (const EmbPlacement placement : {EmbPlacement::Replicated, EmbPlacement::TableWise})
+    for (int p : {2, 3}) {
+      if (!test::ranks_available(p)) continue;
+      SCOPED_TRACE(fmt::format("{} ranks, {}", p, emb_placement_name(placement)));
+      test::run_ranks(p, [&](Transport& t) {
+        std::array<std::vector<float>, 2> params;
+        for (const bool parts : {false, true}) {
+          Dlrm<float> model(cfg, 7);
+          Optimizer<float> opt(oo, model);
+          compress::ErrorFeedbackStore store;
+          DataParallel dp(t, model, opt, {.codec = parse_dp_codec("none"), .placement = placement}, store);
+          BatchPlan plan(recs.size(), {.batch = 64, .seed = 9});  // 8 batches, the last of 52 samples
+          Batch batch;
+          for (std::size_t i = 0; i < plan.num_batches(); ++i) {
+            const BatchPart part = dp.batch_part(plan.batch_size(i));
+            plan.fill(i, recs, cfg.table_rows, batch, parts ? &part : nullptr);
+            dp.step(batch, i);
+          }
+          params[parts] = all_params(model);
+        }
+        EXPECT_EQ(params[0], params[1]) << "rank " << t.rank();
       });
     }
 }
