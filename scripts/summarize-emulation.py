@@ -258,9 +258,11 @@ def main():
         ("Fidelity at 1 Gbit/s, `scripts/reproduce-emulation fidelity`: shaped clusters of 4 and 2 hosts "
          "(`scripts/cluster up P 1gbit`), 512 samples a rank, 150 steps, 3 runs (median, runs small); the model "
          "runs the same flags with `--ranks P --compute-scale P/2` (the 4 hosts share 2 cores), last with a rank's "
-         "two threads on one core (`--host-cores 1`), as on a cluster host. The fitted network "
-         "is `scripts/fit-net.py` on the cluster's `bench allreduce --algo ring` and `bench alltoall` "
-         "(16 KiB-4 MiB, docs/data/emulation/fidelity/fit_cluster*.txt).", fidelity_block(data))):
+         "two threads on one core (`--host-cores 1`), as on a cluster host. The fitted network is "
+         "`scripts/fit-net.py`: bandwidth and latency fitted to the cluster's `bench allreduce --algo ring` and "
+         "`bench alltoall` (16 KiB-4 MiB), and the kernel's CPU per byte from the machine's system time around "
+         "20 and 200 ring allreduces of 4 MiB (docs/data/emulation/fidelity/fit_cluster*.txt). The CPU column is "
+         "the machine's, busy during the cluster's runs (launch included).", fidelity_block(data))):
         if lines:
             block += [intro, ""] + lines + [""]
     block.append("<!-- emulation:end -->")

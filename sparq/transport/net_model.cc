@@ -1,6 +1,7 @@
 #include "sparq/transport/net_model.h"
 
 #include <charconv>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -30,23 +31,35 @@ double scale(std::string_view unit, const std::pair<std::string_view, double> (&
 }  // namespace
 
 NetModel parse_net_model(std::string_view spec) {
-  const auto comma = spec.find(',');
-  SPARQ_CHECK_AS(InputError, comma != std::string_view::npos,
-                 "bad --net '{}': expected BANDWIDTH,LATENCY such as 10gbit,20us", spec);
+  std::vector<std::string_view> fields;
+  for (std::size_t start = 0;;) {
+    const std::size_t comma = spec.find(',', start);
+    fields.push_back(spec.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  SPARQ_CHECK_AS(InputError, fields.size() == 2 || fields.size() == 3,
+                 "bad --net '{}': expected BANDWIDTH,LATENCY[,CPU_PER_BYTE] such as 10gbit,20us", spec);
   static constexpr std::pair<std::string_view, double> bw_units[] = {
       {"bit", 1.0 / 8},  {"kbit", 1e3 / 8}, {"mbit", 1e6 / 8}, {"gbit", 1e9 / 8}, {"Bps", 1.0},
       {"KBps", 1e3},     {"MBps", 1e6},     {"GBps", 1e9}};
-  static constexpr std::pair<std::string_view, double> lat_units[] = {
+  static constexpr std::pair<std::string_view, double> time_units[] = {
       {"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1.0}};
-  const auto [bw, bu] = number_unit(spec.substr(0, comma), spec);
-  const auto [lat, lu] = number_unit(spec.substr(comma + 1), spec);
+  const auto [bw, bu] = number_unit(fields[0], spec);
+  const auto [lat, lu] = number_unit(fields[1], spec);
   const double bytes_per_s = bw * scale(bu, bw_units, spec, "bandwidth");
   SPARQ_CHECK_AS(InputError, bytes_per_s > 0, "bad --net '{}': bandwidth must be positive", spec);
-  return NetModel{lat * scale(lu, lat_units, spec, "latency"), 1.0 / bytes_per_s};
+  NetModel m{lat * scale(lu, time_units, spec, "latency"), 1.0 / bytes_per_s};
+  if (fields.size() == 3) {
+    const auto [cpu, cu] = number_unit(fields[2], spec);
+    m.cpu_s_per_b = cpu * scale(cu, time_units, spec, "CPU time per byte");
+  }
+  return m;
 }
 
 std::string NetModel::describe() const {
-  return fmt::format("{:g}gbit,{:g}us", 8.0 / beta_s_per_b / 1e9, alpha_s * 1e6);
+  return fmt::format("{:g}gbit,{:g}us{}", 8.0 / beta_s_per_b / 1e9, alpha_s * 1e6,
+                     cpu_s_per_b > 0 ? fmt::format(",{:g}ns", cpu_s_per_b * 1e9) : "");
 }
 
 }  // namespace sparq

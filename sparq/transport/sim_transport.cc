@@ -97,7 +97,7 @@ SimTransport::SimTransport(Transport& inner, NetModel net, double cpu_scale, int
 }
 
 double SimTransport::compute(double start, double work) const {
-  if (!cores_) return start + work;
+  if (!cores_ || work <= 0) return start + work;
   const double end = cores_->run(start, work);
   // No thread of this rank places work before the earliest clock.
   double earliest = end;
@@ -155,7 +155,13 @@ void SimTransport::on_receive(double arrival, std::size_t bytes) {
   const double finish = std::max(arrival, rx_free_ + bytes * net_.beta_s_per_b);
   rx_free_ = finish;
   Timeline& l = line(false);  // inside a wait
-  l.clock = std::max(l.clock, finish);
+  l.clock = compute(std::max(l.clock, finish), stack_cpu(bytes));
+}
+
+double SimTransport::stack_cpu(std::size_t bytes) const {
+  // Measured CPU time, like the threads': scaled like theirs (unscaled when
+  // the computation is not modelled).
+  return net_.cpu_s_per_b * static_cast<double>(bytes) * (cpu_scale_ > 0 ? cpu_scale_ : 1);
 }
 
 void SimTransport::on_sent(double done_at) {
@@ -169,7 +175,9 @@ std::unique_ptr<RequestState> SimTransport::do_isend(int peer, int tag, Bytes da
   double depart = 0;
   {
     std::lock_guard lk(mu_);
-    depart = std::max(line().clock, tx_free_);
+    Timeline& l = line();
+    l.clock = compute(l.clock, stack_cpu(data.size()));  // the network stack takes the bytes
+    depart = std::max(l.clock, tx_free_);
     tx_free_ = depart + wire;
   }
   const double arrival = depart + net_.alpha_s + wire;

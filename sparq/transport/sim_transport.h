@@ -10,7 +10,9 @@
 //    incoming link has finished the previous message: finish =
 //    max(arrival, rx_free + b*beta) (so incast serialises);
 //  - completing a receive moves the receiver's clock to max(clock, finish);
-//    completing a send moves the sender's to max(clock, depart + b*beta).
+//    completing a send moves the sender's to max(clock, depart + b*beta);
+//  - with a CPU cost per byte (NetModel::cpu_s_per_b), the sender computes
+//    b times it before the message departs, the receiver after it arrives.
 //
 // Every thread that uses the transport has its own timeline (its own clock):
 // a rank's training thread and its communication thread (CommEngine) run
@@ -82,6 +84,8 @@ class SimTransport final : public Transport {
   // When computation that starts at `start` and takes `work` seconds ends
   // (on the host's cores, if they are limited); the caller holds mu_.
   double compute(double start, double work) const;
+  // The network stack's CPU time for `bytes` at one end.
+  double stack_cpu(std::size_t bytes) const;
   // Applies a received message's timing to the calling thread's clock.
   void on_receive(double arrival, std::size_t bytes);
   void on_sent(double done_at);

@@ -36,7 +36,11 @@ TEST(NetModel, Parses) {
   EXPECT_DOUBLE_EQ(m.alpha_s, 1e-3);
   EXPECT_DOUBLE_EQ(m.beta_s_per_b, 0.5e-9);
   EXPECT_DOUBLE_EQ(parse_net_model("100mbit,0s").beta_s_per_b, 8.0 / 100e6);
-  for (const char* bad : {"10gbit", "10gbit,20", "10gb,20us", "fast,20us", "0gbit,1us", "-1gbit,1us", "10gbit,x"})
+  EXPECT_EQ(m.cpu_s_per_b, 0);
+  EXPECT_DOUBLE_EQ(parse_net_model("1gbit,50us,0.7ns").cpu_s_per_b, 0.7e-9);
+  EXPECT_EQ(parse_net_model("1gbit,50us,0.7ns").describe(), "1gbit,50us,0.7ns");
+  for (const char* bad : {"10gbit", "10gbit,20", "10gb,20us", "fast,20us", "0gbit,1us", "-1gbit,1us", "10gbit,x",
+                          "1gbit,50us,1", "1gbit,50us,1ns,2ns", "1gbit,50us,-1ns"})
     EXPECT_THROW(parse_net_model(bad), InputError) << bad;
 }
 
@@ -54,6 +58,32 @@ TEST(SimTransport, OneMessage) {
   });
   EXPECT_DOUBLE_EQ(end[0], b * kNet.beta_s_per_b);                 // sender: its link was busy
   EXPECT_DOUBLE_EQ(end[1], kNet.alpha_s + b * kNet.beta_s_per_b);  // receiver: alpha + b*beta
+}
+
+// With a CPU cost per byte the sender computes it before its message leaves
+// and the receiver after the message arrives.
+TEST(SimTransport, NetworkStackCpuAtBothEnds) {
+  const NetModel net = parse_net_model("10gbit,20us,2ns");
+  const std::size_t b = 1 << 20;
+  const double stack = b * 2e-9;
+  for (const double scale : {0.0, 3.0}) {  // CPU time unscaled when computation is not modelled
+    const double cpu = stack * (scale > 0 ? scale : 1);
+    std::vector<double> end(2);
+    run_local(2, [&](Transport& t) {
+      SimTransport sim(t, net, scale);
+      std::vector<std::byte> buf(b);
+      if (t.rank() == 0) sim.send(1, 1, buf);
+      else sim.recv(0, 1, buf);
+      end[t.rank()] = sim.now();
+    });
+    // The threads' own CPU time (scale > 0) only adds: a few ms at most here.
+    EXPECT_GE(end[0], cpu + b * net.beta_s_per_b) << scale;
+    EXPECT_GE(end[1], cpu + net.alpha_s + b * net.beta_s_per_b + cpu) << scale;
+    if (scale == 0) {
+      EXPECT_DOUBLE_EQ(end[0], cpu + b * net.beta_s_per_b);
+      EXPECT_DOUBLE_EQ(end[1], cpu + net.alpha_s + b * net.beta_s_per_b + cpu);
+    }
+  }
 }
 
 TEST(SimTransport, IncastSerialisesOnTheReceiverLink) {
