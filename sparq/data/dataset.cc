@@ -95,16 +95,16 @@ std::size_t BatchPlan::num_batches() const {
   return total / P + (r < total % P ? 1 : 0);
 }
 
-std::size_t BatchPlan::batch_size(std::size_t i) const {
+std::size_t BatchPlan::first(std::size_t i) const {
   SPARQ_CHECK(i < num_batches(), "batch {} of {}", i, num_batches());
-  const std::size_t first = (i * static_cast<std::size_t>(o_.nranks) + static_cast<std::size_t>(o_.rank)) * o_.batch;
-  return std::min(o_.batch, n_ - first);
+  return (i * static_cast<std::size_t>(o_.nranks) + static_cast<std::size_t>(o_.rank)) * o_.batch;
 }
+
+std::size_t BatchPlan::batch_size(std::size_t i) const { return std::min(o_.batch, n_ - first(i)); }
 
 void BatchPlan::fill(std::size_t i, std::span<const CriteoRecord> recs, std::span<const std::size_t> table_rows,
                      Batch& out, const BatchPart* part) const {
-  const std::size_t first = (i * static_cast<std::size_t>(o_.nranks) + static_cast<std::size_t>(o_.rank)) * o_.batch;
-  make_batch(recs, order_, first, batch_size(i), table_rows, out, part);
+  make_batch(recs, order_, first(i), batch_size(i), table_rows, out, part);
 }
 
 }  // namespace sparq

@@ -65,6 +65,7 @@ class BatchPlan {
             Batch& out, const BatchPart* part = nullptr) const;
 
  private:
+  std::size_t first(std::size_t i) const;  // the epoch position of batch i's first record
   std::size_t n_;
   BatchPlanOptions o_;
   std::vector<std::uint32_t> order_;
