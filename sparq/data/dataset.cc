@@ -1,5 +1,6 @@
 #include "sparq/data/dataset.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "sparq/core/error.h"
@@ -9,6 +10,11 @@
 #include "sparq/data/random.h"
 
 namespace sparq {
+
+RecordSet::RecordSet(std::vector<CriteoRecord> v)
+    : owned_(make_random_access<CriteoRecord>(v.size())), owned_size_(v.size()) {
+  std::copy(v.begin(), v.end(), owned_.get());
+}
 
 RecordSet RecordSet::load(const std::string& path, const TsvOptions& tsv, std::size_t* bad_lines) {
   if (is_binary_records(path)) {

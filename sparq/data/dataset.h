@@ -1,8 +1,9 @@
 #pragma once
 // Records in memory and the batches of an epoch.
 //
-// RecordSet holds the samples either as an owned vector (parsed TSV,
-// generated data) or as a memory-mapped binary file, behind one span.
+// RecordSet holds the samples either in memory of its own (parsed TSV,
+// generated data: on huge pages, since a shuffled epoch reads them at
+// random, huge_pages.h) or as a memory-mapped binary file, behind one span.
 // BatchPlan decides which records form batch i of an epoch on rank r of P;
 // make_batch() turns records into the model's Batch (ids hashed to each
 // table's size, hash.h).
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "sparq/core/huge_pages.h"
 #include "sparq/data/batch.h"
 #include "sparq/data/binary_format.h"
 #include "sparq/data/criteo.h"
@@ -23,9 +25,12 @@ namespace sparq {
 class RecordSet {
  public:
   RecordSet() = default;
-  explicit RecordSet(std::vector<CriteoRecord> v) : owned_(std::move(v)) {}
+  // Copies `v` (then freed) onto huge pages.
+  explicit RecordSet(std::vector<CriteoRecord> v);
   explicit RecordSet(MappedRecords m) : mapped_(std::make_unique<MappedRecords>(std::move(m))) {}
-  std::span<const CriteoRecord> records() const { return mapped_ ? mapped_->records() : std::span(owned_); }
+  std::span<const CriteoRecord> records() const {
+    return mapped_ ? mapped_->records() : std::span<const CriteoRecord>(owned_.get(), owned_size_);
+  }
   std::size_t size() const { return records().size(); }
 
   // A binary file (by its magic) is mapped; a zip is read as the DLRM
@@ -35,7 +40,8 @@ class RecordSet {
   static RecordSet load(const std::string& path, const TsvOptions& tsv = {}, std::size_t* bad_lines = nullptr);
 
  private:
-  std::vector<CriteoRecord> owned_;
+  RandomAccessArray<CriteoRecord> owned_;
+  std::size_t owned_size_ = 0;
   std::unique_ptr<MappedRecords> mapped_;  // a pointer keeps RecordSet movable
 };
 

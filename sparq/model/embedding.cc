@@ -2,10 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <new>
-
-#include <sys/mman.h>
 
 #include "sparq/core/error.h"
 #include "sparq/data/random.h"
@@ -13,29 +9,12 @@
 namespace sparq {
 
 template <class T>
-void EmbeddingBag<T>::Free::operator()(T* p) const {
-  std::free(p);
-}
-
-template <class T>
 EmbeddingBag<T>::EmbeddingBag(std::size_t rows, std::size_t dim, bool hold) : rows_(rows), dim_(dim) {
   SPARQ_CHECK(rows > 0 && rows <= (std::size_t{1} << 32), "embedding rows {} out of range (1 .. 2^32)", rows);
   SPARQ_CHECK(dim > 0, "embedding dim must be positive");
   if (!hold) return;
-  // Tables of 2 MiB and more go on transparent huge pages (2 MiB-aligned,
-  // advised). A smaller one stays on normal pages: a huge page for it
-  // would hold mostly nothing, and with dozens of small tables per rank and
-  // 128 ranks per process that is gigabytes.
-  constexpr std::size_t kHuge = std::size_t{2} << 20, kLine = 64;
-  const std::size_t used = rows * dim * sizeof(T);
-  const std::size_t align = used >= kHuge ? kHuge : kLine;
-  const std::size_t bytes = (used + align - 1) / align * align;
-  T* p = static_cast<T*>(std::aligned_alloc(align, bytes));
-  if (p == nullptr) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-  if (align == kHuge) ::madvise(p, bytes, MADV_HUGEPAGE);  // advice only: without THP it is a no-op
-#endif
-  w_.reset(p);
+  w_ = make_random_access<T>(rows * dim);
+  T* p = w_.get();
   std::fill(p, p + rows * dim, T(0));
 }
 

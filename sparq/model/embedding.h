@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "sparq/core/huge_pages.h"
 #include "sparq/data/batch.h"
 
 namespace sparq {
@@ -61,14 +62,10 @@ class EmbeddingBag {
   }
 
  private:
-  struct Free {
-    void operator()(T* p) const;
-  };
   std::size_t rows_, dim_;
-  // [rows x dim]; from 2 MiB on, aligned and advised for transparent huge pages:
-  // lookups hit random rows, and with 4 KiB pages nearly every one of them
-  // is a TLB miss (26 tables x 100000 rows x 64 B = 166 MB).
-  std::unique_ptr<T[], Free> w_;
+  // [rows x dim], on huge pages from 2 MiB on (huge_pages.h): lookups hit
+  // random rows (26 tables x 100000 rows x 64 B = 166 MB).
+  RandomAccessArray<T> w_;
   std::vector<std::uint64_t> keys_, sort_tmp_;  // scratch for coalescing: (row << 32) | position
   std::vector<std::uint32_t> owner_;  // scratch: sample of each index position
 };

@@ -1,0 +1,33 @@
+#pragma once
+// Memory for large arrays read at random: embedding tables (lookups hit
+// random rows) and a data set's records (a shuffled epoch reads them in
+// random order). On 4 KiB pages nearly every such read misses the TLB and
+// walks the page tables; from 2 MiB on the array is 2 MiB-aligned and advised
+// for transparent huge pages, 512x fewer entries to walk. A smaller array
+// stays on normal pages: a huge page for it would hold mostly nothing, and
+// with dozens of small tables per rank and 128 ranks per process that is
+// gigabytes. Without THP the advice is a no-op.
+#include <cstddef>
+#include <memory>
+#include <type_traits>
+
+namespace sparq {
+
+struct FreeBytes {
+  void operator()(void* p) const;
+};
+
+// `bytes` of uninitialised memory, at least 64-byte aligned; throws std::bad_alloc.
+void* alloc_random_access(std::size_t bytes);
+
+template <class T>
+using RandomAccessArray = std::unique_ptr<T[], FreeBytes>;
+
+// n uninitialised elements (T is trivial: nothing to construct).
+template <class T>
+RandomAccessArray<T> make_random_access(std::size_t n) {
+  static_assert(std::is_trivial_v<T>);
+  return RandomAccessArray<T>(static_cast<T*>(alloc_random_access(n * sizeof(T))));
+}
+
+}  // namespace sparq
