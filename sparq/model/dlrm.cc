@@ -248,6 +248,10 @@ const T* Dlrm<T>::stage_backward(std::size_t mb, const T* dy) {
       for (std::size_t i = 0; i < b; ++i) std::copy_n(u.dv.data() + i * ld + d, m * d, dpooled_.data() + (o + i) * m * d);
       if (external_pooled_ && notify && pooled_grad_hook_) pooled_grad_hook_();
     }
+    if (notify && !external_pooled_) {  // every micro-batch's lookups' gradients are in
+      tables_backward();
+      if (sparse_grad_hook_) sparse_grad_hook_();
+    }
     u.dx.resize(b * d);
     for (std::size_t i = 0; i < b; ++i) std::copy_n(u.dv.data() + i * ld, d, u.dx.data() + i * d);
     g = u.dx.data();
@@ -260,16 +264,19 @@ const T* Dlrm<T>::stage_backward(std::size_t mb, const T* dy) {
 }
 
 template <class T>
-void Dlrm<T>::stage_end() {
-  SPARQ_CHECK(mb_done_ == M_, "stage_end() after {} of {} micro-batch backwards", mb_done_, M_);
+void Dlrm<T>::tables_backward() {
   const std::size_t d = cfg_.emb_dim, m = cfg_.num_tables();
-  if (!stage_.middle || external_pooled_) return;
   const bool direct = M_ == 1;  // gradients still in the interaction's layout
   const T* src = direct ? micro_[0].dv.data() + d : dpooled_.data();
   const std::size_t ld = direct ? (m + 1) * d : m * d;
   parallel_for(m, 4, [&](std::size_t t0, std::size_t t1) {  // tables are independent
     for (std::size_t t = t0; t < t1; ++t) tables_[t].backward(batch_->sparse[t], B_, src + t * d, ld, sgrads_[t]);
   });
+}
+
+template <class T>
+void Dlrm<T>::stage_end() {
+  SPARQ_CHECK(mb_done_ == M_, "stage_end() after {} of {} micro-batch backwards", mb_done_, M_);
 }
 
 template <class T>

@@ -99,6 +99,10 @@ class Dlrm {
   // complete, before the bottom MLP's backward, so that the gradients'
   // exchange overlaps it. nullptr: none.
   void set_pooled_grad_hook(std::function<void()> h) { pooled_grad_hook_ = std::move(h); }
+  // Tables held here: called inside backward() as soon as every table's
+  // sparse_grad() is complete, also before the bottom MLP's backward, so that
+  // their exchange overlaps it. nullptr: none.
+  void set_sparse_grad_hook(std::function<void()> h) { sparse_grad_hook_ = std::move(h); }
 
   // dlogits [B] (dLoss/dlogit) -> overwrites all dense gradients and each
   // table's sparse gradient for the batch of the last forward().
@@ -112,8 +116,9 @@ class Dlrm {
   // on the first stage, which reads the batch's dense features); the result
   // is [b_mb x out_width] (the logits on the last stage). stage_backward
   // takes dLoss/d(output) and returns dLoss/d(x) (nullptr on the first
-  // stage); gradients accumulate over the micro-batches. stage_end()
-  // computes the tables' gradients over the whole batch.
+  // stage); gradients accumulate over the micro-batches. The last
+  // micro-batch's stage_backward also computes the tables' gradients over
+  // the whole batch; stage_end() checks that every micro-batch's ran.
   const DlrmStage& stage() const { return stage_; }
   std::size_t stage_in_width() const;   // 0 on the first stage
   std::size_t stage_out_width() const;  // 1 on the last stage
@@ -154,6 +159,7 @@ class Dlrm {
   std::size_t mlp_macs_per_sample() const { return bot_->macs_per_sample() + top_->macs_per_sample(); }
 
  private:
+  void tables_backward();  // sgrads_ from the whole batch's lookups' gradients
   // One micro-batch in flight.
   struct Micro {
     typename Mlp<T>::Tape bot, top;
@@ -181,7 +187,7 @@ class Dlrm {
   PooledSource ext_source_;        // table-wise: where the lookups come from ...
   std::span<const T> ext_pooled_;  // ... and what it gave this step
   bool ext_fetched_ = false;
-  std::function<void()> pooled_grad_hook_;
+  std::function<void()> pooled_grad_hook_, sparse_grad_hook_;
   std::vector<T> input_grad_;
   std::vector<SparseGrad<T>> sgrads_;
   bool want_input_grad_ = false;

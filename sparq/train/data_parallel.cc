@@ -34,12 +34,14 @@ DataParallel::DataParallel(Transport& t, Dlrm<float>& model, Optimizer<float>& o
       view_ready(w);
     });
     if (table_wise_) model_.set_pooled_grad_hook([this] { pooled_grad_ready(); });
+    else model_.set_sparse_grad_hook([this] { submit_emb_grad(); });
   }
 }
 
 DataParallel::~DataParallel() {
   model_.set_grad_hook(nullptr);
   model_.set_pooled_grad_hook(nullptr);
+  model_.set_sparse_grad_hook(nullptr);
   engine_.reset();  // runs (or fails) what is queued before the slots it writes go away
 }
 
@@ -71,6 +73,14 @@ void DataParallel::pooled_grad_ready() {
   dpooled_.resize(pooled_.size());
   if (!dpooled_.empty()) model_.pooled_grad(dpooled_);
   submit(Entity::EmbBwd, [this, k = k_](Transport&) { return table_wise_->backward(dpooled_, k); });
+}
+
+void DataParallel::submit_emb_grad() {
+  submit(Entity::EmbGrad, [this](Transport& t) {
+    SparseAllreduceOptions o;
+    o.history = &emb_history_;
+    return exchange_embedding_grads(t, embedding_grads(model_), o);
+  });
 }
 
 ExchangeStats& DataParallel::slot_total(DpStepStats& st, Entity e) {
@@ -157,19 +167,14 @@ DpStepStats DataParallel::step(const Batch& global, std::uint64_t k) {
       for (std::size_t tb = 0; tb < m; ++tb) model_.sparse_grad(tb).rows.clear(), model_.sparse_grad(tb).values.clear();
       dpooled_.clear();
     }
-    if (!opts_.overlap || !computes) {  // the order the hooks give: top layers, lookups' gradients, bottom layers
+    if (!opts_.overlap || !computes) {  // the order the hooks give: top layers, tables' gradients, bottom layers
       const std::size_t bottom_views = 2 * model_.config().bot_spec().num_layers();
       for (std::size_t v = model_.dense().views().size(); v-- > bottom_views;) view_ready(v);
       if (table_wise_) pooled_grad_ready();
+      else submit_emb_grad();
       for (std::size_t v = bottom_views; v-- > 0;) view_ready(v);
     }
     submit_bucket();
-    if (!table_wise_)  // every table's row-sparse gradient in one sparse allreduce
-      submit(Entity::EmbGrad, [this](Transport& t) {
-        SparseAllreduceOptions o;
-        o.history = &emb_history_;
-        return exchange_embedding_grads(t, embedding_grads(model_), o);
-      });
     // Wait in submission order; what a wait blocks is that exchange's cost
     // to the training thread (the rest ran behind compute).
     for (std::size_t i = 0; i < works_.size(); ++i) {
