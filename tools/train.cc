@@ -316,7 +316,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
                   oo.schedule.active() ? " (" + oo.schedule.describe() + ")" : "", a.optimizer, a.emb_optim,
                   compute_threads() == a.threads ? fmt::format("{}", a.threads)
                                                  : fmt::format("{} a rank (one core each)", compute_threads())));
-  say(blas_core_line() + "\n");
+  say(gemm_line() + "\n");
 
   const bool streaming = data.streaming();
   BatchPlan plan(streaming ? data.stream_lines() : data.train.size(),

@@ -1,6 +1,8 @@
 #include "sparq/model/blas.h"
 
 #include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <omp.h>
 
 #include <unistd.h>
 
@@ -11,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "sparq/core/error.h"
 #include "sparq/model/parallel.h"
 
 namespace sparq {
@@ -37,6 +40,31 @@ constexpr std::size_t kSplitBlock = 16;                         // rows / column
 std::atomic<int> g_threads{1};  // what set_blas_threads asked for
 }  // namespace
 
+// float GEMMs: oneDNN's sgemm unless SPARQ_GEMM=openblas. Read once.
+FloatGemm read_float_gemm() {
+  const char* e = std::getenv("SPARQ_GEMM");
+  if (!e || std::string_view(e) == "onednn") return FloatGemm::onednn;
+  if (std::string_view(e) == "openblas") return FloatGemm::openblas;
+  SPARQ_THROW(InputError, "SPARQ_GEMM={}: expected onednn or openblas", e);
+}
+
+namespace {
+void onednn_sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
+                  std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
+  // Debian's oneDNN runs on OpenMP with omp_get_max_threads() threads, a
+  // per-thread setting: one for every thread that calls it, since the split
+  // over threads is ours (above).
+  thread_local const bool one_thread = (omp_set_num_threads(1), true);
+  (void)one_thread;
+  const auto d = [](std::size_t x) { return static_cast<dnnl_dim_t>(x); };
+  const dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', d(m), d(n), d(k), alpha, a, d(lda), b,
+                                      d(ldb), beta, c, d(ldc));
+  if (st != dnnl_success)
+    SPARQ_THROW(Error, "oneDNN sgemm {}x{}x{} (lda {}, ldb {}, ldc {}) failed with status {}", m, n, k, lda, ldb, ldc,
+                static_cast<int>(st));
+}
+}  // namespace
+
 template <class T>
 void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
           std::size_t lda, const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc) {
@@ -46,7 +74,10 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
     if constexpr (std::is_same_v<T, float>) return cblas_sgemm;
     else return cblas_dgemm;
   }();
+  static const FloatGemm lib = read_float_gemm();
   auto call = [&](std::size_t m1, std::size_t n1, const T* a1, const T* b1, T* c1) {
+    if constexpr (std::is_same_v<T, float>)
+      if (lib == FloatGemm::onednn) return onednn_sgemm(trans_a, trans_b, m1, n1, k, alpha, a1, lda, b1, ldb, beta, c1, ldc);
     gemm_fn(CblasRowMajor, tr(trans_a), tr(trans_b), static_cast<int>(m1), static_cast<int>(n1), static_cast<int>(k),
             alpha, a1, static_cast<int>(lda), b1, static_cast<int>(ldb), beta, c1, static_cast<int>(ldc));
   };
@@ -118,6 +149,8 @@ bool keep_core() {
 }  // namespace
 
 void ensure_best_blas_core(char** argv) {
+  const char* lib = std::getenv("SPARQ_GEMM");
+  if (!lib || std::string_view(lib) != "openblas") return;  // OpenBLAS runs only the fp64 checks
   const BlasCore c = blas_core();
   if (c.best.empty() || keep_core() || std::getenv("SPARQ_BLAS_CORE_WAS")) return;  // re-executed once at most
   setenv("SPARQ_BLAS_CORE_WAS", fmt::format("{} from {}", c.running, pinned_by()).c_str(), 1);
@@ -125,18 +158,41 @@ void ensure_best_blas_core(char** argv) {
   execv("/proc/self/exe", argv);  // returns only on failure: carry on with the core we have
 }
 
-std::string blas_core_line() {
+namespace {
+std::string openblas_core_line() {
   const BlasCore c = blas_core();
   const char* was = std::getenv("SPARQ_BLAS_CORE_WAS");
   if (!c.best.empty()) {
     if (keep_core())
-      return fmt::format("gemm: OpenBLAS core {} (from {}; the CPU takes {}, kept by SPARQ_KEEP_BLAS_CORE=1)",
-                         c.running, pinned_by(), c.best);
-    return fmt::format("gemm: OpenBLAS core {} (from {}; the CPU takes {}, which this OpenBLAS did not load)",
-                       c.running, pinned_by(), c.best);
+      return fmt::format("OpenBLAS core {} (from {}; the CPU takes {}, kept by SPARQ_KEEP_BLAS_CORE=1)", c.running,
+                         pinned_by(), c.best);
+    return fmt::format("OpenBLAS core {} (from {}; the CPU takes {}, which this OpenBLAS did not load)", c.running,
+                       pinned_by(), c.best);
   }
-  if (was) return fmt::format("gemm: OpenBLAS core {} (chosen by sparq for this CPU; it had {})", c.running, was);
-  return fmt::format("gemm: OpenBLAS core {} (from {})", c.running, pinned_by());
+  if (was) return fmt::format("OpenBLAS core {} (chosen by sparq for this CPU; it had {})", c.running, was);
+  return fmt::format("OpenBLAS core {} (from {})", c.running, pinned_by());
+}
+
+std::string_view onednn_isa_name(dnnl_cpu_isa_t isa) {
+  switch (isa) {
+    case dnnl_cpu_isa_sse41: return "sse41";
+    case dnnl_cpu_isa_avx: return "avx";
+    case dnnl_cpu_isa_avx2: return "avx2";
+    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
+    case dnnl_cpu_isa_avx512_core: return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
+    default: return "other";
+  }
+}
+}  // namespace
+
+std::string gemm_line() {
+  if (read_float_gemm() == FloatGemm::openblas) return "gemm: " + openblas_core_line() + ", by SPARQ_GEMM=openblas";
+  const dnnl_version_t* v = dnnl_version();
+  return fmt::format("gemm: oneDNN {}.{}.{} sgemm, {} kernels (generated for this CPU's instruction sets)", v->major,
+                     v->minor, v->patch, onednn_isa_name(dnnl_get_effective_cpu_isa()));
 }
 
 }  // namespace sparq

@@ -1,7 +1,11 @@
 #pragma once
-// The one place that talks to BLAS. Row-major GEMM for float (OpenBLAS
-// cblas_sgemm: training) and double (cblas_dgemm: the fp64 gradient checks run
-// the very same layer code), so layers are written once as templates.
+// The one place that talks to BLAS. Row-major GEMM for float (training:
+// oneDNN's sgemm, whose kernels are generated at run time for the CPU's
+// instruction sets; OpenBLAS's cblas_sgemm with SPARQ_GEMM=openblas) and
+// double (OpenBLAS cblas_dgemm: the fp64 gradient checks run the very same
+// layer code), so layers are written once as templates. On the model's
+// shapes oneDNN took 3-11 % less time than OpenBLAS, BLIS or libxsmm, and
+// needs no table of CPU models (docs/results.md, "GEMM libraries").
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -21,6 +25,11 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
 // LocalTransport rank) must use 1.
 void set_blas_threads(int n);
 
+// Which library runs the float GEMMs: SPARQ_GEMM=onednn (the default) or
+// openblas. Throws InputError on any other value.
+enum class FloatGemm { onednn, openblas };
+FloatGemm read_float_gemm();
+
 // Which OpenBLAS kernels run, and the best this CPU can take. Debian's
 // OpenBLAS picks its kernels at load time from the CPU's model number, or
 // from OPENBLAS_CORETYPE: on a CPU it does not know it falls back to SSE3
@@ -38,12 +47,13 @@ struct CpuIsa {
 CpuIsa cpu_isa();
 std::string better_blas_core(std::string_view running, const CpuIsa& isa);
 
-// Called first thing in main(): if the kernels OpenBLAS loaded are weaker
-// than the CPU, re-executes this program (once) with OPENBLAS_CORETYPE naming
-// the best core, since OpenBLAS reads it only at load time.
-// SPARQ_KEEP_BLAS_CORE=1 keeps what OpenBLAS chose.
+// Called first thing in main(): when float GEMMs run on OpenBLAS
+// (SPARQ_GEMM=openblas) and the kernels it loaded are weaker than the CPU,
+// re-executes this program (once) with OPENBLAS_CORETYPE naming the best
+// core, since OpenBLAS reads it only at load time. SPARQ_KEEP_BLAS_CORE=1
+// keeps what OpenBLAS chose.
 void ensure_best_blas_core(char** argv);
-// "gemm: OpenBLAS core X (why)", for the start-up report.
-std::string blas_core_line();
+// "gemm: <library, kernels> (why)", for the start-up report.
+std::string gemm_line();
 
 }  // namespace sparq

@@ -31,16 +31,23 @@ grep -q "bad.tsv:17:" "$D/err" || fail "train error names file:line"
 run train --data-path "$D/nope.tsv" && fail "missing file must fail"
 [ "$(wc -l < "$D/err")" -eq 1 ] || fail "one-line error: $(cat "$D/err")"
 
-# The GEMM kernels: the widest the CPU runs, whatever OPENBLAS_CORETYPE says,
-# unless SPARQ_KEEP_BLAS_CORE=1.
+# The GEMM kernels: oneDNN's, generated for the CPU; with SPARQ_GEMM=openblas,
+# OpenBLAS's widest for the CPU whatever OPENBLAS_CORETYPE says, unless
+# SPARQ_KEEP_BLAS_CORE=1.
 tiny=(--data-path "$D/a" --arch-embedding-size 100 --arch-mlp-bot 13-16 --arch-mlp-top 8-1 --num-batches 1)
+run train "${tiny[@]}" || fail "train: $(cat "$D/err")"
+grep -q "^gemm: oneDNN [0-9.]* sgemm, [a-z0-9_]* kernels" "$D/out" || fail "default gemm: $(grep gemm "$D/out")"
+SPARQ_GEMM=mkl run train "${tiny[@]}" && fail "an unknown SPARQ_GEMM must fail"
+grep -q "SPARQ_GEMM=mkl: expected onednn or openblas" "$D/err" || fail "SPARQ_GEMM error: $(cat "$D/err")"
+export SPARQ_GEMM=openblas
 OPENBLAS_CORETYPE=Prescott run train "${tiny[@]}" || fail "train with Prescott: $(cat "$D/err")"
 if grep -q avx2 /proc/cpuinfo && grep -q fma /proc/cpuinfo; then
-  grep -q "^gemm: OpenBLAS core .* (chosen by sparq for this CPU; it had Prescott from OPENBLAS_CORETYPE=Prescott)" "$D/out" ||
+  grep -q "^gemm: OpenBLAS core .* (chosen by sparq for this CPU; it had Prescott from OPENBLAS_CORETYPE=Prescott), by SPARQ_GEMM=openblas" "$D/out" ||
     fail "an AVX2 CPU must not run Prescott kernels: $(grep gemm "$D/out")"
 fi
 OPENBLAS_CORETYPE=Prescott SPARQ_KEEP_BLAS_CORE=1 run train "${tiny[@]}" || fail "train keeping Prescott"
 grep -q "^gemm: OpenBLAS core Prescott (from OPENBLAS_CORETYPE=Prescott" "$D/out" || fail "kept: $(grep gemm "$D/out")"
+unset SPARQ_GEMM
 
 # Training output and metrics; resume from a checkpoint is bitwise.
 common=(--data-path "$D/a" --arch-embedding-size 1000 --arch-mlp-bot 13-32-16 --arch-mlp-top 32-1
