@@ -76,11 +76,7 @@ void DataParallel::pooled_grad_ready() {
 }
 
 void DataParallel::submit_emb_grad() {
-  submit(Entity::EmbGrad, [this](Transport& t) {
-    SparseAllreduceOptions o;
-    o.history = &emb_history_;
-    return exchange_embedding_grads(t, embedding_grads(model_), o);
-  });
+  submit(Entity::EmbGrad, [this](Transport& t) { return exchange_embedding_grads(t, embedding_grads(model_)); });
 }
 
 ExchangeStats& DataParallel::slot_total(DpStepStats& st, Entity e) {
@@ -203,22 +199,25 @@ std::uint64_t DataParallel::replica_hash() const {
 }
 
 namespace {
-constexpr std::string_view kDpStateMagic = "sparq data parallel state 1";
+// Format 1 also held the replicated tables' sparse allreduce plan, which the
+// row-sparse allreduce no longer needs: read and dropped.
+constexpr std::string_view kDpStateMagic = "sparq data parallel state 2", kDpStateMagic1 = "sparq data parallel state 1";
 }  // namespace
 
 std::vector<std::byte> DataParallel::save_state() const {
   BlobWriter w;
   w.str(kDpStateMagic);
   w.bytes(exchange_.save_state());
-  save_history(w, emb_history_);
   return w.take();
 }
 
 void DataParallel::load_state(std::span<const std::byte> blob) {
   BlobReader r(blob, "data-parallel state");
-  SPARQ_CHECK_AS(InputError, r.str() == kDpStateMagic, "not a data-parallel state (saved by another plan?)");
+  const std::string magic = r.str();
+  SPARQ_CHECK_AS(InputError, magic == kDpStateMagic || magic == kDpStateMagic1,
+                 "not a data-parallel state (saved by another plan?)");
   exchange_.load_state(r.bytes());
-  emb_history_ = load_history(r);
+  if (magic == kDpStateMagic1) (void)load_history(r);
   r.expect_end();
 }
 

@@ -7,7 +7,7 @@
 // the layers below it; --fuse-bytes groups adjacent layers into one exchange.
 // Embeddings are either
 //   replicated: every rank holds every table; each table's row-sparse
-//     gradient is summed with the sparse allreduce (`emb_grad`), or
+//     gradient is summed with the row-sparse allreduce (`emb_grad`), or
 //   table-wise: every table lives on one rank (TableWise): the pooled
 //     lookups travel by alltoall forward (`emb_fwd`) and their gradients
 //     back (`emb_bwd`), each optionally quantized.
@@ -112,7 +112,6 @@ class DataParallel {
   DataParallelOptions opts_;
   GradExchange exchange_;
   std::optional<TableWise> table_wise_;
-  SparseAutoHistory emb_history_;  // replicated tables: their sparse allreduce's plan
   std::unique_ptr<CommEngine> engine_;
   Batch local_;
   std::vector<float> dlogits_, pooled_, dpooled_;

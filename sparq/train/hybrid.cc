@@ -57,9 +57,7 @@ HybridStepStats Hybrid::step(const Batch& global, std::uint64_t k) {
       st.emb_bwd = table_wise_->backward(dpooled_, k);
       st.emb_bwd.wait_seconds = st.emb_bwd.comm_seconds;
     } else if (!model_.tables().empty()) {
-      SparseAllreduceOptions o;
-      o.history = &emb_history_;
-      st.emb_grad += exchange_embedding_grads(*stage_group_, embedding_grads(model_), o);
+      st.emb_grad += exchange_embedding_grads(*stage_group_, embedding_grads(model_));
     }
   };
   if (table_wise_) {  // this replica's lookups, from the tables' owners
@@ -183,23 +181,26 @@ void copy_stage(const Dlrm<float>& whole, Optimizer<float>& whole_opt, Dlrm<floa
 }
 
 namespace {
-constexpr std::string_view kHybridStateMagic = "sparq hybrid state 1";
+// Format 1 also held the replicated tables' sparse allreduce plan, which the
+// row-sparse allreduce no longer needs: read and dropped.
+constexpr std::string_view kHybridStateMagic = "sparq hybrid state 2", kHybridStateMagic1 = "sparq hybrid state 1";
 }  // namespace
 
 std::vector<std::byte> Hybrid::save_state() const {
   BlobWriter w;
   w.str(kHybridStateMagic);
   w.bytes(exchange_.save_state());
-  save_history(w, emb_history_);
   pipe_.save_state(w);
   return w.take();
 }
 
 void Hybrid::load_state(std::span<const std::byte> blob) {
   BlobReader r(blob, "hybrid state");
-  SPARQ_CHECK_AS(InputError, r.str() == kHybridStateMagic, "not a model-parallel state (saved by another plan?)");
+  const std::string magic = r.str();
+  SPARQ_CHECK_AS(InputError, magic == kHybridStateMagic || magic == kHybridStateMagic1,
+                 "not a model-parallel state (saved by another plan?)");
   exchange_.load_state(r.bytes());
-  emb_history_ = load_history(r);
+  if (magic == kHybridStateMagic1) (void)load_history(r);
   pipe_.load_state(r);
   r.expect_end();
 }

@@ -76,7 +76,6 @@ class Hybrid {
   std::vector<GradExchange::Piece> pieces_;  // the stage's dense views, one bucket
   std::string bucket_name_;
   std::optional<TableWise> table_wise_;  // the middle stage, table-wise placement
-  SparseAutoHistory emb_history_;        // replicated tables: their sparse allreduce's plan
   std::vector<float> pooled_, dpooled_;
   Batch local_;
 };
