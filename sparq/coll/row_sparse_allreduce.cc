@@ -15,6 +15,7 @@ std::vector<std::byte> encode(const RowSparse& m) {
   const std::uint64_t n = m.rows.size();
   std::vector<std::byte> b(kHeader + n * sizeof(std::uint32_t) + m.values.size() * sizeof(float));
   std::memcpy(b.data(), &n, kHeader);
+  if (n == 0) return b;  // (memcpy from an empty vector's null data() is undefined)
   std::memcpy(b.data() + kHeader, m.rows.data(), n * sizeof(std::uint32_t));
   std::memcpy(b.data() + kHeader + n * sizeof(std::uint32_t), m.values.data(), m.values.size() * sizeof(float));
   return b;
@@ -30,6 +31,7 @@ RowSparse decode(const std::vector<std::byte>& b, std::size_t rows, std::size_t 
                  "row-sparse allreduce: rank {} sent {} bytes for {} rows of {} (a matrix of {} rows)", from,
                  b.size(), n, dim, rows);
   RowSparse m;
+  if (n == 0) return m;
   m.rows.resize(n);
   m.values.resize(n * dim);
   std::memcpy(m.rows.data(), b.data() + kHeader, n * sizeof(std::uint32_t));
