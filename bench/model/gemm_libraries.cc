@@ -181,7 +181,8 @@ int main(int argc, char** argv) {
 
   fmt::print("| batch | product | m x n x k | OpenBLAS GFLOP/s |");
   for (const Library& l : libs) fmt::print(" {} ms |", l.name);
-  for (std::size_t j = 1; j < libs.size(); ++j) fmt::print(" {} / OpenBLAS |", libs[j].name.substr(0, libs[j].name.find(' ')));
+  for (std::size_t j = 1; j < libs.size(); ++j)
+    fmt::print(" {} / OpenBLAS |", libs[j].name.substr(0, libs[j].name.find(' ')));
   fmt::print("\n|---|---|---|---|");
   for (std::size_t j = 0; j + 1 < 2 * libs.size(); ++j) fmt::print("---|");
   fmt::print("\n");

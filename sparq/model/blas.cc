@@ -77,7 +77,8 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
   static const FloatGemm lib = read_float_gemm();
   auto call = [&](std::size_t m1, std::size_t n1, const T* a1, const T* b1, T* c1) {
     if constexpr (std::is_same_v<T, float>)
-      if (lib == FloatGemm::onednn) return onednn_sgemm(trans_a, trans_b, m1, n1, k, alpha, a1, lda, b1, ldb, beta, c1, ldc);
+      if (lib == FloatGemm::onednn)
+        return onednn_sgemm(trans_a, trans_b, m1, n1, k, alpha, a1, lda, b1, ldb, beta, c1, ldc);
     gemm_fn(CblasRowMajor, tr(trans_a), tr(trans_b), static_cast<int>(m1), static_cast<int>(n1), static_cast<int>(k),
             alpha, a1, static_cast<int>(lda), b1, static_cast<int>(ldb), beta, c1, static_cast<int>(ldc));
   };

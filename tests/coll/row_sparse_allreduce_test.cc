@@ -67,7 +67,8 @@ TEST(RowSparseAllreduce, EqualsTheSumOnEveryRank) {
           root.resize(any.size() * kDim);
           broadcast(t, std::span<float>(root), 0);
           EXPECT_EQ(0, std::memcmp(root.data(), io.values.data(), root.size() * sizeof(float)));
-          if (std::has_single_bit(static_cast<unsigned>(p))) EXPECT_EQ(st.rounds, std::countr_zero(static_cast<unsigned>(p)));
+          const auto up = static_cast<unsigned>(p);
+          if (std::has_single_bit(up)) EXPECT_EQ(st.rounds, std::countr_zero(up));
         });
       }
   }
