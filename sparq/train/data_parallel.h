@@ -100,7 +100,7 @@ class DataParallel {
   void submit_bucket();
   // Table-wise: this step's lookup gradients are final; send them to the owners.
   void pooled_grad_ready();
-  // Replicated: this step's tables' gradients are final; one sparse allreduce of them all.
+  // Replicated: this step's tables' gradients are final; one row-sparse allreduce of them all.
   void submit_emb_grad();
   static ExchangeStats& slot_total(DpStepStats& st, Entity e);
   // Runs `f` on the communication thread; its stats land in a new slot.

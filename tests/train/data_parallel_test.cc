@@ -9,6 +9,7 @@
 #include <random>
 
 #include "sparq/coll/patterns.h"
+#include "sparq/core/blob.h"
 #include "sparq/data/dataset.h"
 #include "sparq/model/blas.h"
 #include "sparq/model/loss.h"
@@ -278,6 +279,37 @@ TEST(DataParallel, DctKeepsReplicasIdenticalAndCompresses) {
     EXPECT_GT(r[0], 2.0);
     EXPECT_GT(r[1], 1.3 * r[0]);
   }
+}
+
+// A state saved before the row-sparse allreduce (format 1: it also held the
+// replicated tables' sparse allreduce plan) still loads, and training goes on
+// from it exactly as from the current format.
+TEST(DataParallel, LoadsAFormatOneState) {
+  SPARQ_LOCAL_ONLY();
+  set_blas_threads(1);
+  const DlrmConfig cfg = small_config();
+  test::run_ranks(1, [&](Transport& t) {
+    auto run = [&](const std::vector<std::byte>* state) {
+      Dlrm<float> model(cfg, 5);
+      Optimizer<float> opt(OptimizerOptions{}, model);
+      compress::ErrorFeedbackStore store;
+      DataParallel dp(t, model, opt, {.codec = parse_dp_codec("dct:0.9,10")}, store);
+      if (state) dp.load_state(*state);
+      for (std::size_t k = 0; k < 3; ++k) dp.step(make_batch(cfg, k, 0, 8), k);
+      return std::pair(dp.save_state(), all_params(model));
+    };
+    const std::vector<std::byte> v2 = run(nullptr).first;
+    BlobReader r(v2, "state");
+    ASSERT_EQ(r.str(), "sparq data parallel state 2");
+    BlobWriter w;
+    w.str("sparq data parallel state 1");
+    w.bytes(r.bytes());
+    save_history(w, SparseAutoHistory{.dim = 1234, .nranks = 1, .result_nnz = 56});
+    const std::vector<std::byte> v1 = w.take();
+    EXPECT_EQ(run(&v1).second, run(&v2).second);
+    std::vector<std::byte> truncated(v1.begin(), v1.end() - 1);
+    EXPECT_THROW(run(&truncated), InputError);
+  });
 }
 
 }  // namespace
