@@ -238,8 +238,13 @@ def bad_input_is_an_exception_naming_bucket_and_rank(rank, size):
         raise AssertionError("sizes that differ across ranks were accepted")
     except sparq.Error as e:
         assert f"rank {rank}" in str(e), str(e)
+    # Every rank finishes connecting before any drops its connection: a rank
+    # whose check fails at once would otherwise close its end while a peer is
+    # still setting up the mesh (a flake seen under a loaded test run).
+    comm = st.connect()
+    dist.barrier()
     try:
-        sparq.GradExchange(st.connect(), "dct:0.5,10").exchange("t", np.ones(4, dtype=np.int32), [], 0)
+        sparq.GradExchange(comm, "dct:0.5,10").exchange("t", np.ones(4, dtype=np.int32), [], 0)
         raise AssertionError("an int32 array was accepted")
     except sparq.InputError as e:
         assert "float32" in str(e) and f"rank {rank}" in str(e)
