@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <utility>
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -52,10 +53,19 @@ constexpr int kW = 8;
 #pragma GCC pop_options
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq")
+// GCC 12 warns that the AVX-512 intrinsics' own _mm512_undefined_ps() is
+// uninitialized: a false positive of GCC 12 (the intrinsics leave those
+// lanes undefined on purpose).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 namespace level_avx512 {
 constexpr int kW = 16;
+#define SPARQ_KERNELS_AVX512 1  // its intrinsics paths (the pragma defines no __AVX512*__ macro)
 #include "sparq/compress/rowwise_kernels_body.h"
+#undef SPARQ_KERNELS_AVX512
 }  // namespace level_avx512
+#pragma GCC diagnostic pop
 #pragma GCC pop_options
 #endif
 #undef SPARQ_INLINE

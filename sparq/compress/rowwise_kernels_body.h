@@ -111,10 +111,62 @@ SPARQ_INLINE T summed(const float* x, float* sum, std::size_t i) {
   return z;
 }
 
+#if defined(SPARQ_KERNELS_AVX512)  // the AVX-512 copy only
+// x[i, i + k) as a vector whose other lanes hold `fill` (a value of the row,
+// so they change no min or max), with `sum`: sum[i, i + k) += x first.
+SPARQ_INLINE __m512 summed_part(const float* x, float* sum, std::size_t i, std::size_t k, __m512 fill) {
+  const __mmask16 m = static_cast<__mmask16>(k >= 16 ? 0xFFFF : (1u << k) - 1);
+  if (!sum) return _mm512_mask_loadu_ps(fill, m, x + i);
+  const __m512 z = _mm512_add_ps(_mm512_maskz_loadu_ps(m, sum + i), _mm512_maskz_loadu_ps(m, x + i));
+  _mm512_mask_storeu_ps(sum + i, m, z);
+  return _mm512_mask_mov_ps(fill, m, z);
+}
+
+// AVX-512's range: a NaN is flagged by one compare into a mask register per
+// vector (min and max drop NaNs); the row's ragged end is a masked load; the
+// reduction halves the width (512 -> 256 -> 128 bits, cheaper than
+// whole-register permutes on cores that split 512-bit work).
+SPARQ_INLINE RowRange range16(const float* x, float* sum, std::size_t n) {
+  const std::size_t k0 = n < 16 ? n : 16;
+  const __m512 v0 = summed_part(x, sum, 0, k0, _mm512_setzero_ps());
+  // A short row's empty lanes repeat its first value.
+  __m512 mn0 = _mm512_mask_mov_ps(_mm512_broadcastss_ps(_mm512_castps512_ps128(v0)),
+                                  static_cast<__mmask16>(k0 == 16 ? 0xFFFF : (1u << k0) - 1), v0);
+  __m512 mx0 = mn0, mn1 = mn0, mx1 = mn0;
+  __mmask16 nan = _mm512_cmp_ps_mask(mn0, mn0, _CMP_UNORD_Q);
+  std::size_t i = 16;
+  for (; i + 32 <= n; i += 32) {  // two vectors in flight
+    const __m512 a = summed_part(x, sum, i, 16, mn0), b = summed_part(x, sum, i + 16, 16, mn0);
+    mn0 = _mm512_min_ps(a, mn0), mx0 = _mm512_max_ps(a, mx0);
+    mn1 = _mm512_min_ps(b, mn1), mx1 = _mm512_max_ps(b, mx1);
+    nan |= _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q);
+  }
+  for (; i < n; i += 16) {
+    const __m512 a = summed_part(x, sum, i, n - i, mn0);
+    mn0 = _mm512_min_ps(a, mn0), mx0 = _mm512_max_ps(a, mx0);
+    nan |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
+  }
+  mn0 = _mm512_min_ps(mn0, mn1), mx0 = _mm512_max_ps(mx0, mx1);
+  __m256 mn = _mm256_min_ps(_mm512_castps512_ps256(mn0), _mm512_extractf32x8_ps(mn0, 1));
+  __m256 mx = _mm256_max_ps(_mm512_castps512_ps256(mx0), _mm512_extractf32x8_ps(mx0, 1));
+  __m128 lo = _mm_min_ps(_mm256_castps256_ps128(mn), _mm256_extractf128_ps(mn, 1));
+  __m128 hi = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+  lo = _mm_min_ps(lo, _mm_movehl_ps(lo, lo)), hi = _mm_max_ps(hi, _mm_movehl_ps(hi, hi));
+  lo = _mm_min_ss(lo, _mm_movehdup_ps(lo)), hi = _mm_max_ss(hi, _mm_movehdup_ps(hi));
+  // + 0: a zero extreme is +0 whichever zero the row holds (as below); a
+  // NaN anywhere makes lo NaN.
+  const float bad = nan ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
+  return {_mm_cvtss_f32(lo) + bad, _mm_cvtss_f32(hi) + 0.0f};
+}
+#endif
+
 // With `sum` (error compensation): sum += x first, and the range is the
 // sums' (one pass over the row instead of two).
 template <int W>
 SPARQ_INLINE RowRange range_impl(const float* x, float* sum, std::size_t n) {
+#if defined(SPARQ_KERNELS_AVX512)
+  if constexpr (W == 16) return range16(x, sum, n);
+#endif
   using F = typename V<W>::F;
   // v - v is 0 for finite v and NaN for NaN and +-inf, and NaN sticks in
   // the sum `bad`, which is added to lo at the end.
@@ -197,10 +249,50 @@ SPARQ_INLINE typename V<W>::F clamp(typename V<W>::F q, const Grid<W>& g) {
   return q > g.levels ? g.levels : q;
 }
 
+#if defined(SPARQ_KERNELS_AVX512)
+// encode_group on AVX-512, the same arithmetic in fewer instructions: the
+// clamp is MAXPS/MINPS (equal to the selects for every finite q: a -0 that
+// becomes +0 rounds to the same code), the distance to the nearest integer
+// is one VREDUCEPS, and x - bias is reloaded for the rare division instead
+// of being held in registers (C of them spilled to the stack). The codes'
+// lanes keep the magic number's high bits: only their low byte is stored.
+template <int C>
+SPARQ_INLINE void encode_group16(const float* x, const Grid<16>& g, float* left, V<16>::I (&codes)[C]) {
+  const __m512 bias = reinterpret_cast<__m512>(g.bias), zero = _mm512_setzero_ps();
+  const __m512 levels = reinterpret_cast<__m512>(g.levels), magic = _mm512_set1_ps(kRoundMagic);
+  const __m512 edge = _mm512_set1_ps(std::bit_cast<float>(g.edge_bits[0]));
+  __m512 m[C];
+  __mmask16 near = 0;
+  for (int c = 0; c < C; ++c) {
+    const __m512 d = _mm512_sub_ps(_mm512_loadu_ps(x + c * 16), bias);
+    const __m512 q = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(d, reinterpret_cast<__m512>(g.inv)), zero), levels);
+    m[c] = _mm512_add_ps(q, magic);
+    // |q - rne(q)| > edge, NaN included (unordered counts as near).
+    near |= _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_reduce_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)), edge, _CMP_NLE_UQ);
+  }
+  if (g.divide || near)
+    for (int c = 0; c < C; ++c) {
+      const __m512 d = _mm512_sub_ps(_mm512_loadu_ps(x + c * 16), bias);
+      m[c] = _mm512_add_ps(
+          _mm512_min_ps(_mm512_max_ps(_mm512_div_ps(d, reinterpret_cast<__m512>(g.scale)), zero), levels), magic);
+    }
+  for (int c = 0; c < C; ++c) {
+    if (left) {
+      const __m512 back = _mm512_add_ps(bias, _mm512_mul_ps(reinterpret_cast<__m512>(g.scale), _mm512_sub_ps(m[c], magic)));
+      _mm512_storeu_ps(left + c * 16, _mm512_sub_ps(_mm512_loadu_ps(x + c * 16), back));
+    }
+    codes[c] = reinterpret_cast<V<16>::I>(m[c]);
+  }
+}
+#endif
+
 // Codes (low byte of each lane) of the `C` vectors at x (C * W values), with
 // `left` written after the decision, so it may alias x.
 template <int W, int C>
 SPARQ_INLINE void encode_group(const float* x, const Grid<W>& g, float* left, typename V<W>::I (&codes)[C]) {
+#if defined(SPARQ_KERNELS_AVX512)
+  if constexpr (W == 16) return encode_group16<C>(x, g, left, codes);
+#endif
   using F = typename V<W>::F;
   using I = typename V<W>::I;
   F d[C], m[C];
