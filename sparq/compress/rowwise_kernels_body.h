@@ -115,7 +115,13 @@ SPARQ_INLINE T summed(const float* x, float* sum, std::size_t i) {
 // x[i, i + k) as a vector whose other lanes hold `fill` (a value of the row,
 // so they change no min or max), with `sum`: sum[i, i + k) += x first.
 SPARQ_INLINE __m512 summed_part(const float* x, float* sum, std::size_t i, std::size_t k, __m512 fill) {
-  const __mmask16 m = static_cast<__mmask16>(k >= 16 ? 0xFFFF : (1u << k) - 1);
+  if (k >= 16) {  // a whole vector: plain loads and store
+    if (!sum) return _mm512_loadu_ps(x + i);
+    const __m512 z = _mm512_add_ps(_mm512_loadu_ps(sum + i), _mm512_loadu_ps(x + i));
+    _mm512_storeu_ps(sum + i, z);
+    return z;
+  }
+  const __mmask16 m = static_cast<__mmask16>((1u << k) - 1);
   if (!sum) return _mm512_mask_loadu_ps(fill, m, x + i);
   const __m512 z = _mm512_add_ps(_mm512_maskz_loadu_ps(m, sum + i), _mm512_maskz_loadu_ps(m, x + i));
   _mm512_mask_storeu_ps(sum + i, m, z);
