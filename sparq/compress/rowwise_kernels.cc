@@ -14,10 +14,12 @@
 
 // The loops (rowwise_kernels_body.h) are written once over GCC/Clang generic
 // vectors of W floats and compiled once per SimdLevel: W = 4 (SSE2), 8
-// (AVX2), 16 (AVX-512).
+// (AVX2), 16 (AVX-512); on AVX-512 the range and encoding loops are
+// intrinsics (masked tails, VREDUCEPS), the same operations per element.
 
 // Bit-exactness across levels: every float result is one IEEE operation
-// (sub, mul, div, add, compare/select) applied per element in the same order
+// (sub, mul, div, add, compare/select or MAXPS/MINPS, which select alike for
+// finite values; VREDUCEPS's q - rne(q) is exact) applied per element in the same order
 // on every level, and this file is compiled with -ffp-contract=off so that
 // bias + scale * code is never fused into an FMA (the decoder, which is also
 // scalar code elsewhere, rounds the product first). Only min/max reductions
