@@ -46,7 +46,13 @@ SPARQ_INLINE typename V<W>::I zip(typename V<W>::I a, typename V<W>::I b, std::s
 template <int W, std::size_t... K>
 SPARQ_INLINE typename V<W>::B low_bytes(typename V<W>::I a, std::index_sequence<K...>) {
   if constexpr (W == 16) {
+#if defined(SPARQ_KERNELS_AVX512)
+    // The intrinsic: GCC 12 turned the conversion of 8-bit codes (whose
+    // lanes still hold the rounding constant's high bits) into byte inserts.
+    return reinterpret_cast<typename V<W>::B>(_mm512_cvtepi32_epi8(reinterpret_cast<__m512i>(a)));
+#else
     return __builtin_convertvector(a, typename V<W>::B);
+#endif
   } else {
 #if defined(__x86_64__)
     if constexpr (W == 4) {
