@@ -50,7 +50,9 @@ constexpr int kW = 4;
 #pragma GCC target("avx2")
 namespace level_avx2 {
 constexpr int kW = 8;
+#define SPARQ_KERNELS_AVX2 1  // its intrinsics paths (the pragma defines no __AVX2__ macro)
 #include "sparq/compress/rowwise_kernels_body.h"
+#undef SPARQ_KERNELS_AVX2
 }  // namespace level_avx2
 #pragma GCC pop_options
 #pragma GCC push_options

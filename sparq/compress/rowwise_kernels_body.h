@@ -379,6 +379,21 @@ SPARQ_INLINE void encode_impl(const float* x, std::size_t n, float scale, float 
   }
 }
 
+// W bytes at p, one per 32-bit lane.
+template <int W>
+SPARQ_INLINE typename V<W>::I widen_bytes(const std::uint8_t* p) {
+  // VPMOVZXBD: GCC 12 made the generic conversion below lane-by-lane inserts.
+#if defined(SPARQ_KERNELS_AVX512)
+  if constexpr (W == 16)
+    return reinterpret_cast<typename V<W>::I>(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+#endif
+#if defined(SPARQ_KERNELS_AVX2)
+  if constexpr (W == 8)
+    return reinterpret_cast<typename V<W>::I>(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+#endif
+  return __builtin_convertvector(load<typename V<W>::B>(p), typename V<W>::I);
+}
+
 template <int W>
 SPARQ_INLINE void emit(typename V<W>::I c, float scale, float bias, float* out) {
   using F = typename V<W>::F;
@@ -394,7 +409,7 @@ SPARQ_INLINE void decode_impl(const std::uint8_t* packed, std::size_t n, float s
   constexpr auto k = std::make_index_sequence<W>{};
   std::size_t i = 0;
   for (; i + group <= n; i += group) {
-    const I b = __builtin_convertvector(load<typename V<W>::B>(packed + i * static_cast<std::size_t>(bits) / 8), I);
+    const I b = widen_bytes<W>(packed + i * static_cast<std::size_t>(bits) / 8);
     float* o = out + i;
     if (bits == 8) {
       emit<W>(b, scale, bias, o);
