@@ -68,7 +68,9 @@ TEST(RowSparseAllreduce, EqualsTheSumOnEveryRank) {
           broadcast(t, std::span<float>(root), 0);
           EXPECT_EQ(0, std::memcmp(root.data(), io.values.data(), root.size() * sizeof(float)));
           const auto up = static_cast<unsigned>(p);
-          if (std::has_single_bit(up)) EXPECT_EQ(st.rounds, std::countr_zero(up));
+          if (std::has_single_bit(up)) {
+            EXPECT_EQ(st.rounds, std::countr_zero(up));
+          }
         });
       }
   }
