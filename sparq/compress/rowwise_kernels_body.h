@@ -172,12 +172,70 @@ SPARQ_INLINE RowRange range16(const float* x, float* sum, std::size_t n) {
 }
 #endif
 
+#if defined(SPARQ_KERNELS_AVX2)
+// Lanes [0, k) of 8 set (k < 8).
+SPARQ_INLINE __m256i lanes_below(std::size_t k) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(k)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// summed_part on AVX2 (lane masks are vectors there).
+SPARQ_INLINE __m256 summed_part8(const float* x, float* sum, std::size_t i, std::size_t k, __m256 fill) {
+  if (k >= 8) {
+    if (!sum) return _mm256_loadu_ps(x + i);
+    const __m256 z = _mm256_add_ps(_mm256_loadu_ps(sum + i), _mm256_loadu_ps(x + i));
+    _mm256_storeu_ps(sum + i, z);
+    return z;
+  }
+  const __m256i m = lanes_below(k);
+  __m256 z = _mm256_maskload_ps(x + i, m);
+  if (sum) {
+    z = _mm256_add_ps(_mm256_maskload_ps(sum + i, m), z);
+    _mm256_maskstore_ps(sum + i, m, z);
+  }
+  return _mm256_blendv_ps(fill, z, _mm256_castsi256_ps(m));
+}
+
+// range16 on AVX2: NaN by an unordered compare per two vectors, the ragged
+// end masked, the reduction narrowing 256 -> 128 bits.
+SPARQ_INLINE RowRange range8(const float* x, float* sum, std::size_t n) {
+  const std::size_t k0 = n < 8 ? n : 8;
+  __m256 mn0 = summed_part8(x, sum, 0, k0, _mm256_setzero_ps());
+  if (k0 < 8)  // a short row's empty lanes repeat its first value
+    mn0 = _mm256_blendv_ps(_mm256_broadcastss_ps(_mm256_castps256_ps128(mn0)), mn0,
+                           _mm256_castsi256_ps(lanes_below(k0)));
+  __m256 mx0 = mn0, mn1 = mn0, mx1 = mn0;
+  __m256 nan = _mm256_cmp_ps(mn0, mn0, _CMP_UNORD_Q);
+  std::size_t i = 8;
+  for (; i + 16 <= n; i += 16) {  // two vectors in flight
+    const __m256 a = summed_part8(x, sum, i, 8, mn0), b = summed_part8(x, sum, i + 8, 8, mn0);
+    mn0 = _mm256_min_ps(a, mn0), mx0 = _mm256_max_ps(a, mx0);
+    mn1 = _mm256_min_ps(b, mn1), mx1 = _mm256_max_ps(b, mx1);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(a, b, _CMP_UNORD_Q));
+  }
+  for (; i < n; i += 8) {
+    const __m256 a = summed_part8(x, sum, i, n - i, mn0);
+    mn0 = _mm256_min_ps(a, mn0), mx0 = _mm256_max_ps(a, mx0);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+  }
+  mn0 = _mm256_min_ps(mn0, mn1), mx0 = _mm256_max_ps(mx0, mx1);
+  __m128 lo = _mm_min_ps(_mm256_castps256_ps128(mn0), _mm256_extractf128_ps(mn0, 1));
+  __m128 hi = _mm_max_ps(_mm256_castps256_ps128(mx0), _mm256_extractf128_ps(mx0, 1));
+  lo = _mm_min_ps(lo, _mm_movehl_ps(lo, lo)), hi = _mm_max_ps(hi, _mm_movehl_ps(hi, hi));
+  lo = _mm_min_ss(lo, _mm_movehdup_ps(lo)), hi = _mm_max_ss(hi, _mm_movehdup_ps(hi));
+  const float bad = _mm256_movemask_ps(nan) ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
+  return {_mm_cvtss_f32(lo) + bad, _mm_cvtss_f32(hi) + 0.0f};
+}
+#endif
+
 // With `sum` (error compensation): sum += x first, and the range is the
 // sums' (one pass over the row instead of two).
 template <int W>
 SPARQ_INLINE RowRange range_impl(const float* x, float* sum, std::size_t n) {
 #if defined(SPARQ_KERNELS_AVX512)
   if constexpr (W == 16) return range16(x, sum, n);
+#endif
+#if defined(SPARQ_KERNELS_AVX2)
+  if constexpr (W == 8) return range8(x, sum, n);
 #endif
   using F = typename V<W>::F;
   // v - v is 0 for finite v and NaN for NaN and +-inf, and NaN sticks in
@@ -298,12 +356,48 @@ SPARQ_INLINE void encode_group16(const float* x, const Grid<16>& g, float* left,
 }
 #endif
 
+#if defined(SPARQ_KERNELS_AVX2)
+// encode_group16 on AVX2 (no VREDUCEPS: q - round(q); no mask registers).
+template <int C>
+SPARQ_INLINE void encode_group8(const float* x, const Grid<8>& g, float* left, V<8>::I (&codes)[C]) {
+  const __m256 bias = reinterpret_cast<__m256>(g.bias), zero = _mm256_setzero_ps();
+  const __m256 levels = reinterpret_cast<__m256>(g.levels), magic = _mm256_set1_ps(kRoundMagic);
+  const __m256 edge = _mm256_set1_ps(std::bit_cast<float>(g.edge_bits[0]));
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  __m256 m[C];
+  __m256 near = zero;
+  for (int c = 0; c < C; ++c) {
+    const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + c * 8), bias);
+    const __m256 q = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(d, reinterpret_cast<__m256>(g.inv)), zero), levels);
+    m[c] = _mm256_add_ps(q, magic);
+    const __m256 f = _mm256_sub_ps(q, _mm256_round_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    near = _mm256_or_ps(near, _mm256_cmp_ps(_mm256_and_ps(f, abs_mask), edge, _CMP_NLE_UQ));
+  }
+  if (g.divide || _mm256_movemask_ps(near))
+    for (int c = 0; c < C; ++c) {
+      const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + c * 8), bias);
+      m[c] = _mm256_add_ps(
+          _mm256_min_ps(_mm256_max_ps(_mm256_div_ps(d, reinterpret_cast<__m256>(g.scale)), zero), levels), magic);
+    }
+  for (int c = 0; c < C; ++c) {
+    if (left) {
+      const __m256 back = _mm256_add_ps(bias, _mm256_mul_ps(reinterpret_cast<__m256>(g.scale), _mm256_sub_ps(m[c], magic)));
+      _mm256_storeu_ps(left + c * 8, _mm256_sub_ps(_mm256_loadu_ps(x + c * 8), back));
+    }
+    codes[c] = reinterpret_cast<V<8>::I>(m[c]);
+  }
+}
+#endif
+
 // Codes (low byte of each lane) of the `C` vectors at x (C * W values), with
 // `left` written after the decision, so it may alias x.
 template <int W, int C>
 SPARQ_INLINE void encode_group(const float* x, const Grid<W>& g, float* left, typename V<W>::I (&codes)[C]) {
 #if defined(SPARQ_KERNELS_AVX512)
   if constexpr (W == 16) return encode_group16<C>(x, g, left, codes);
+#endif
+#if defined(SPARQ_KERNELS_AVX2)
+  if constexpr (W == 8) return encode_group8<C>(x, g, left, codes);
 #endif
   using F = typename V<W>::F;
   using I = typename V<W>::I;
