@@ -14,8 +14,9 @@
 
 // The loops (rowwise_kernels_body.h) are written once over GCC/Clang generic
 // vectors of W floats and compiled once per SimdLevel: W = 4 (SSE2), 8
-// (AVX2), 16 (AVX-512); on AVX-512 the range and encoding loops are
-// intrinsics (masked tails, VREDUCEPS), the same operations per element.
+// (AVX2), 16 (AVX-512); on AVX2 and AVX-512 the range and encoding loops
+// are intrinsics (masked tails, narrowing reductions, VREDUCEPS on AVX-512),
+// the same operations per element.
 
 // Bit-exactness across levels: every float result is one IEEE operation
 // (sub, mul, div, add, compare/select or MAXPS/MINPS, which select alike for
