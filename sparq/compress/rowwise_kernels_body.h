@@ -117,112 +117,131 @@ SPARQ_INLINE T summed(const float* x, float* sum, std::size_t i) {
   return z;
 }
 
-#if defined(SPARQ_KERNELS_AVX512)  // the AVX-512 copy only
-// x[i, i + k) as a vector whose other lanes hold `fill` (a value of the row,
-// so they change no min or max), with `sum`: sum[i, i + k) += x first.
-SPARQ_INLINE __m512 summed_part(const float* x, float* sum, std::size_t i, std::size_t k, __m512 fill) {
-  if (k >= 16) {  // a whole vector: plain loads and store
-    if (!sum) return _mm512_loadu_ps(x + i);
-    const __m512 z = _mm512_add_ps(_mm512_loadu_ps(sum + i), _mm512_loadu_ps(x + i));
-    _mm512_storeu_ps(sum + i, z);
+#if defined(SPARQ_KERNELS_AVX512) || defined(SPARQ_KERNELS_AVX2)
+// The operations the intrinsics loops below need, for this copy's level:
+// AVX-512 keeps lane flags in mask registers and tails in masked loads,
+// AVX2 in vectors (and has no VREDUCEPS: q - round(q) is the same value).
+struct Simd {
+#if defined(SPARQ_KERNELS_AVX512)
+  using F = __m512;
+  using Flags = __mmask16;
+  static constexpr int W = 16;
+  static F load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
+  static F set1(float v) { return _mm512_set1_ps(v); }
+  static F add(F a, F b) { return _mm512_add_ps(a, b); }
+  static F sub(F a, F b) { return _mm512_sub_ps(a, b); }
+  static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F div(F a, F b) { return _mm512_div_ps(a, b); }
+  static F min(F a, F b) { return _mm512_min_ps(a, b); }
+  static F max(F a, F b) { return _mm512_max_ps(a, b); }
+  static Flags none() { return 0; }
+  static Flags unordered(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q); }
+  // Lanes whose |q - rne(q)| exceeds edge (NaN included).
+  static Flags beyond(F q, F edge) {
+    return _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_reduce_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)), edge,
+                              _CMP_NLE_UQ);
+  }
+  static Flags either(Flags a, Flags b) { return a | b; }
+  static bool any(Flags f) { return f != 0; }
+  // x[i, i + k) (k < W), the other lanes from `fill`; with `sum`: sum += x there first.
+  static F part(const float* x, float* sum, std::size_t i, std::size_t k, F fill) {
+    const auto m = static_cast<__mmask16>((1u << k) - 1);
+    if (!sum) return _mm512_mask_loadu_ps(fill, m, x + i);
+    const F z = _mm512_add_ps(_mm512_maskz_loadu_ps(m, sum + i), _mm512_maskz_loadu_ps(m, x + i));
+    _mm512_mask_storeu_ps(sum + i, m, z);
+    return _mm512_mask_mov_ps(fill, m, z);
+  }
+  static F first_everywhere(F v, std::size_t k) {  // lanes [k, W) <- lane 0
+    return _mm512_mask_mov_ps(_mm512_broadcastss_ps(_mm512_castps512_ps128(v)), static_cast<__mmask16>((1u << k) - 1), v);
+  }
+  static __m128 half_min(F v) {  // 512 -> 256 -> 128 bits
+    const __m256 h = _mm256_min_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    return _mm_min_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  }
+  static __m128 half_max(F v) {
+    const __m256 h = _mm256_max_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    return _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  }
+#else
+  using F = __m256;
+  using Flags = __m256;
+  static constexpr int W = 8;
+  static F load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
+  static F set1(float v) { return _mm256_set1_ps(v); }
+  static F add(F a, F b) { return _mm256_add_ps(a, b); }
+  static F sub(F a, F b) { return _mm256_sub_ps(a, b); }
+  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F div(F a, F b) { return _mm256_div_ps(a, b); }
+  static F min(F a, F b) { return _mm256_min_ps(a, b); }
+  static F max(F a, F b) { return _mm256_max_ps(a, b); }
+  static Flags none() { return _mm256_setzero_ps(); }
+  static Flags unordered(F a, F b) { return _mm256_cmp_ps(a, b, _CMP_UNORD_Q); }
+  static Flags beyond(F q, F edge) {
+    const F f = _mm256_sub_ps(q, _mm256_round_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    return _mm256_cmp_ps(_mm256_and_ps(f, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff))), edge, _CMP_NLE_UQ);
+  }
+  static Flags either(Flags a, Flags b) { return _mm256_or_ps(a, b); }
+  static bool any(Flags f) { return _mm256_movemask_ps(f) != 0; }
+  static __m256i below(std::size_t k) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(k)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  static F part(const float* x, float* sum, std::size_t i, std::size_t k, F fill) {
+    const __m256i m = below(k);
+    F z = _mm256_maskload_ps(x + i, m);
+    if (sum) {
+      z = _mm256_add_ps(_mm256_maskload_ps(sum + i, m), z);
+      _mm256_maskstore_ps(sum + i, m, z);
+    }
+    return _mm256_blendv_ps(fill, z, _mm256_castsi256_ps(m));
+  }
+  static F first_everywhere(F v, std::size_t k) {
+    return _mm256_blendv_ps(_mm256_broadcastss_ps(_mm256_castps256_ps128(v)), v, _mm256_castsi256_ps(below(k)));
+  }
+  static __m128 half_min(F v) { return _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)); }
+  static __m128 half_max(F v) { return _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)); }
+#endif
+  // x[i, i + k) as a vector whose other lanes hold `fill` (a value of the
+  // row, so they change no min or max), with `sum`: sum[i, i + k) += x first.
+  static F summed(const float* x, float* sum, std::size_t i, std::size_t k, F fill) {
+    if (k < W) return part(x, sum, i, k, fill);
+    if (!sum) return load(x + i);  // a whole vector: plain loads and store
+    const F z = add(load(sum + i), load(x + i));
+    store(sum + i, z);
     return z;
   }
-  const __mmask16 m = static_cast<__mmask16>((1u << k) - 1);
-  if (!sum) return _mm512_mask_loadu_ps(fill, m, x + i);
-  const __m512 z = _mm512_add_ps(_mm512_maskz_loadu_ps(m, sum + i), _mm512_maskz_loadu_ps(m, x + i));
-  _mm512_mask_storeu_ps(sum + i, m, z);
-  return _mm512_mask_mov_ps(fill, m, z);
-}
+};
 
-// AVX-512's range: a NaN is flagged by one compare into a mask register per
-// vector (min and max drop NaNs); the row's ragged end is a masked load; the
-// reduction halves the width (512 -> 256 -> 128 bits, cheaper than
-// whole-register permutes on cores that split 512-bit work).
-SPARQ_INLINE RowRange range16(const float* x, float* sum, std::size_t n) {
-  const std::size_t k0 = n < 16 ? n : 16;
-  const __m512 v0 = summed_part(x, sum, 0, k0, _mm512_setzero_ps());
-  // A short row's empty lanes repeat its first value.
-  __m512 mn0 = _mm512_mask_mov_ps(_mm512_broadcastss_ps(_mm512_castps512_ps128(v0)),
-                                  static_cast<__mmask16>(k0 == 16 ? 0xFFFF : (1u << k0) - 1), v0);
-  __m512 mx0 = mn0, mn1 = mn0, mx1 = mn0;
-  __mmask16 nan = _mm512_cmp_ps_mask(mn0, mn0, _CMP_UNORD_Q);
-  std::size_t i = 16;
-  for (; i + 32 <= n; i += 32) {  // two vectors in flight
-    const __m512 a = summed_part(x, sum, i, 16, mn0), b = summed_part(x, sum, i + 16, 16, mn0);
-    mn0 = _mm512_min_ps(a, mn0), mx0 = _mm512_max_ps(a, mx0);
-    mn1 = _mm512_min_ps(b, mn1), mx1 = _mm512_max_ps(b, mx1);
-    nan |= _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q);
+// range_impl in intrinsics: a NaN is flagged by one unordered compare per
+// two vectors (min and max drop NaNs); the row's ragged end is a masked
+// load; the reduction narrows to 128 bits before the last steps, cheaper
+// than whole-register permutes.
+SPARQ_INLINE RowRange range_simd(const float* x, float* sum, std::size_t n) {
+  using S = Simd;
+  const std::size_t k0 = n < S::W ? n : S::W;
+  S::F mn0 = S::summed(x, sum, 0, k0, S::set1(0.0f));
+  if (k0 < S::W) mn0 = S::first_everywhere(mn0, k0);  // a short row's empty lanes repeat its first value
+  S::F mx0 = mn0, mn1 = mn0, mx1 = mn0;
+  S::Flags nan = S::unordered(mn0, mn0);
+  std::size_t i = S::W;
+  for (; i + 2 * S::W <= n; i += 2 * S::W) {  // two vectors in flight
+    const S::F a = S::summed(x, sum, i, S::W, mn0), b = S::summed(x, sum, i + S::W, S::W, mn0);
+    mn0 = S::min(a, mn0), mx0 = S::max(a, mx0);
+    mn1 = S::min(b, mn1), mx1 = S::max(b, mx1);
+    nan = S::either(nan, S::unordered(a, b));
   }
-  for (; i < n; i += 16) {
-    const __m512 a = summed_part(x, sum, i, n - i, mn0);
-    mn0 = _mm512_min_ps(a, mn0), mx0 = _mm512_max_ps(a, mx0);
-    nan |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
+  for (; i < n; i += S::W) {
+    const S::F a = S::summed(x, sum, i, n - i, mn0);
+    mn0 = S::min(a, mn0), mx0 = S::max(a, mx0);
+    nan = S::either(nan, S::unordered(a, a));
   }
-  mn0 = _mm512_min_ps(mn0, mn1), mx0 = _mm512_max_ps(mx0, mx1);
-  __m256 mn = _mm256_min_ps(_mm512_castps512_ps256(mn0), _mm512_extractf32x8_ps(mn0, 1));
-  __m256 mx = _mm256_max_ps(_mm512_castps512_ps256(mx0), _mm512_extractf32x8_ps(mx0, 1));
-  __m128 lo = _mm_min_ps(_mm256_castps256_ps128(mn), _mm256_extractf128_ps(mn, 1));
-  __m128 hi = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+  __m128 lo = S::half_min(S::min(mn0, mn1)), hi = S::half_max(S::max(mx0, mx1));
   lo = _mm_min_ps(lo, _mm_movehl_ps(lo, lo)), hi = _mm_max_ps(hi, _mm_movehl_ps(hi, hi));
   lo = _mm_min_ss(lo, _mm_movehdup_ps(lo)), hi = _mm_max_ss(hi, _mm_movehdup_ps(hi));
   // + 0: a zero extreme is +0 whichever zero the row holds (as below); a
   // NaN anywhere makes lo NaN.
-  const float bad = nan ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
-  return {_mm_cvtss_f32(lo) + bad, _mm_cvtss_f32(hi) + 0.0f};
-}
-#endif
-
-#if defined(SPARQ_KERNELS_AVX2)
-// Lanes [0, k) of 8 set (k < 8).
-SPARQ_INLINE __m256i lanes_below(std::size_t k) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(k)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-// summed_part on AVX2 (lane masks are vectors there).
-SPARQ_INLINE __m256 summed_part8(const float* x, float* sum, std::size_t i, std::size_t k, __m256 fill) {
-  if (k >= 8) {
-    if (!sum) return _mm256_loadu_ps(x + i);
-    const __m256 z = _mm256_add_ps(_mm256_loadu_ps(sum + i), _mm256_loadu_ps(x + i));
-    _mm256_storeu_ps(sum + i, z);
-    return z;
-  }
-  const __m256i m = lanes_below(k);
-  __m256 z = _mm256_maskload_ps(x + i, m);
-  if (sum) {
-    z = _mm256_add_ps(_mm256_maskload_ps(sum + i, m), z);
-    _mm256_maskstore_ps(sum + i, m, z);
-  }
-  return _mm256_blendv_ps(fill, z, _mm256_castsi256_ps(m));
-}
-
-// range16 on AVX2: NaN by an unordered compare per two vectors, the ragged
-// end masked, the reduction narrowing 256 -> 128 bits.
-SPARQ_INLINE RowRange range8(const float* x, float* sum, std::size_t n) {
-  const std::size_t k0 = n < 8 ? n : 8;
-  __m256 mn0 = summed_part8(x, sum, 0, k0, _mm256_setzero_ps());
-  if (k0 < 8)  // a short row's empty lanes repeat its first value
-    mn0 = _mm256_blendv_ps(_mm256_broadcastss_ps(_mm256_castps256_ps128(mn0)), mn0,
-                           _mm256_castsi256_ps(lanes_below(k0)));
-  __m256 mx0 = mn0, mn1 = mn0, mx1 = mn0;
-  __m256 nan = _mm256_cmp_ps(mn0, mn0, _CMP_UNORD_Q);
-  std::size_t i = 8;
-  for (; i + 16 <= n; i += 16) {  // two vectors in flight
-    const __m256 a = summed_part8(x, sum, i, 8, mn0), b = summed_part8(x, sum, i + 8, 8, mn0);
-    mn0 = _mm256_min_ps(a, mn0), mx0 = _mm256_max_ps(a, mx0);
-    mn1 = _mm256_min_ps(b, mn1), mx1 = _mm256_max_ps(b, mx1);
-    nan = _mm256_or_ps(nan, _mm256_cmp_ps(a, b, _CMP_UNORD_Q));
-  }
-  for (; i < n; i += 8) {
-    const __m256 a = summed_part8(x, sum, i, n - i, mn0);
-    mn0 = _mm256_min_ps(a, mn0), mx0 = _mm256_max_ps(a, mx0);
-    nan = _mm256_or_ps(nan, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
-  }
-  mn0 = _mm256_min_ps(mn0, mn1), mx0 = _mm256_max_ps(mx0, mx1);
-  __m128 lo = _mm_min_ps(_mm256_castps256_ps128(mn0), _mm256_extractf128_ps(mn0, 1));
-  __m128 hi = _mm_max_ps(_mm256_castps256_ps128(mx0), _mm256_extractf128_ps(mx0, 1));
-  lo = _mm_min_ps(lo, _mm_movehl_ps(lo, lo)), hi = _mm_max_ps(hi, _mm_movehl_ps(hi, hi));
-  lo = _mm_min_ss(lo, _mm_movehdup_ps(lo)), hi = _mm_max_ss(hi, _mm_movehdup_ps(hi));
-  const float bad = _mm256_movemask_ps(nan) ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
+  const float bad = S::any(nan) ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
   return {_mm_cvtss_f32(lo) + bad, _mm_cvtss_f32(hi) + 0.0f};
 }
 #endif
@@ -231,11 +250,8 @@ SPARQ_INLINE RowRange range8(const float* x, float* sum, std::size_t n) {
 // sums' (one pass over the row instead of two).
 template <int W>
 SPARQ_INLINE RowRange range_impl(const float* x, float* sum, std::size_t n) {
-#if defined(SPARQ_KERNELS_AVX512)
-  if constexpr (W == 16) return range16(x, sum, n);
-#endif
-#if defined(SPARQ_KERNELS_AVX2)
-  if constexpr (W == 8) return range8(x, sum, n);
+#if defined(SPARQ_KERNELS_AVX512) || defined(SPARQ_KERNELS_AVX2)
+  if constexpr (W == Simd::W) return range_simd(x, sum, n);
 #endif
   using F = typename V<W>::F;
   // v - v is 0 for finite v and NaN for NaN and +-inf, and NaN sticks in
@@ -319,72 +335,34 @@ SPARQ_INLINE typename V<W>::F clamp(typename V<W>::F q, const Grid<W>& g) {
   return q > g.levels ? g.levels : q;
 }
 
-#if defined(SPARQ_KERNELS_AVX512)
-// encode_group on AVX-512, the same arithmetic in fewer instructions: the
+#if defined(SPARQ_KERNELS_AVX512) || defined(SPARQ_KERNELS_AVX2)
+// encode_group in intrinsics, the same arithmetic in fewer instructions: the
 // clamp is MAXPS/MINPS (equal to the selects for every finite q: a -0 that
 // becomes +0 rounds to the same code), the distance to the nearest integer
-// is one VREDUCEPS, and x - bias is reloaded for the rare division instead
-// of being held in registers (C of them spilled to the stack). The codes'
-// lanes keep the magic number's high bits: only their low byte is stored.
+// is one VREDUCEPS on AVX-512, and x - bias is reloaded for the rare
+// division instead of being held in registers (the generic loop spilled C
+// of them to the stack). The codes' lanes keep the magic number's high
+// bits: only their low byte is stored.
 template <int C>
-SPARQ_INLINE void encode_group16(const float* x, const Grid<16>& g, float* left, V<16>::I (&codes)[C]) {
-  const __m512 bias = reinterpret_cast<__m512>(g.bias), zero = _mm512_setzero_ps();
-  const __m512 levels = reinterpret_cast<__m512>(g.levels), magic = _mm512_set1_ps(kRoundMagic);
-  const __m512 edge = _mm512_set1_ps(std::bit_cast<float>(g.edge_bits[0]));
-  __m512 m[C];
-  __mmask16 near = 0;
+SPARQ_INLINE void encode_group_simd(const float* x, const Grid<Simd::W>& g, float* left, V<Simd::W>::I (&codes)[C]) {
+  using S = Simd;
+  using F = S::F;
+  const F bias = reinterpret_cast<F>(g.bias), scale = reinterpret_cast<F>(g.scale), zero = S::set1(0.0f);
+  const F levels = reinterpret_cast<F>(g.levels), magic = S::set1(kRoundMagic);
+  const F edge = S::set1(std::bit_cast<float>(g.edge_bits[0]));
+  F m[C];
+  S::Flags near = S::none();
   for (int c = 0; c < C; ++c) {
-    const __m512 d = _mm512_sub_ps(_mm512_loadu_ps(x + c * 16), bias);
-    const __m512 q = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(d, reinterpret_cast<__m512>(g.inv)), zero), levels);
-    m[c] = _mm512_add_ps(q, magic);
-    // |q - rne(q)| > edge, NaN included (unordered counts as near).
-    near |= _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_reduce_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)), edge, _CMP_NLE_UQ);
+    const F q = S::min(S::max(S::mul(S::sub(S::load(x + c * S::W), bias), reinterpret_cast<F>(g.inv)), zero), levels);
+    m[c] = S::add(q, magic);
+    near = S::either(near, S::beyond(q, edge));
   }
-  if (g.divide || near)
-    for (int c = 0; c < C; ++c) {
-      const __m512 d = _mm512_sub_ps(_mm512_loadu_ps(x + c * 16), bias);
-      m[c] = _mm512_add_ps(
-          _mm512_min_ps(_mm512_max_ps(_mm512_div_ps(d, reinterpret_cast<__m512>(g.scale)), zero), levels), magic);
-    }
+  if (g.divide || S::any(near))
+    for (int c = 0; c < C; ++c)
+      m[c] = S::add(S::min(S::max(S::div(S::sub(S::load(x + c * S::W), bias), scale), zero), levels), magic);
   for (int c = 0; c < C; ++c) {
-    if (left) {
-      const __m512 back = _mm512_add_ps(bias, _mm512_mul_ps(reinterpret_cast<__m512>(g.scale), _mm512_sub_ps(m[c], magic)));
-      _mm512_storeu_ps(left + c * 16, _mm512_sub_ps(_mm512_loadu_ps(x + c * 16), back));
-    }
-    codes[c] = reinterpret_cast<V<16>::I>(m[c]);
-  }
-}
-#endif
-
-#if defined(SPARQ_KERNELS_AVX2)
-// encode_group16 on AVX2 (no VREDUCEPS: q - round(q); no mask registers).
-template <int C>
-SPARQ_INLINE void encode_group8(const float* x, const Grid<8>& g, float* left, V<8>::I (&codes)[C]) {
-  const __m256 bias = reinterpret_cast<__m256>(g.bias), zero = _mm256_setzero_ps();
-  const __m256 levels = reinterpret_cast<__m256>(g.levels), magic = _mm256_set1_ps(kRoundMagic);
-  const __m256 edge = _mm256_set1_ps(std::bit_cast<float>(g.edge_bits[0]));
-  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  __m256 m[C];
-  __m256 near = zero;
-  for (int c = 0; c < C; ++c) {
-    const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + c * 8), bias);
-    const __m256 q = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(d, reinterpret_cast<__m256>(g.inv)), zero), levels);
-    m[c] = _mm256_add_ps(q, magic);
-    const __m256 f = _mm256_sub_ps(q, _mm256_round_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    near = _mm256_or_ps(near, _mm256_cmp_ps(_mm256_and_ps(f, abs_mask), edge, _CMP_NLE_UQ));
-  }
-  if (g.divide || _mm256_movemask_ps(near))
-    for (int c = 0; c < C; ++c) {
-      const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + c * 8), bias);
-      m[c] = _mm256_add_ps(
-          _mm256_min_ps(_mm256_max_ps(_mm256_div_ps(d, reinterpret_cast<__m256>(g.scale)), zero), levels), magic);
-    }
-  for (int c = 0; c < C; ++c) {
-    if (left) {
-      const __m256 back = _mm256_add_ps(bias, _mm256_mul_ps(reinterpret_cast<__m256>(g.scale), _mm256_sub_ps(m[c], magic)));
-      _mm256_storeu_ps(left + c * 8, _mm256_sub_ps(_mm256_loadu_ps(x + c * 8), back));
-    }
-    codes[c] = reinterpret_cast<V<8>::I>(m[c]);
+    if (left) S::store(left + c * S::W, S::sub(S::load(x + c * S::W), S::add(bias, S::mul(scale, S::sub(m[c], magic)))));
+    codes[c] = reinterpret_cast<V<S::W>::I>(m[c]);
   }
 }
 #endif
@@ -393,11 +371,8 @@ SPARQ_INLINE void encode_group8(const float* x, const Grid<8>& g, float* left, V
 // `left` written after the decision, so it may alias x.
 template <int W, int C>
 SPARQ_INLINE void encode_group(const float* x, const Grid<W>& g, float* left, typename V<W>::I (&codes)[C]) {
-#if defined(SPARQ_KERNELS_AVX512)
-  if constexpr (W == 16) return encode_group16<C>(x, g, left, codes);
-#endif
-#if defined(SPARQ_KERNELS_AVX2)
-  if constexpr (W == 8) return encode_group8<C>(x, g, left, codes);
+#if defined(SPARQ_KERNELS_AVX512) || defined(SPARQ_KERNELS_AVX2)
+  if constexpr (W == Simd::W) return encode_group_simd<C>(x, g, left, codes);
 #endif
   using F = typename V<W>::F;
   using I = typename V<W>::I;
