@@ -104,6 +104,30 @@ struct GlooTransport::Impl {
   std::map<std::pair<int, int>, std::deque<std::shared_ptr<Incoming>>> posted;      // by (peer, tag)
   std::map<std::pair<int, int>, std::deque<std::shared_ptr<Incoming>>> unexpected;  // by (peer, tag)
   std::exception_ptr failure;  // the transport is broken: every wait throws this
+  std::vector<bool> closed;    // per peer: its goodbye came, nothing more will
+
+  // Peer `src` said goodbye (destroyed its transport): everything it sent
+  // has come (one socket, in order), so a receive from it that is still
+  // waiting, or posted later, fails at once instead of at its deadline.
+  void close_peer(int src) {
+    {
+      std::lock_guard lk(mu);
+      closed[src] = true;
+      for (auto it = posted.begin(); it != posted.end();) {
+        if (it->first.first != src || it->first.second == Transport::kMaxTag) {
+          ++it;
+          continue;
+        }
+        for (auto& m : it->second) {
+          m->error = std::make_exception_ptr(Error(fmt::format(
+              "rank {} closed its connection before sending the message with tag {}", src, it->first.second)));
+          m->matched = m->done = true;
+        }
+        it = posted.erase(it);
+      }
+    }
+    cv.notify_all();
+  }
 
   std::mutex send_mu;                         // a message's chunks go out back to back
   std::vector<std::deque<Chunk>> in_flight;   // per peer, oldest first (under send_mu)
@@ -201,6 +225,9 @@ class Receiver {
         if (got == msg->size) {
           im_.complete(*msg);
           msg.reset();
+          // The first message on the reserved tag is the connect handshake,
+          // the second the goodbye.
+          if (h.tag == Transport::kMaxTag && ++reserved_ == 2) im_.close_peer(peer_);
         }
         bufs_[i]->recv(peer_, kSlot);
       }
@@ -210,6 +237,7 @@ class Receiver {
   }
   GlooTransport::Impl& im_;
   const int peer_;
+  int reserved_ = 0;  // messages on Transport::kMaxTag so far
   std::vector<std::byte> mem_[GlooTransport::kPosted];
   GlooBuffer bufs_[GlooTransport::kPosted];
   Stoppable stop_;
@@ -287,6 +315,12 @@ std::shared_ptr<Incoming> match_or_post(GlooTransport::Impl& im, int peer, int t
   m->posted = true;
   m->any_size = any_size;
   m->buf = buf;
+  if (im.closed[peer] && tag != Transport::kMaxTag) {
+    m->error = std::make_exception_ptr(
+        Error(fmt::format("rank {} closed its connection before sending the message with tag {}", peer, tag)));
+    m->matched = m->done = true;
+    return m;
+  }
   im.posted[key].push_back(m);
   return m;
 }
@@ -322,6 +356,7 @@ GlooTransport::GlooTransport(gloo::rendezvous::Store& store, int rank, int size,
   Impl& im = *impl_;
   im.ctx = std::move(ctx);
   im.in_flight.resize(size);
+  im.closed.assign(size, false);
   for (int r = 0; r < size; ++r) im.receivers.push_back(r == rank ? nullptr : std::make_unique<Receiver>(im, r));
   // No rank leaves before every rank is connected: Gloo's full mesh can be
   // complete on one rank while another still sets up its pairs, and a rank
@@ -338,7 +373,25 @@ GlooTransport::GlooTransport(gloo::rendezvous::Store& store, int rank, int size,
 // Like MPI_Finalize, what was sent reaches its peers before the connections
 // close (a peer that is gone fails the wait at once; a stuck one is given the
 // transport's timeout); then the receivers stop.
+//
+// Written to the socket is not yet read by the peer: a socket closed with
+// unread bytes in it (here the peer's receive-ready notices, which its
+// receiver thread keeps sending) is reset, and the reset discards what the
+// peer's kernel holds of our last messages ("Connection closed by peer" in
+// its last collective, seen once in the bridge test). So every rank first
+// says goodbye to every peer and waits for theirs, as at connect: no socket
+// closes before its peer is done with it.
 GlooTransport::~GlooTransport() {
+  try {
+    std::vector<Request> reqs;
+    for (int r = 0; r < size_; ++r)
+      if (r != rank_) reqs.push_back(irecv(r, kMaxTag, {}));
+    for (int r = 0; r < size_; ++r)
+      if (r != rank_) reqs.push_back(isend(r, kMaxTag, {}));
+    wait_all(reqs, timeout());
+  } catch (const std::exception&) {
+    // A peer that is gone or stuck: close anyway.
+  }
   {
     std::lock_guard lk(impl_->send_mu);
     for (auto& chunks : impl_->in_flight) {

@@ -34,10 +34,20 @@ namespace {
 // One connected world of P GlooTransports per rank count, kept between runs
 // (connecting P^2 TCP pairs for every run would dominate the tests), and
 // dropped after a failed run, which may have left messages in flight.
-std::map<int, std::vector<std::unique_ptr<GlooTransport>>> g_gloo_worlds;
+// Its ranks leave together, each on a thread of its own, as processes do: a
+// transport's destructor waits for its peers' goodbyes.
+struct GlooWorld {
+  std::vector<std::unique_ptr<GlooTransport>> ranks;
+  ~GlooWorld() {
+    std::vector<std::thread> threads;
+    for (auto& t : ranks) threads.emplace_back([&t] { t.reset(); });
+    for (auto& th : threads) th.join();
+  }
+};
+std::map<int, GlooWorld> g_gloo_worlds;
 
 std::vector<std::unique_ptr<GlooTransport>>& gloo_world(int nranks) {
-  auto& world = g_gloo_worlds[nranks];
+  auto& world = g_gloo_worlds[nranks].ranks;
   if (!world.empty()) return world;
   gloo::rendezvous::HashStore store;
   world.resize(nranks);

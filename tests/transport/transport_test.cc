@@ -10,6 +10,11 @@
 #include "sparq/coll/allreduce.h"
 #include "sparq/transport/local_transport.h"
 #include "tests/support/ranks.h"
+#ifdef SPARQ_HAVE_GLOO
+#include <gloo/rendezvous/hash_store.h>
+
+#include "sparq/transport/gloo_transport.h"
+#endif
 
 namespace sparq {
 namespace {
@@ -163,6 +168,43 @@ TEST(Timeout, CollectiveErrorNamesCollective) {
 
 // In-process: when one rank fails, a rank blocked on it is woken at once
 // (not after its timeout) and the original error is reported with its rank.
+#ifdef SPARQ_HAVE_GLOO
+// A rank that leaves (destroys its transport) first delivers what it sent
+// and says goodbye, then waits for its peers' goodbyes (as MPI_Finalize
+// waits); a receive from it that can no longer be matched fails at once
+// with an error that says so, not at its deadline.
+TEST(GlooTransport, PeerThatLeavesDeliversThenFailsReceivesAtOnce) {
+  gloo::rendezvous::HashStore store;
+  const GlooAddress lo{.iface = "", .hostname = "127.0.0.1"};
+  const std::vector<float> sent{1.5f, -2.0f, 3.25f};
+  std::vector<float> got(3);
+  std::string error;
+  double waited = -1;
+  std::thread leaver([&] {
+    GlooTransport t(store, 0, 2, lo, Millis{60000});
+    t.send(1, 3, std::as_bytes(std::span(sent)));
+  });  // leaves here
+  std::thread stayer([&] {
+    GlooTransport t(store, 1, 2, lo, Millis{60000});
+    t.recv(0, 3, std::as_writable_bytes(std::span(got)));
+    std::vector<float> never(1);
+    const auto t0 = Clock::now();
+    try {
+      t.recv(0, 7, std::as_writable_bytes(std::span(never)));
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    waited = seconds_since(t0);
+  });
+  stayer.join();
+  leaver.join();
+  EXPECT_EQ(got, sent);
+  EXPECT_NE(error.find("rank 0 closed its connection"), std::string::npos) << error;
+  EXPECT_NE(error.find("tag 7"), std::string::npos) << error;
+  EXPECT_LT(waited, 30.0);  // the transport's timeout is 60 s
+}
+#endif
+
 TEST(LocalWorld, FailureWakesOtherRanks) {
   SPARQ_LOCAL_ONLY();
   const auto t0 = Clock::now();
