@@ -61,6 +61,17 @@ struct Comm {
     SPARQ_CHECK_AS(InputError, t != nullptr, "this sparq.Comm is closed");
     return *t;
   }
+  // Closing waits for every peer's goodbye (GlooTransport): without the GIL,
+  // so that the process's other Python threads go on meanwhile. Python
+  // always holds the GIL when it drops a Comm.
+  void close() {
+    auto gone = std::move(t);
+    py::gil_scoped_release nogil;
+    gone.reset();
+  }
+  ~Comm() {
+    if (t) close();
+  }
 };
 
 // A contiguous float32 array as a span (one the result is written into when
@@ -155,7 +166,9 @@ PYBIND11_MODULE(_sparq, m) {
           },
           "Returns once every rank has called it.")
       .def(
-          "close", [](Comm& c) { c.t.reset(); }, "Closes the connections (every rank should be done with them).");
+          "close", [](Comm& c) { c.close(); },
+          "Closes the connections: says goodbye to every rank and waits for theirs (as MPI_Finalize does), "
+          "up to the timeout.");
 
   py::class_<PyGradExchange>(m, "GradExchange",
                              "Data-parallel exchange of dense gradients with a --dp-codec: the average over ranks.")
