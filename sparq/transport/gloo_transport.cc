@@ -106,6 +106,13 @@ struct GlooTransport::Impl {
   std::exception_ptr failure;  // the transport is broken: every wait throws this
   std::vector<bool> closed;    // per peer: its goodbye came, nothing more will
 
+  // A receive from `src`, which has left: it fails when waited for.
+  static void fail_closed(Incoming& m, int src, int tag) {
+    m.error = std::make_exception_ptr(
+        Error(fmt::format("rank {} closed its connection before sending the message with tag {}", src, tag)));
+    m.matched = m.done = true;
+  }
+
   // Peer `src` said goodbye (destroyed its transport): everything it sent
   // has come (one socket, in order), so a receive from it that is still
   // waiting, or posted later, fails at once instead of at its deadline.
@@ -114,15 +121,12 @@ struct GlooTransport::Impl {
       std::lock_guard lk(mu);
       closed[src] = true;
       for (auto it = posted.begin(); it != posted.end();) {
-        if (it->first.first != src || it->first.second == Transport::kMaxTag) {
+        const auto [peer, tag] = it->first;
+        if (peer != src || tag == Transport::kMaxTag) {
           ++it;
           continue;
         }
-        for (auto& m : it->second) {
-          m->error = std::make_exception_ptr(Error(fmt::format(
-              "rank {} closed its connection before sending the message with tag {}", src, it->first.second)));
-          m->matched = m->done = true;
-        }
+        for (auto& m : it->second) fail_closed(*m, src, tag);
         it = posted.erase(it);
       }
     }
@@ -316,13 +320,22 @@ std::shared_ptr<Incoming> match_or_post(GlooTransport::Impl& im, int peer, int t
   m->any_size = any_size;
   m->buf = buf;
   if (im.closed[peer] && tag != Transport::kMaxTag) {
-    m->error = std::make_exception_ptr(
-        Error(fmt::format("rank {} closed its connection before sending the message with tag {}", peer, tag)));
-    m->matched = m->done = true;
+    GlooTransport::Impl::fail_closed(*m, peer, tag);
     return m;
   }
   im.posted[key].push_back(m);
   return m;
+}
+
+// An empty message on the reserved tag to every peer and one from each:
+// the connect handshake and, the second time, the goodbye.
+void greet_every_peer(Transport& t) {
+  std::vector<Request> reqs;
+  for (int r = 0; r < t.size(); ++r)
+    if (r != t.rank()) reqs.push_back(t.irecv(r, Transport::kMaxTag, {}));
+  for (int r = 0; r < t.size(); ++r)
+    if (r != t.rank()) reqs.push_back(t.isend(r, Transport::kMaxTag, {}));
+  wait_all(reqs, t.timeout());
 }
 
 }  // namespace
@@ -361,12 +374,7 @@ GlooTransport::GlooTransport(gloo::rendezvous::Store& store, int rank, int size,
   // No rank leaves before every rank is connected: Gloo's full mesh can be
   // complete on one rank while another still sets up its pairs, and a rank
   // that closed at once would fail that one's set-up.
-  std::vector<Request> reqs;
-  for (int r = 0; r < size; ++r)
-    if (r != rank) reqs.push_back(irecv(r, kMaxTag, {}));
-  for (int r = 0; r < size; ++r)
-    if (r != rank) isend(r, kMaxTag, {});
-  wait_all(reqs, timeout);
+  greet_every_peer(*this);
   init_counters(size);  // the handshake is not traffic of the caller's
 }
 
@@ -383,12 +391,7 @@ GlooTransport::GlooTransport(gloo::rendezvous::Store& store, int rank, int size,
 // closes before its peer is done with it.
 GlooTransport::~GlooTransport() {
   try {
-    std::vector<Request> reqs;
-    for (int r = 0; r < size_; ++r)
-      if (r != rank_) reqs.push_back(irecv(r, kMaxTag, {}));
-    for (int r = 0; r < size_; ++r)
-      if (r != rank_) reqs.push_back(isend(r, kMaxTag, {}));
-    wait_all(reqs, timeout());
+    greet_every_peer(*this);
   } catch (const std::exception&) {
     // A peer that is gone or stuck: close anyway.
   }
