@@ -142,6 +142,7 @@ void run_train(const TrainArgs& a) {
   set_compute_threads(a.threads);
   DlrmConfig cfg;
   cfg.emb_dim = a.emb_dim;
+  cfg.mlp_precision = parse_gemm_precision(a.mlp_precision);
   cfg.bot_mlp = parse_dash_list(a.mlp_bot);
   cfg.top_mlp = parse_dash_list(a.mlp_top);
   cfg.table_rows = per_table(a.emb_size, "--arch-embedding-size");
@@ -316,7 +317,7 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
                   oo.schedule.active() ? " (" + oo.schedule.describe() + ")" : "", a.optimizer, a.emb_optim,
                   compute_threads() == a.threads ? fmt::format("{}", a.threads)
                                                  : fmt::format("{} a rank (one core each)", compute_threads())));
-  say(gemm_line() + "\n");
+  say(gemm_line(cfg.mlp_precision) + "\n");
 
   const bool streaming = data.streaming();
   BatchPlan plan(streaming ? data.stream_lines() : data.train.size(),
@@ -837,6 +838,11 @@ codec state: a resumed run continues bit for bit.)");
   c->add_option("--threads", a->threads,
                  "Threads of the step: each large GEMM is split over them, and the interaction, embedding and "
                  "SGD loops")
+      ->capture_default_str();
+  c->add_option("--mlp-precision", a->mlp_precision,
+                "Operands of the MLPs' GEMMs: fp32, or bf16 (rounded to bfloat16, accumulated in fp32; weights, "
+                "gradients and optimizer stay fp32; needs a CPU with AVX512_BF16)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
   c->add_flag("--skip-bad-lines", a->skip_bad_lines, "Skip and count malformed TSV lines");
   c->add_flag("--no-shuffle", a->no_shuffle, "Keep the training set's order");

@@ -39,6 +39,7 @@ struct TrainArgs {
   std::string cardinalities;
   std::uint64_t seed = 1;
   int threads = 2;
+  std::string mlp_precision = "fp32";
   bool skip_bad_lines = false;
   bool no_shuffle = false;
   bool stream = false;

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "sparq/core/error.h"
+#include "sparq/model/bf16_matmul.h"
 #include "sparq/model/parallel.h"
 
 namespace sparq {
@@ -48,6 +49,14 @@ FloatGemm read_float_gemm() {
   SPARQ_THROW(InputError, "SPARQ_GEMM={}: expected onednn or openblas", e);
 }
 
+GemmPrecision parse_gemm_precision(std::string_view s) {
+  if (s == "fp32") return GemmPrecision::fp32;
+  if (s == "bf16") return GemmPrecision::bf16;
+  SPARQ_THROW(InputError, "precision '{}': expected fp32 or bf16", s);
+}
+
+std::string_view to_string(GemmPrecision p) { return p == GemmPrecision::bf16 ? "bf16" : "fp32"; }
+
 namespace {
 void onednn_sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
                   std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
@@ -67,8 +76,12 @@ void onednn_sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std:
 
 template <class T>
 void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
-          std::size_t lda, const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc) {
+          std::size_t lda, const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc, GemmPrecision precision) {
   if (m == 0 || n == 0) return;
+  SPARQ_CHECK((std::is_same_v<T, float> || precision == GemmPrecision::fp32), "bf16 GEMMs are for float operands");
+  // Decided on the whole product, not per block, so that the result does
+  // not depend on the number of threads.
+  const bool bf16 = precision == GemmPrecision::bf16 && m > 1 && n > 1;
   [[maybe_unused]] static const bool single = (openblas_set_num_threads(1), true);  // parallelism is ours (see above)
   const auto gemm_fn = [] {
     if constexpr (std::is_same_v<T, float>) return cblas_sgemm;
@@ -76,9 +89,11 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
   }();
   static const FloatGemm lib = read_float_gemm();
   auto call = [&](std::size_t m1, std::size_t n1, const T* a1, const T* b1, T* c1) {
-    if constexpr (std::is_same_v<T, float>)
+    if constexpr (std::is_same_v<T, float>) {
+      if (bf16) return bf16_matmul(trans_a, trans_b, m1, n1, k, alpha, a1, lda, b1, ldb, beta, c1, ldc);
       if (lib == FloatGemm::onednn)
         return onednn_sgemm(trans_a, trans_b, m1, n1, k, alpha, a1, lda, b1, ldb, beta, c1, ldc);
+    }
     gemm_fn(CblasRowMajor, tr(trans_a), tr(trans_b), static_cast<int>(m1), static_cast<int>(n1), static_cast<int>(k),
             alpha, a1, static_cast<int>(lda), b1, static_cast<int>(ldb), beta, c1, static_cast<int>(ldc));
   };
@@ -99,9 +114,9 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
   }
 }
 template void gemm<float>(bool, bool, std::size_t, std::size_t, std::size_t, float, const float*, std::size_t,
-                          const float*, std::size_t, float, float*, std::size_t);
+                          const float*, std::size_t, float, float*, std::size_t, GemmPrecision);
 template void gemm<double>(bool, bool, std::size_t, std::size_t, std::size_t, double, const double*, std::size_t,
-                           const double*, std::size_t, double, double*, std::size_t);
+                           const double*, std::size_t, double, double*, std::size_t, GemmPrecision);
 
 void set_blas_threads(int n) { g_threads.store(n < 1 ? 1 : n); }
 
@@ -189,11 +204,16 @@ std::string_view onednn_isa_name(dnnl_cpu_isa_t isa) {
 }
 }  // namespace
 
-std::string gemm_line() {
-  if (read_float_gemm() == FloatGemm::openblas) return "gemm: " + openblas_core_line() + ", by SPARQ_GEMM=openblas";
+std::string gemm_line(GemmPrecision mlp) {
   const dnnl_version_t* v = dnnl_version();
-  return fmt::format("gemm: oneDNN {}.{}.{} sgemm, {} kernels (generated for this CPU's instruction sets)", v->major,
-                     v->minor, v->patch, onednn_isa_name(dnnl_get_effective_cpu_isa()));
+  const std::string fp32 =
+      read_float_gemm() == FloatGemm::openblas
+          ? openblas_core_line() + ", by SPARQ_GEMM=openblas"
+          : fmt::format("oneDNN {}.{}.{} sgemm, {} kernels (generated for this CPU's instruction sets)", v->major,
+                        v->minor, v->patch, onednn_isa_name(dnnl_get_effective_cpu_isa()));
+  if (mlp == GemmPrecision::fp32) return "gemm: " + fp32;
+  return fmt::format("gemm: MLPs in bf16 on oneDNN {}.{}.{} matmul (bf16 operands, fp32 accumulation); fp32: {}",
+                     v->major, v->minor, v->patch, fp32);
 }
 
 }  // namespace sparq

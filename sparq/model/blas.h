@@ -12,11 +12,26 @@
 
 namespace sparq {
 
+// How a float GEMM multiplies: in fp32, or with its operands rounded to
+// bfloat16 (nearest even) and the products accumulated in fp32 (bf16 is
+// sparq's option, not the papers': --mlp-precision). bf16 runs on oneDNN
+// whatever SPARQ_GEMM says, and only on CPUs with AVX512_BF16
+// (bf16_gemm_unavailable()); a product with one row or one column (the
+// logit layer) stays fp32, where oneDNN's bf16 kernels are slower.
+enum class GemmPrecision { fp32, bf16 };
+// "fp32" / "bf16"; throws InputError on anything else.
+GemmPrecision parse_gemm_precision(std::string_view s);
+std::string_view to_string(GemmPrecision p);
+// Why bf16 GEMMs cannot run here ("" when they can).
+std::string bf16_gemm_unavailable();
+
 // C[M x N] = alpha * op(A) * op(B) + beta * C, all row-major.
 // op(A) is [M x K] (A is [K x M] when trans_a), op(B) is [K x N].
+// GemmPrecision::bf16 is for float only.
 template <class T>
-void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha,
-          const T* a, std::size_t lda, const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc);
+void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
+          std::size_t lda, const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc,
+          GemmPrecision precision = GemmPrecision::fp32);
 
 // n > 1 lets a large call be split over the compute pool (parallel.h:
 // compute_threads() single-threaded sgemm calls on blocks of C, see blas.cc);
@@ -53,7 +68,7 @@ std::string better_blas_core(std::string_view running, const CpuIsa& isa);
 // core, since OpenBLAS reads it only at load time. SPARQ_KEEP_BLAS_CORE=1
 // keeps what OpenBLAS chose.
 void ensure_best_blas_core(char** argv);
-// "gemm: <library, kernels> (why)", for the start-up report.
-std::string gemm_line();
+// "gemm: <library, kernels> (why)[, MLPs in bf16 ...]", for the start-up report.
+std::string gemm_line(GemmPrecision mlp = GemmPrecision::fp32);
 
 }  // namespace sparq

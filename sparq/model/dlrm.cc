@@ -13,6 +13,7 @@ MlpSpec DlrmConfig::top_spec() const {
   s.dims.push_back(interaction_width());
   s.dims.insert(s.dims.end(), top_mlp.begin(), top_mlp.end());
   s.relu_last = false;  // the last layer yields the logit
+  s.precision = mlp_precision;
   return s;
 }
 
@@ -35,7 +36,10 @@ std::string DlrmConfig::describe() const {
 
 std::string join_dash_list(const std::vector<std::size_t>& v) {
   std::string s;
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "-" : "") + std::to_string(v[i]);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) s += '-';
+    s += std::to_string(v[i]);
+  }
   return s;
 }
 

@@ -33,11 +33,12 @@ struct DlrmConfig {
   std::vector<std::size_t> top_mlp{512, 256, 1};           // excludes its input (the interaction width)
   std::vector<std::size_t> table_rows;                     // one per table
   std::size_t emb_dim = 16;
+  GemmPrecision mlp_precision = GemmPrecision::fp32;  // of both MLPs' GEMMs (--mlp-precision)
 
   std::size_t num_dense() const { return bot_mlp.empty() ? 0 : bot_mlp.front(); }
   std::size_t num_tables() const { return table_rows.size(); }
   std::size_t interaction_width() const { return emb_dim + (num_tables() + 1) * num_tables() / 2; }
-  MlpSpec bot_spec() const { return {bot_mlp, true}; }
+  MlpSpec bot_spec() const { return {bot_mlp, true, mlp_precision}; }
   MlpSpec top_spec() const;
   // Throws InputError when the widths do not fit together.
   void validate() const;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "sparq/core/error.h"
 #include "sparq/data/random.h"
@@ -18,7 +19,12 @@ constexpr std::size_t kMinSplit = std::size_t{1} << 15;
 template <class T>
 Mlp<T>::Mlp(const MlpSpec& spec, DenseParams<T>& store, const std::string& prefix, std::size_t first,
             std::size_t last)
-    : store_(&store) {
+    : store_(&store), precision_(spec.precision) {
+  if (precision_ == GemmPrecision::bf16) {
+    SPARQ_CHECK_AS(InputError, (std::is_same_v<T, float>), "bf16 GEMMs need a float model");
+    const std::string why = bf16_gemm_unavailable();
+    SPARQ_CHECK_AS(InputError, why.empty(), "bf16 MLPs cannot run here: {}", why);
+  }
   const std::size_t n = spec.num_layers();
   if (last == kAll) last = n;
   SPARQ_CHECK(first <= last && last <= n, "layer range [{}, {}) of an MLP with {} layers", first, last, n);
@@ -69,7 +75,7 @@ const T* Mlp<T>::forward(const T* x, std::size_t batch, Tape& tape) const {
     auto& y = tape.acts[i];
     y.resize(batch * L.out);
     gemm<T>(false, true, batch, L.out, L.in, T(1), in, L.in, store_->param(L.w).data(), L.in, T(0), y.data(),
-            L.out);
+            L.out, precision_);
     kernels::bias_act(y.data(), store_->param(L.b).data(), batch, L.out, L.relu);
     in = y.data();
   }
@@ -114,7 +120,7 @@ const T* Mlp<T>::backward(const T* dy, bool want_dx, Tape& tape, bool accumulate
     if (accumulate)
       for (std::size_t j = 0; j < L.out; ++j) bias_grad[j] += db[j];
     gemm<T>(true, false, L.out, L.in, B, T(1), dz, L.out, x, L.in, accumulate ? T(1) : T(0),
-            store_->grad(L.w).data(), L.in);
+            store_->grad(L.w).data(), L.in, precision_);
     if (hook_ && notify) hook_(L.w, L.b);
     if (i == 0 && !want_dx) return nullptr;
     // One buffer per layer (not a ping-pong pair): each keeps its size from
@@ -122,7 +128,7 @@ const T* Mlp<T>::backward(const T* dy, bool want_dx, Tape& tape, bool accumulate
     std::vector<T>& dx_buf = tape.dx[i];
     dx_buf.resize(B * L.in);
     gemm<T>(false, false, B, L.in, L.out, T(1), dz, L.out, store_->param(L.w).data(), L.in, T(0), dx_buf.data(),
-            L.in);
+            L.in, precision_);
     g = dx_buf.data();
   }
   return g;

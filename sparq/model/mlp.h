@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "sparq/model/blas.h"
 #include "sparq/model/dense_params.h"
 
 namespace sparq {
@@ -23,6 +24,7 @@ namespace sparq {
 struct MlpSpec {
   std::vector<std::size_t> dims;  // dims[0] = input width, dims[l+1] = output of layer l
   bool relu_last = true;          // ReLU after the last layer too?
+  GemmPrecision precision = GemmPrecision::fp32;  // of the layers' GEMMs (bf16: float only)
   std::size_t num_layers() const { return dims.empty() ? 0 : dims.size() - 1; }
 };
 
@@ -33,6 +35,7 @@ class Mlp {
 
   // Registers the parameters of layers [first, last) of `spec` in `store`
   // as "<prefix>.<global layer>.weight" [out x in] and ".bias" [out].
+  // Throws InputError for bf16 where the CPU cannot (bf16_gemm_unavailable).
   Mlp(const MlpSpec& spec, DenseParams<T>& store, const std::string& prefix, std::size_t first = 0,
       std::size_t last = kAll);
 
@@ -87,6 +90,7 @@ class Mlp {
     std::size_t w = 0, b = 0;  // view indices in the store
   };
   DenseParams<T>* store_;
+  GemmPrecision precision_;
   std::size_t in_dim_ = 0, out_dim_ = 0;  // dims[first], dims[last] (an empty stage passes through)
   std::vector<Layer> layers_;
   Tape tape_;

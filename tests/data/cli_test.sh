@@ -48,6 +48,18 @@ fi
 OPENBLAS_CORETYPE=Prescott SPARQ_KEEP_BLAS_CORE=1 run train "${tiny[@]}" || fail "train keeping Prescott"
 grep -q "^gemm: OpenBLAS core Prescott (from OPENBLAS_CORETYPE=Prescott" "$D/out" || fail "kept: $(grep gemm "$D/out")"
 unset SPARQ_GEMM
+# bf16 MLPs: named in the start-up line where the CPU has AVX512_BF16,
+# refused with the reason where it has not; an unknown precision is refused.
+if grep -qw avx512_bf16 /proc/cpuinfo; then
+  run train "${tiny[@]}" --mlp-precision bf16 || fail "bf16 train: $(cat "$D/err")"
+  grep -q "^gemm: MLPs in bf16 on oneDNN [0-9.]* matmul (bf16 operands, fp32 accumulation); fp32: oneDNN" "$D/out" ||
+    fail "bf16 gemm line: $(grep gemm "$D/out")"
+else
+  run train "${tiny[@]}" --mlp-precision bf16 && fail "bf16 without AVX512_BF16 must be refused"
+  grep -q "bf16 MLPs cannot run here: this CPU has no AVX512_BF16" "$D/err" || fail "bf16 refusal: $(cat "$D/err")"
+fi
+run train "${tiny[@]}" --mlp-precision fp16 && fail "--mlp-precision fp16 must be refused"
+grep -q -- "--mlp-precision" "$D/err" || fail "names the flag: $(cat "$D/err")"
 
 # Training output and metrics; resume from a checkpoint is bitwise.
 common=(--data-path "$D/a" --arch-embedding-size 1000 --arch-mlp-bot 13-32-16 --arch-mlp-top 32-1

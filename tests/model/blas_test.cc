@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include "sparq/compress/half.h"
+#include "sparq/core/error.h"
+#include "sparq/model/mlp.h"
+
 #include <cmath>
 #include <random>
 #include <vector>
@@ -13,6 +17,8 @@
 
 namespace sparq {
 namespace {
+
+float bf16_round(float x) { return compress::bf16_to_float(compress::float_to_bf16(x)); }
 
 TEST(Gemm, SplitAndWholeCallsMatchAPlainLoop) {
   struct Shape {
@@ -51,6 +57,83 @@ TEST(Gemm, SplitAndWholeCallsMatchAPlainLoop) {
   }
   set_blas_threads(1);
   set_compute_threads(1);
+}
+
+// bf16 GEMMs: the same as a plain loop in double over the operands rounded
+// to bf16 (each product of two bf16 values is exact in fp32, so only the
+// fp32 accumulation differs), on split and whole calls, every transpose,
+// with alpha and beta; measurably not the fp32 product; a matrix-vector
+// product stays fp32 bit for bit.
+TEST(Gemm, Bf16MatchesAPlainLoopOnRoundedOperands) {
+  if (const std::string why = bf16_gemm_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  struct Shape {
+    std::size_t m, n, k;
+  };
+  const Shape shapes[] = {{300, 200, 100}, {90, 700, 100}, {20, 30, 40}, {33, 17, 13}};
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int threads : {1, 3}) {
+    set_blas_threads(threads);
+    set_compute_threads(threads);
+    for (const auto& [m, n, k] : shapes)
+      for (bool ta : {false, true})
+        for (bool tb : {false, true})
+          for (float beta : {0.0f, 0.5f}) {
+            SCOPED_TRACE(testing::Message() << threads << " threads, " << m << "x" << n << "x" << k << " ta=" << ta
+                                            << " tb=" << tb << " beta=" << beta);
+            const std::size_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 5, ldc = n + 7;
+            std::vector<float> a((ta ? k : m) * lda), b((tb ? n : k) * ldb), c(m * ldc, 0.5f);
+            for (auto& x : a) x = u(rng);
+            for (auto& x : b) x = u(rng);
+            const std::vector<float> c0 = c;
+            gemm<float>(ta, tb, m, n, k, 2.0f, a.data(), lda, b.data(), ldb, beta, c.data(), ldc,
+                        GemmPrecision::bf16);
+            double off_fp32 = 0;  // largest distance from the fp32 product
+            for (std::size_t i = 0; i < m; ++i)
+              for (std::size_t j = 0; j < n; ++j) {
+                double want = beta * c0[i * ldc + j], exact = want;
+                for (std::size_t p = 0; p < k; ++p) {
+                  const float x = ta ? a[p * lda + i] : a[i * lda + p], y = tb ? b[j * ldb + p] : b[p * ldb + j];
+                  want += 2.0 * bf16_round(x) * bf16_round(y);
+                  exact += 2.0 * x * y;
+                }
+                ASSERT_NEAR(c[i * ldc + j], want, 1e-5 * (1 + std::sqrt(static_cast<double>(k)))) << i << " " << j;
+                off_fp32 = std::max(off_fp32, std::fabs(c[i * ldc + j] - exact));
+              }
+            EXPECT_GT(off_fp32, 1e-3);  // bf16 keeps 8 bits: sums of k products of [-1, 1] move by ~1e-2
+            for (std::size_t i = 0; i < m; ++i)
+              for (std::size_t j = n; j < ldc; ++j) ASSERT_EQ(c[i * ldc + j], 0.5f);
+          }
+  }
+  set_blas_threads(1);
+  set_compute_threads(1);
+  std::vector<float> x(64 * 32), w(32), y16(64), y32(64);
+  for (auto& v : x) v = u(rng);
+  for (auto& v : w) v = u(rng);
+  gemm<float>(false, false, 64, 1, 32, 1.0f, x.data(), 32, w.data(), 1, 0.0f, y16.data(), 1, GemmPrecision::bf16);
+  gemm<float>(false, false, 64, 1, 32, 1.0f, x.data(), 32, w.data(), 1, 0.0f, y32.data(), 1);
+  EXPECT_EQ(y16, y32);
+}
+
+// Without AVX512_BF16, a bf16 MLP is refused with the reason, never run slowly
+// by emulation; on any CPU a bf16 double model is refused.
+TEST(Gemm, Bf16MlpRefusedWhereItCannotRun) {
+  DenseParams<double> dstore;
+  EXPECT_THROW(Mlp<double>(MlpSpec{{4, 3}, true, GemmPrecision::bf16}, dstore, "d"), InputError);
+  DenseParams<float> store;
+  const std::string why = bf16_gemm_unavailable();
+  if (why.empty()) {
+    EXPECT_NO_THROW(Mlp<float>(MlpSpec{{4, 3}, true, GemmPrecision::bf16}, store, "f"));
+  } else {
+    try {
+      Mlp<float>(MlpSpec{{4, 3}, true, GemmPrecision::bf16}, store, "f");
+      ADD_FAILURE() << "a bf16 MLP must be refused here";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(parse_gemm_precision("bf16"), GemmPrecision::bf16);
+  EXPECT_THROW(parse_gemm_precision("fp16"), InputError);
 }
 
 // The core sparq asks OpenBLAS for: the widest kernels the CPU runs, never
