@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 namespace sparq::kernels {
@@ -13,7 +14,7 @@ namespace sparq::kernels {
 #if defined(__SANITIZE_THREAD__)
 #define SPARQ_CLONES
 #else
-#define SPARQ_CLONES __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+#define SPARQ_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
 #define SPARQ_INLINE inline __attribute__((always_inline))
 
@@ -56,11 +57,25 @@ SPARQ_INLINE void colsum_impl(const T* __restrict g, T* __restrict db, std::size
 }
 
 // Per sample: VT = V^T (d x np, columns zero-padded to np = a multiple of
-// kLanes), then for each row i the dots with rows j < i accumulate over k in
-// blocks of kLanes consecutive j: a fixed-width inner loop the compiler turns
-// into whole vector FMAs (a loop over the i valid j would leave short, mostly
-// scalar remainders). Each dot is still summed in k order.
+// kLanes), then the dots of kRows rows i at once with rows j < i, accumulated
+// over k in blocks of kLanes consecutive j: a fixed-width inner loop the
+// compiler turns into whole vector multiply-adds (a loop over the i valid j
+// would leave short, mostly scalar remainders), and kRows independent sums,
+// so the adds do not wait on each other's latency (one row at a time ran at
+// a tenth of the core's peak). Each dot is still summed in k order.
 constexpr std::size_t kLanes = 16;
+constexpr std::size_t kRows = 4;
+
+// kLanes values in one GCC vector: each clone maps it onto its widest
+// registers (one zmm, two ymm or four xmm for float).
+template <class T>
+using Lanes [[gnu::vector_size(kLanes * sizeof(T))]] = T;
+
+template <class L, class T>
+SPARQ_INLINE void load_lanes(L& x, const T* p) {
+  static_assert(sizeof(L) == kLanes * sizeof(T));
+  std::memcpy(&x, p, sizeof x);
+}
 
 template <class T>
 SPARQ_INLINE void interaction_fwd_impl(const T* __restrict v, std::size_t batch, std::size_t n, std::size_t d,
@@ -75,27 +90,38 @@ SPARQ_INLINE void interaction_fwd_impl(const T* __restrict v, std::size_t batch,
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t k = 0; k < d; ++k) vt[k * np + i] = V[i * d + k];
     for (std::size_t k = 0; k < d; ++k) o[k] = V[k];
-    std::size_t p = d;
-    for (std::size_t i = 1; i < n; ++i) {
-      for (std::size_t j0 = 0; j0 < i; j0 += kLanes) {
-        T acc[kLanes] = {};
+    for (std::size_t i0 = 1; i0 < n; i0 += kRows) {
+      const std::size_t rows = std::min(kRows, n - i0);
+      // Rows past n repeat the last one; their sums are never stored.
+      const T* __restrict v0 = V + std::min(i0, n - 1) * d;
+      const T* __restrict v1 = V + std::min(i0 + 1, n - 1) * d;
+      const T* __restrict v2 = V + std::min(i0 + 2, n - 1) * d;
+      const T* __restrict v3 = V + std::min(i0 + 3, n - 1) * d;
+      for (std::size_t j0 = 0; j0 + 1 < i0 + rows; j0 += kLanes) {
+        Lanes<T> acc[kRows] = {};
         for (std::size_t k = 0; k < d; ++k) {
-          const T a = V[i * d + k];
-          const T* __restrict row = vt + k * np + j0;
-          for (std::size_t l = 0; l < kLanes; ++l) acc[l] += a * row[l];
+          Lanes<T> col;
+          load_lanes(col, vt + k * np + j0);
+          acc[0] += v0[k] * col;
+          acc[1] += v1[k] * col;
+          acc[2] += v2[k] * col;
+          acc[3] += v3[k] * col;
         }
-        const std::size_t cnt = std::min(kLanes, i - j0);
-        for (std::size_t l = 0; l < cnt; ++l) o[p + j0 + l] = acc[l];
+        for (std::size_t r = 0; r < rows; ++r) {
+          const std::size_t i = i0 + r;
+          if (j0 >= i) continue;
+          std::memcpy(o + d + i * (i - 1) / 2 + j0, &acc[r], std::min(kLanes, i - j0) * sizeof(T));
+        }
       }
-      p += i;
     }
   }
 }
 
 // dV = (G + G^T) V per sample, G the strictly lower triangle of dout's pair
-// part; plus dout's first d values into dV[0]. Each dV[i] row is built in
-// registers, kLanes values of k at a time (when d is a multiple of kLanes),
-// summing over j in order from dout (i = 0) or zero.
+// part; plus dout's first d values into dV[0]. kRows rows of dV are built at
+// once in registers (independent sums, as in the forward), kLanes values of k
+// at a time when d is a multiple of kLanes, each summing over j in order from
+// dout (i = 0) or zero.
 template <class T>
 SPARQ_INLINE void interaction_bwd_impl(const T* __restrict v, const T* __restrict dout, std::size_t batch,
                                        std::size_t n, std::size_t d, T* __restrict dv) {
@@ -110,26 +136,37 @@ SPARQ_INLINE void interaction_bwd_impl(const T* __restrict v, const T* __restric
     for (std::size_t i = 0; i < n; ++i) s[i * n + i] = T(0);
     for (std::size_t i = 1; i < n; ++i)
       for (std::size_t j = 0; j < i; ++j, ++p) s[i * n + j] = s[j * n + i] = g[p];
-    for (std::size_t i = 0; i < n; ++i) {
-      if (blocked) {
+    if (blocked) {
+      for (std::size_t i0 = 0; i0 < n; i0 += kRows) {
+        const std::size_t rows = std::min(kRows, n - i0);
+        // Rows past n repeat the last one; their sums are never stored.
+        const T* __restrict s0 = s + std::min(i0, n - 1) * n;
+        const T* __restrict s1 = s + std::min(i0 + 1, n - 1) * n;
+        const T* __restrict s2 = s + std::min(i0 + 2, n - 1) * n;
+        const T* __restrict s3 = s + std::min(i0 + 3, n - 1) * n;
         for (std::size_t k0 = 0; k0 < d; k0 += kLanes) {
-          T acc[kLanes];
-          for (std::size_t l = 0; l < kLanes; ++l) acc[l] = i == 0 ? g[k0 + l] : T(0);
+          Lanes<T> acc[kRows] = {};
+          if (i0 == 0) load_lanes(acc[0], g + k0);
           for (std::size_t j = 0; j < n; ++j) {
-            const T sij = s[i * n + j];
-            const T* __restrict vj = V + j * d + k0;
-            for (std::size_t l = 0; l < kLanes; ++l) acc[l] += sij * vj[l];
+            Lanes<T> vj;
+            load_lanes(vj, V + j * d + k0);
+            acc[0] += s0[j] * vj;
+            acc[1] += s1[j] * vj;
+            acc[2] += s2[j] * vj;
+            acc[3] += s3[j] * vj;
           }
-          for (std::size_t l = 0; l < kLanes; ++l) dV[i * d + k0 + l] = acc[l];
+          for (std::size_t r = 0; r < rows; ++r) std::memcpy(dV + (i0 + r) * d + k0, &acc[r], sizeof acc[r]);
         }
-      } else {
-        T* __restrict di = dV + i * d;
-        for (std::size_t k = 0; k < d; ++k) di[k] = i == 0 ? g[k] : T(0);
-        for (std::size_t j = 0; j < n; ++j) {
-          const T sij = s[i * n + j];
-          const T* __restrict vj = V + j * d;
-          for (std::size_t k = 0; k < d; ++k) di[k] += sij * vj[k];
-        }
+      }
+      continue;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      T* __restrict di = dV + i * d;
+      for (std::size_t k = 0; k < d; ++k) di[k] = i == 0 ? g[k] : T(0);
+      for (std::size_t j = 0; j < n; ++j) {
+        const T sij = s[i * n + j];
+        const T* __restrict vj = V + j * d;
+        for (std::size_t k = 0; k < d; ++k) di[k] += sij * vj[k];
       }
     }
   }

@@ -1,9 +1,12 @@
 #pragma once
 // The element-wise and small-matrix loops of the layers (everything that is
 // not a GEMM), as plain functions over raw arrays. The float versions are
-// compiled for several instruction sets (AVX-512, AVX2+FMA, baseline x86-64)
-// with GCC's target_clones and picked once at load time: the library stays
-// portable while the hot loops use the machine's vector width. The double
+// compiled for several instruction sets (x86-64-v4: AVX-512; x86-64-v3: AVX2
+// and FMA; baseline x86-64) with GCC's target_clones and picked once at load
+// time by the instruction sets the CPU reports: the library stays portable
+// while the hot loops use the machine's vector width. (Clones named after a
+// CPU model, arch=skylake-avx512, are picked only on that exact model: every
+// AMD and every later Intel CPU ran the baseline SSE2 loops.) The double
 // versions (gradient checks) are plain.
 //
 // Loops are written so the compiler can vectorise them without reassociating
