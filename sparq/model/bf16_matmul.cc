@@ -99,8 +99,10 @@ void bf16_matmul(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::
   try {
     auto it = ctx.primitives.find(s);
     if (it == ctx.primitives.end()) it = ctx.primitives.emplace(s, make_primitive(s, ctx.engine)).first;
-    ctx.a.resize(m * k);
-    ctx.b.resize(k * n);
+    // Grow only: the shapes alternate, and a vector grown back would zero
+    // its new part on every call.
+    if (ctx.a.size() < m * k) ctx.a.resize(m * k);
+    if (ctx.b.size() < k * n) ctx.b.resize(k * n);
     if (trans_a) to_bf16(a, k, m, lda, ctx.a.data());
     else to_bf16(a, m, k, lda, ctx.a.data());
     if (trans_b) to_bf16(b, n, k, ldb, ctx.b.data());
