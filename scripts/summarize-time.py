@@ -3,7 +3,8 @@
 
     summarize-time.py DATA_DIR RESULTS_MD FIGURES_DIR
 
-Reads DATA_DIR/<rate>/<plan>_s<seed>[_r<run>].jsonl (sparq train --metrics)
+Reads DATA_DIR/<rate>/<plan>_s<seed>[_r<run>].jsonl (sparq train --metrics;
+<rate> 1gbit-bf16 holds the runs with --mlp-precision bf16)
 and DATA_DIR/colls/*.json (sparq bench --json), replaces the block between
 '<!-- time:begin -->' and '<!-- time:end -->' in RESULTS_MD, and writes
 time_loss.png and time_steps.png into FIGURES_DIR.
@@ -237,6 +238,12 @@ def main():
         flags = plan_flags(data)
         out += [f"- {name}: `{flags.get(key, '?')}`" for key, name in PLANS if key in runs]
         out += ["", *t, ""]
+    bf16 = runs_of(data, "1gbit-bf16")
+    if bf16:
+        t, _ = plans_table(bf16)
+        out += ["The table-wise plans again with the MLPs' GEMMs in bfloat16, `--mlp-precision bf16` added to every run "
+                "of the table above, the fp32-communication baselines included (`scripts/reproduce-time bf16`, "
+                "seeds 1-3; targets are this table's own baseline's final test losses):", "", *t, ""]
     for rate, title in [("2.5gbit", "2.5 Gbit/s"), ("none", "unshaped")]:
         r = runs_of(data, rate)
         if r:
