@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One rank, 2 threads: samples a second of the compute phase (`summary:`
-# line) of a base build against this build on oneDNN and on OpenBLAS, with
+# line) of a base build against this build on oneDNN (fp32, and bf16 with
+# --mlp-precision bf16 where the CPU has AVX512_BF16) and on OpenBLAS, with
 # OPENBLAS_CORETYPE unset and set to Haswell, interleaved round by round.
 #   bench/model/train_gemm_ab.sh BASE_SPARQ [ROUNDS]
 # Prints "round batch build env samples/s" lines and, at the end, medians of
@@ -10,10 +11,11 @@ cd "$(dirname "$0")/../.."
 base=$1 rounds=${2:-6}
 [ -x "$base" ] || { echo "usage: $0 BASE_SPARQ [ROUNDS]" >&2; exit 2; }
 out=$(mktemp)
-rate() {  # BATCH SPARQ [ENV=VALUE ...]
+bf16=$(grep -qw avx512_bf16 /proc/cpuinfo && echo yes || true)
+rate() {  # BATCH SPARQ [ENV=VALUE ...]; $prec: the MLPs' precision
   local b=$1 bin=$2; shift 2
   env -u OPENBLAS_CORETYPE "$@" "$bin" train --data-generation random --mini-batch-size "$b" \
-      --num-batches $((b == 128 ? 800 : 100)) --print-freq 100000 --threads 2 2>&1 |
+      --num-batches $((b == 128 ? 800 : 100)) --print-freq 100000 --threads 2 ${prec:+--mlp-precision $prec} 2>&1 |
     sed -n 's/^summary: .*compute (fwd+loss+bwd+update) \([0-9]*\) samples.*/\1/p'
 }
 for r in $(seq "$rounds"); do
@@ -23,6 +25,10 @@ for r in $(seq "$rounds"); do
     echo "$r $b onednn unset $(rate "$b" build/sparq)"
     echo "$r $b onednn haswell $(rate "$b" build/sparq OPENBLAS_CORETYPE=Haswell)"
     echo "$r $b openblas unset $(rate "$b" build/sparq SPARQ_GEMM=openblas)"
+    if [ -n "$bf16" ]; then
+      echo "$r $b onednn-bf16 unset $(prec=bf16 rate "$b" build/sparq)"
+      echo "$r $b onednn-bf16 haswell $(prec=bf16 rate "$b" build/sparq OPENBLAS_CORETYPE=Haswell)"
+    fi
   done
 done | tee "$out"
 python3 - "$out" <<'PY'
