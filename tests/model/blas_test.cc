@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "sparq/model/parallel.h"
@@ -113,6 +114,45 @@ TEST(Gemm, Bf16MatchesAPlainLoopOnRoundedOperands) {
   gemm<float>(false, false, 64, 1, 32, 1.0f, x.data(), 32, w.data(), 1, 0.0f, y16.data(), 1, GemmPrecision::bf16);
   gemm<float>(false, false, 64, 1, 32, 1.0f, x.data(), 32, w.data(), 1, 0.0f, y32.data(), 1);
   EXPECT_EQ(y16, y32);
+}
+
+// A bf16 MLP against the same MLP in fp32: outputs, input gradient and every
+// parameter gradient within bf16's rounding, none made by a product
+// identical (a product left in fp32 would be; operands swapped or stale
+// would be far off).
+TEST(Gemm, Bf16MlpTracksFp32) {
+  if (const std::string why = bf16_gemm_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  const std::size_t B = 40;
+  DenseParams<float> s32, s16;
+  Mlp<float> m32(MlpSpec{{13, 64, 48, 32, 1}, false}, s32, "m");
+  Mlp<float> m16(MlpSpec{{13, 64, 48, 32, 1}, false, GemmPrecision::bf16}, s16, "m");
+  m32.init(4, 0);
+  m16.init(4, 0);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd;
+  std::vector<float> x(B * 13), dy(B);
+  for (auto& v : x) v = nd(rng);
+  for (auto& v : dy) v = nd(rng);
+  // Relative distance of two tensors in the 2-norm.
+  const auto rel = [](std::span<const float> a, std::span<const float> b) {
+    double d = 0, n = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) d += (a[i] - b[i]) * (a[i] - b[i]), n += b[i] * b[i];
+    return std::sqrt(d / n);
+  };
+  const float* y32 = m32.forward(x.data(), B);
+  const float* y16 = m16.forward(x.data(), B);
+  const float* dx32 = m32.backward(dy.data(), true);
+  const float* dx16 = m16.backward(dy.data(), true);
+  std::vector<std::pair<std::string, double>> dist{{"y", rel({y16, B}, {y32, B})},
+                                                    {"dx", rel({dx16, B * 13}, {dx32, B * 13})}};
+  for (const auto& v : s32.views())
+    dist.emplace_back(v.name, rel(s16.grad(s16.find(v.name)), s32.grad(s32.find(v.name))));
+  for (const auto& [name, d] : dist) {
+    // bf16 operands: 2^-9 relative each; measured 5e-4 (y) to 5e-2 (the
+    // first layers' gradients, sums of many signed terms).
+    EXPECT_LT(d, 0.1) << name;
+    if (name != "m.3.bias") EXPECT_GT(d, 0.0) << name;  // that one is dy's column sum: no product
+  }
 }
 
 // Without AVX512_BF16, a bf16 MLP is refused with the reason, never run slowly
