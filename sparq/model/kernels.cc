@@ -77,6 +77,29 @@ SPARQ_INLINE void load_lanes(L& x, const T* p) {
   std::memcpy(&x, p, sizeof x);
 }
 
+// Rows i0 .. i0 + kRows - 1 of an [n x stride] matrix; rows past n repeat
+// the last one (their sums are computed but never stored). add(acc, k, x):
+// acc[r] += row r's element k times the vector x, for the kRows rows.
+template <class T>
+struct RowGroup {
+  const T* __restrict r0;
+  const T* __restrict r1;
+  const T* __restrict r2;
+  const T* __restrict r3;
+  SPARQ_INLINE RowGroup(const T* m, std::size_t i0, std::size_t n, std::size_t stride)
+      : r0(m + std::min(i0, n - 1) * stride),
+        r1(m + std::min(i0 + 1, n - 1) * stride),
+        r2(m + std::min(i0 + 2, n - 1) * stride),
+        r3(m + std::min(i0 + 3, n - 1) * stride) {}
+  SPARQ_INLINE void add(Lanes<T> (&acc)[kRows], std::size_t k, const Lanes<T>& x) const {
+    acc[0] += r0[k] * x;
+    acc[1] += r1[k] * x;
+    acc[2] += r2[k] * x;
+    acc[3] += r3[k] * x;
+  }
+};
+static_assert(kRows == 4, "RowGroup holds kRows rows");
+
 template <class T>
 SPARQ_INLINE void interaction_fwd_impl(const T* __restrict v, std::size_t batch, std::size_t n, std::size_t d,
                                        T* __restrict out) {
@@ -92,20 +115,13 @@ SPARQ_INLINE void interaction_fwd_impl(const T* __restrict v, std::size_t batch,
     for (std::size_t k = 0; k < d; ++k) o[k] = V[k];
     for (std::size_t i0 = 1; i0 < n; i0 += kRows) {
       const std::size_t rows = std::min(kRows, n - i0);
-      // Rows past n repeat the last one; their sums are never stored.
-      const T* __restrict v0 = V + std::min(i0, n - 1) * d;
-      const T* __restrict v1 = V + std::min(i0 + 1, n - 1) * d;
-      const T* __restrict v2 = V + std::min(i0 + 2, n - 1) * d;
-      const T* __restrict v3 = V + std::min(i0 + 3, n - 1) * d;
+      const RowGroup<T> vi(V, i0, n, d);
       for (std::size_t j0 = 0; j0 + 1 < i0 + rows; j0 += kLanes) {
         Lanes<T> acc[kRows] = {};
         for (std::size_t k = 0; k < d; ++k) {
           Lanes<T> col;
           load_lanes(col, vt + k * np + j0);
-          acc[0] += v0[k] * col;
-          acc[1] += v1[k] * col;
-          acc[2] += v2[k] * col;
-          acc[3] += v3[k] * col;
+          vi.add(acc, k, col);
         }
         for (std::size_t r = 0; r < rows; ++r) {
           const std::size_t i = i0 + r;
@@ -139,21 +155,14 @@ SPARQ_INLINE void interaction_bwd_impl(const T* __restrict v, const T* __restric
     if (blocked) {
       for (std::size_t i0 = 0; i0 < n; i0 += kRows) {
         const std::size_t rows = std::min(kRows, n - i0);
-        // Rows past n repeat the last one; their sums are never stored.
-        const T* __restrict s0 = s + std::min(i0, n - 1) * n;
-        const T* __restrict s1 = s + std::min(i0 + 1, n - 1) * n;
-        const T* __restrict s2 = s + std::min(i0 + 2, n - 1) * n;
-        const T* __restrict s3 = s + std::min(i0 + 3, n - 1) * n;
+        const RowGroup<T> si(s, i0, n, n);
         for (std::size_t k0 = 0; k0 < d; k0 += kLanes) {
           Lanes<T> acc[kRows] = {};
           if (i0 == 0) load_lanes(acc[0], g + k0);
           for (std::size_t j = 0; j < n; ++j) {
             Lanes<T> vj;
             load_lanes(vj, V + j * d + k0);
-            acc[0] += s0[j] * vj;
-            acc[1] += s1[j] * vj;
-            acc[2] += s2[j] * vj;
-            acc[3] += s3[j] * vj;
+            si.add(acc, j, vj);
           }
           for (std::size_t r = 0; r < rows; ++r) std::memcpy(dV + (i0 + r) * d + k0, &acc[r], sizeof acc[r]);
         }
