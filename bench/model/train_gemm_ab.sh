@@ -15,7 +15,7 @@ bf16=$(grep -qw avx512_bf16 /proc/cpuinfo && echo yes || true)
 rate() {  # BATCH SPARQ [ENV=VALUE ...]; $prec: the MLPs' precision
   local b=$1 bin=$2; shift 2
   env -u OPENBLAS_CORETYPE "$@" "$bin" train --data-generation random --mini-batch-size "$b" \
-      --num-batches $((b == 128 ? 800 : 100)) --print-freq 100000 --threads 2 ${prec:+--mlp-precision $prec} 2>&1 |
+      --num-batches $((b == 128 ? 2000 : 200)) --print-freq 100000 --threads 2 ${prec:+--mlp-precision $prec} 2>&1 |
     sed -n 's/^summary: .*compute (fwd+loss+bwd+update) \([0-9]*\) samples.*/\1/p'
 }
 for r in $(seq "$rounds"); do
