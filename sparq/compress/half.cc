@@ -1,10 +1,61 @@
 #include "sparq/compress/half.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace sparq::compress {
+
+namespace {
+// One row the portable way.
+void half_grid(float lo, float hi, float levels, std::uint16_t& bias, std::uint16_t& scale) {
+  bias = half_round_down(lo);
+  scale = half_round_up((hi - half_to_float(bias)) / levels);
+}
+
+#if defined(__x86_64__)
+// A lane whose input is a float subnormal, or whose result is a zero, is
+// redone the portable way: with MXCSR.DAZ set (PyTorch's flush-denormal sets
+// it) the instruction would read a subnormal as 0, and which zero a tiny
+// value rounds to differs between the two.
+bool redo(float in, std::uint16_t out) {
+  return (out & 0x7fffu) == 0 || (in != 0.0f && std::fabs(in) < std::numeric_limits<float>::min());
+}
+
+__attribute__((target("avx,f16c"))) void half_grids_f16c(const float* lo, const float* hi, std::size_t n,
+                                                         float levels, std::uint16_t* bias, std::uint16_t* scale) {
+  alignas(32) float l[8] = {}, h[8] = {}, s[8];
+  alignas(16) std::uint16_t bh[8], sh[8];
+  for (std::size_t j = 0; j < n; ++j) l[j] = lo[j], h[j] = hi[j];
+  const __m128i b = _mm256_cvtps_ph(_mm256_load_ps(l), _MM_FROUND_TO_NEG_INF);
+  const __m256 sv = _mm256_div_ps(_mm256_sub_ps(_mm256_load_ps(h), _mm256_cvtph_ps(b)), _mm256_set1_ps(levels));
+  _mm_store_si128(reinterpret_cast<__m128i*>(bh), b);
+  _mm_store_si128(reinterpret_cast<__m128i*>(sh), _mm256_cvtps_ph(sv, _MM_FROUND_TO_POS_INF));
+  _mm256_store_ps(s, sv);
+  for (std::size_t j = 0; j < n; ++j) {
+    if (redo(l[j], bh[j]) || redo(s[j], sh[j])) half_grid(l[j], h[j], levels, bh[j], sh[j]);
+    bias[j] = bh[j], scale[j] = sh[j];
+  }
+}
+#endif
+}  // namespace
+
+void half_grids(const float* lo, const float* hi, std::size_t n, float levels, std::uint16_t* bias,
+                std::uint16_t* scale) {
+#if defined(__x86_64__)
+  static const bool f16c = (__builtin_cpu_init(), __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c"));
+  if (f16c) {
+    for (std::size_t i = 0; i < n; i += 8)
+      half_grids_f16c(lo + i, hi + i, std::min<std::size_t>(8, n - i), levels, bias + i, scale + i);
+    return;
+  }
+#endif
+  for (std::size_t j = 0; j < n; ++j) half_grid(lo[j], hi[j], levels, bias[j], scale[j]);
+}
 
 std::uint16_t float_to_bf16(float f) {
   const std::uint32_t x = std::bit_cast<std::uint32_t>(f);

@@ -9,6 +9,7 @@
 // per row, and rows of embedding vectors are short (16-32 values).
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 namespace sparq::compress {
@@ -63,6 +64,15 @@ inline std::uint16_t half_round_up(float f) {
   const std::uint16_t h = float_to_half(f);
   return half_to_float(h) < f ? half_detail::from_key(half_detail::order_key(h) + 1) : h;
 }
+
+// The row-wise quantizer's fp16 grids of up to 8 rows (finite lo <= hi):
+// bias[j] = half_round_down(lo[j]) and scale[j] = half_round_up((hi[j] -
+// b) / levels), b the fp16 value of bias[j], as fp16 bits. Where the CPU has
+// F16C, 8 rows at once by VCVTPS2PH, which takes IEEE's directed rounding
+// modes as an immediate; else row by row with the two above. The same bits
+// either way (half_test.cc compares them).
+void half_grids(const float* lo, const float* hi, std::size_t n, float levels, std::uint16_t* bias,
+                std::uint16_t* scale);
 
 // bfloat16: the top 16 bits of a float (same exponent range, 8-bit
 // significand). Round-to-nearest-even; NaN stays a (quiet) NaN, and only

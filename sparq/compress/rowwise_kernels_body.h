@@ -117,6 +117,44 @@ SPARQ_INLINE T summed(const float* x, float* sum, std::size_t i) {
   return z;
 }
 
+// The first k (< W) floats or bytes of a vector, moved without a library
+// call: a short row's whole tail goes through these, and a call to memcpy
+// costs more than the copy.
+template <int W>
+SPARQ_INLINE typename V<W>::F load_part(const float* x, std::size_t k, float fill) {
+#if defined(SPARQ_KERNELS_AVX512)
+  if constexpr (W == 16)
+    return reinterpret_cast<typename V<W>::F>(
+        _mm512_mask_loadu_ps(_mm512_set1_ps(fill), static_cast<__mmask16>((1u << k) - 1), x));
+#endif
+  typename V<W>::F v = fill - typename V<W>::F{};
+  for (std::size_t j = 0; j < k; ++j) v[j] = x[j];
+  return v;
+}
+template <int W>
+SPARQ_INLINE void store_part(float* out, std::size_t k, typename V<W>::F v) {
+#if defined(SPARQ_KERNELS_AVX512)
+  if constexpr (W == 16)
+    return _mm512_mask_storeu_ps(out, static_cast<__mmask16>((1u << k) - 1), reinterpret_cast<__m512>(v));
+#endif
+  for (std::size_t j = 0; j < k; ++j) out[j] = v[j];
+}
+// k <= 16 bytes into a zeroed 16-byte block, and back.
+SPARQ_INLINE void load_bytes_part(const std::uint8_t* p, std::size_t k, std::uint8_t (&block)[16]) {
+#if defined(SPARQ_KERNELS_AVX512)
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(block), _mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << k) - 1), p));
+  return;
+#endif
+  for (std::size_t j = 0; j < 16; ++j) block[j] = j < k ? p[j] : 0;
+}
+SPARQ_INLINE void store_bytes_part(std::uint8_t* p, std::size_t k, const std::uint8_t* block) {
+#if defined(SPARQ_KERNELS_AVX512)
+  _mm_mask_storeu_epi8(p, static_cast<__mmask16>((1u << k) - 1), _mm_loadu_si128(reinterpret_cast<const __m128i*>(block)));
+  return;
+#endif
+  for (std::size_t j = 0; j < k; ++j) p[j] = block[j];
+}
+
 #if defined(SPARQ_KERNELS_AVX512) || defined(SPARQ_KERNELS_AVX2)
 // The operations the intrinsics loops below need, for this copy's level:
 // AVX-512 keeps lane flags in mask registers and tails in masked loads,
@@ -289,17 +327,6 @@ SPARQ_INLINE RowRange range_impl(const float* x, float* sum, std::size_t n) {
   return {lo + bad, hi + 0.0f};
 }
 
-// One element the reference way: a true division, clamp, round to nearest
-// even. Returns the code; *left as the kernel's contract says.
-SPARQ_INLINE unsigned code_of(float x, float scale, float bias, float levels, float* left) {
-  float v = scale == 0.0f ? 0.0f : (x - bias) / scale;
-  v = v < 0.0f ? 0.0f : v;  // only float rounding can leave [0, levels]
-  v = v > levels ? levels : v;
-  const float m = v + kRoundMagic;
-  if (left) *left = x - (bias + scale * (m - kRoundMagic));
-  return std::bit_cast<std::uint32_t>(m) & 0xFFu;
-}
-
 // The grid of a row, splatted, and the multiply-by-reciprocal shortcut.
 //
 // The code must be rne(clamp(fl((x - bias) / scale))): a true division (a
@@ -438,14 +465,26 @@ SPARQ_INLINE void encode_impl(const float* x, std::size_t n, float scale, float 
     encode_groups<W, Bits, kBlock>(x + i, g, left ? left + i : nullptr, packed + i * Bits / 8);
   for (; i + group <= n; i += group) encode_groups<W, Bits, 1>(x + i, g, left ? left + i : nullptr, packed + i * Bits / 8);
   if (i == n) return;
-  // The ragged end, element by element (group is a multiple of the codes
-  // per byte, so it starts on a byte boundary).
-  std::uint8_t* p = packed + i * Bits / 8;
-  std::memset(p, 0, packed_bytes(n - i, Bits));
-  for (std::size_t j = 0; i + j < n; ++j) {
-    const unsigned c = code_of(x[i + j], scale, bias, levels, left ? left + i + j : nullptr);
-    p[j * Bits / 8] = static_cast<std::uint8_t>(p[j * Bits / 8] | c << (j * Bits % 8));
+  // The ragged end (a whole row when it is shorter than a group, as 32-value
+  // rows are at 2 bits): one more group, on a copy padded with the bias. The
+  // padding's codes are 0, exact, so they never force the division.
+  using F = typename V<W>::F;
+  constexpr int C = 8 / Bits;
+  const std::size_t rest = n - i;
+  float pad[group], pad_left[group];
+  std::uint8_t out[16];  // W bytes
+  for (int c = 0; c < C; ++c) {
+    const std::size_t at = static_cast<std::size_t>(c) * W, k = rest > at ? std::min<std::size_t>(rest - at, W) : 0;
+    store(pad + at, k == W ? load<F>(x + i + at) : load_part<W>(x + i + at, k, bias));
   }
+  encode_groups<W, Bits, 1>(pad, g, left ? pad_left : nullptr, out);
+  store_bytes_part(packed + i * Bits / 8, packed_bytes(rest, Bits), out);
+  if (left)
+    for (std::size_t at = 0; at < rest; at += W) {
+      const F v = load<F>(pad_left + at);
+      if (rest - at >= W) store(left + i + at, v);
+      else store_part<W>(left + i + at, rest - at, v);
+    }
 }
 
 // W bytes at p, one per 32-bit lane.
@@ -463,47 +502,49 @@ SPARQ_INLINE typename V<W>::I widen_bytes(const std::uint8_t* p) {
   return __builtin_convertvector(load<typename V<W>::B>(p), typename V<W>::I);
 }
 
+// The values of the W bytes at packed (W * 8 / bits of them), the first
+// `room` of them into out.
 template <int W>
-SPARQ_INLINE void emit(typename V<W>::I c, float scale, float bias, float* out) {
+SPARQ_INLINE void emit(typename V<W>::I c, float scale, float bias, float* out, std::size_t at, std::size_t room) {
   using F = typename V<W>::F;
-  const F f = __builtin_convertvector(c, F);
-  store(out, bias + scale * f);
+  const F f = bias + scale * __builtin_convertvector(c, F);
+  if (room == std::numeric_limits<std::size_t>::max() || at + W <= room) store(out + at, f);
+  else if (at < room) store_part<W>(out + at, room - at, f);
+}
+
+template <int W>
+SPARQ_INLINE void decode_group(typename V<W>::I b, float scale, float bias, int bits, float* out, std::size_t room) {
+  using I = typename V<W>::I;
+  constexpr auto k = std::make_index_sequence<W>{};
+  if (bits == 8) return emit<W>(b, scale, bias, out, 0, room);
+  // Nibbles in order: low then high nibble of each byte.
+  const I lo = b & 0xF, hi = b >> 4;
+  const I nib[2] = {zip<W>(lo, hi, 0, k), zip<W>(lo, hi, W / 2, k)};
+  if (bits == 4) {
+    emit<W>(nib[0], scale, bias, out, 0, room);
+    emit<W>(nib[1], scale, bias, out, W, room);
+    return;
+  }
+  for (std::size_t h = 0; h < 2; ++h) {
+    const I a = nib[h] & 3, c = nib[h] >> 2;
+    emit<W>(zip<W>(a, c, 0, k), scale, bias, out, 2 * h * W, room);
+    emit<W>(zip<W>(a, c, W / 2, k), scale, bias, out, (2 * h + 1) * W, room);
+  }
 }
 
 template <int W>
 SPARQ_INLINE void decode_impl(const std::uint8_t* packed, std::size_t n, float scale, float bias, int bits,
                               float* out) {
-  using I = typename V<W>::I;
-  const std::size_t group = static_cast<std::size_t>(W * 8 / bits);
-  constexpr auto k = std::make_index_sequence<W>{};
+  const std::size_t group = static_cast<std::size_t>(W * 8 / bits), b8 = static_cast<std::size_t>(bits);
   std::size_t i = 0;
-  for (; i + group <= n; i += group) {
-    const I b = widen_bytes<W>(packed + i * static_cast<std::size_t>(bits) / 8);
-    float* o = out + i;
-    if (bits == 8) {
-      emit<W>(b, scale, bias, o);
-      continue;
-    }
-    // Nibbles in order: low then high nibble of each byte.
-    const I lo = b & 0xF, hi = b >> 4;
-    const I nib[2] = {zip<W>(lo, hi, 0, k), zip<W>(lo, hi, W / 2, k)};
-    if (bits == 4) {
-      emit<W>(nib[0], scale, bias, o);
-      emit<W>(nib[1], scale, bias, o + W);
-      continue;
-    }
-    for (int h = 0; h < 2; ++h) {
-      const I a = nib[h] & 3, c = nib[h] >> 2;
-      emit<W>(zip<W>(a, c, 0, k), scale, bias, o + 2 * h * W);
-      emit<W>(zip<W>(a, c, W / 2, k), scale, bias, o + (2 * h + 1) * W);
-    }
-  }
-  const std::uint8_t* p = packed + i * static_cast<std::size_t>(bits) / 8;
-  const unsigned mask = (1u << bits) - 1;
-  for (std::size_t j = 0; i + j < n; ++j) {
-    const unsigned c = (p[j * bits / 8] >> (j * bits % 8)) & mask;
-    out[i + j] = bias + scale * static_cast<float>(c);
-  }
+  constexpr std::size_t all = std::numeric_limits<std::size_t>::max();  // whole groups: no room checks
+  for (; i + group <= n; i += group) decode_group<W>(widen_bytes<W>(packed + i * b8 / 8), scale, bias, bits, out + i, all);
+  if (i == n) return;
+  // The ragged end (a whole row when it is shorter than a group): one more
+  // group from its bytes, zero-padded, storing only its values.
+  std::uint8_t block[16];
+  load_bytes_part(packed + i * b8 / 8, packed_bytes(n - i, bits), block);
+  decode_group<W>(widen_bytes<W>(block), scale, bias, bits, out + i, n - i);
 }
 
 RowRange range(const float* x, float* sum, std::size_t n) { return range_impl<kW>(x, sum, n); }

@@ -20,36 +20,48 @@ namespace {
 
 struct Grid {
   float scale, bias;
+  std::uint16_t half_scale, half_bias;  // ScaleType::F16: the header's bits
 };
 
-Grid make_grid(const RowRange& r, RowwiseFormat fmt, std::size_t row) {
-  SPARQ_CHECK_AS(InputError, std::isfinite(r.lo) && std::isfinite(r.hi), "row-wise quantize: row {} holds NaN or inf",
-                 row);
+constexpr std::size_t kBlock = 8;  // rows whose ranges, then grids, then codes are made together
+
+// The grids of nb <= kBlock rows (row0 numbers the first in errors).
+void make_grids(const RowRange* r, std::size_t nb, RowwiseFormat fmt, std::size_t row0, Grid* g) {
+  for (std::size_t j = 0; j < nb; ++j)
+    SPARQ_CHECK_AS(InputError, std::isfinite(r[j].lo) && std::isfinite(r[j].hi),
+                   "row-wise quantize: row {} holds NaN or inf", row0 + j);
   const float levels = static_cast<float>((1 << fmt.bits) - 1);
   if (fmt.scale == ScaleType::F32) {
-    float s = (r.hi - r.lo) / levels;
-    // A subnormal range can underflow to s = 0, which would pass the row off
-    // as constant; the smallest positive step still covers it.
-    if (s == 0.0f && r.hi > r.lo) s = std::numeric_limits<float>::denorm_min();
-    SPARQ_CHECK_AS(InputError, std::isfinite(s), "row-wise quantize: row {} range [{}, {}] overflows float", row,
-                   r.lo, r.hi);
-    return {s, r.lo};
+    for (std::size_t j = 0; j < nb; ++j) {
+      float s = (r[j].hi - r[j].lo) / levels;
+      // A subnormal range can underflow to s = 0, which would pass the row off
+      // as constant; the smallest positive step still covers it.
+      if (s == 0.0f && r[j].hi > r[j].lo) s = std::numeric_limits<float>::denorm_min();
+      SPARQ_CHECK_AS(InputError, std::isfinite(s), "row-wise quantize: row {} range [{}, {}] overflows float",
+                     row0 + j, r[j].lo, r[j].hi);
+      g[j] = {s, r[j].lo, 0, 0};
+    }
+    return;
   }
   // fp16: bias rounded down and scale rounded up, so lo' <= lo and
   // lo' + levels * s' >= hi: the whole row stays inside the sent grid.
-  const float bias = half_to_float(half_round_down(r.lo));
-  const float scale = half_to_float(half_round_up((r.hi - bias) / levels));
-  SPARQ_CHECK_AS(InputError, std::isfinite(bias) && std::isfinite(scale),
-                 "row-wise quantize: row {} range [{}, {}] exceeds fp16 scales (use F32)", row, r.lo, r.hi);
-  return {scale, bias};
+  float lo[kBlock], hi[kBlock];
+  std::uint16_t bias[kBlock], scale[kBlock];
+  for (std::size_t j = 0; j < nb; ++j) lo[j] = r[j].lo, hi[j] = r[j].hi;
+  half_grids(lo, hi, nb, levels, bias, scale);
+  for (std::size_t j = 0; j < nb; ++j) {
+    g[j] = {half_to_float(scale[j]), half_to_float(bias[j]), scale[j], bias[j]};
+    SPARQ_CHECK_AS(InputError, std::isfinite(g[j].bias) && std::isfinite(g[j].scale),
+                   "row-wise quantize: row {} range [{}, {}] exceeds fp16 scales (use F32)", row0 + j, lo[j], hi[j]);
+  }
 }
 
-void write_header(std::uint8_t* p, Grid g, ScaleType t) {
+void write_header(std::uint8_t* p, const Grid& g, ScaleType t) {
   if (t == ScaleType::F32) {
     std::memcpy(p, &g.scale, 4);
     std::memcpy(p + 4, &g.bias, 4);
   } else {
-    const std::uint16_t h[2] = {float_to_half(g.scale), float_to_half(g.bias)};  // exact: already fp16 values
+    const std::uint16_t h[2] = {g.half_scale, g.half_bias};
     std::memcpy(p, h, 4);
   }
 }
@@ -75,27 +87,27 @@ Grid read_header(const std::uint8_t* p, ScaleType t, std::size_t row) {
 // would give; z is summed into err in the range pass and the residual
 // written in the encoding pass, so a row is read twice, not four times.
 //
-// Rows go in blocks: the ranges of the block's rows first, then their
-// encodings. Per row, range -> scale -> 1 / scale -> encode is a chain of
+// Rows go in blocks: the ranges of the block's rows first, then their grids
+// (the fp16 ones 8 at a time), then their encodings. Per row, range -> scale -> 1 / scale -> encode is a chain of
 // long latencies (reductions, two divisions) that would otherwise stall
 // every short row; a block (4 KiB of 128-value rows) stays in L1.
 // `first` numbers the rows in error messages.
 void quantize_rows(const RowwiseKernels& k, const float* x, float* err, std::size_t rows, std::size_t cols,
                    RowwiseFormat fmt, std::uint8_t* out, std::size_t first = 0) {
-  constexpr std::size_t kBlock = 8;
   const RowwiseLayout lay{cols, fmt};
   RowRange range[kBlock];
+  Grid grid[kBlock];
   for (std::size_t r0 = 0; r0 < rows; r0 += kBlock) {
     const std::size_t nb = std::min(kBlock, rows - r0);
     for (std::size_t j = 0; j < nb; ++j)
       range[j] = k.range(x + (r0 + j) * cols, err ? err + (r0 + j) * cols : nullptr, cols);
+    make_grids(range, nb, fmt, first + r0, grid);
     for (std::size_t j = 0; j < nb; ++j) {
       const std::size_t r = r0 + j;
-      const Grid g = make_grid(range[j], fmt, first + r);
       std::uint8_t* o = out + r * lay.row_bytes();
-      write_header(o, g, fmt.scale);
+      write_header(o, grid[j], fmt.scale);
       const float* z = err ? err + r * cols : x + r * cols;
-      k.encode(z, cols, g.scale, g.bias, fmt.bits, o + lay.header_bytes(), err ? err + r * cols : nullptr);
+      k.encode(z, cols, grid[j].scale, grid[j].bias, fmt.bits, o + lay.header_bytes(), err ? err + r * cols : nullptr);
     }
   }
 }

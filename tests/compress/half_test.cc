@@ -8,6 +8,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -77,6 +78,39 @@ TEST(Half, DirectedRoundingBracketsTheInput) {
   EXPECT_TRUE(std::isinf(half_to_float(half_round_up(1e6f))));
 }
 
+// half_grids (F16C where the CPU has it) against the portable roundings,
+// row by row, over every class of float: fp16 normals and subnormals, exact
+// fp16 values, float subnormals, zeros of both signs, values beyond 65504,
+// and blocks of every length from 1 to 8.
+TEST(Half, GridsMatchThePortableRoundings) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<std::uint32_t> bits(0, 0x7f7fffffu);  // finite, positive
+  std::vector<float> xs = {0.0f, -0.0f, 65504.0f, 65520.0f, 1e6f, 0x1p-24f, 0x1p-25f, 3 * 0x1p-26f, 0x1p-14f,
+                           std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::min()};
+  for (std::uint32_t h = 0; h < 0x7c00u; h += 3) xs.push_back(half_to_float(static_cast<std::uint16_t>(h)));  // exact
+  for (int i = 0; i < 100000; ++i) {
+    const float f = std::bit_cast<float>(bits(rng));
+    xs.push_back(f * 0x1p-100f);  // most of them: float subnormals and zeros...
+    xs.push_back(std::ldexp(f, -std::ilogb(f) + static_cast<int>(rng() % 48) - 30));  // ...and 2^-30 .. 2^17
+  }
+  for (std::size_t i = 0; i + 16 <= xs.size(); i += 16) {
+    float lo[8], hi[8];
+    const std::size_t n = 1 + i / 16 % 8;
+    for (std::size_t j = 0; j < n; ++j) {
+      const float a = rng() % 2 ? -xs[i + 2 * j] : xs[i + 2 * j], b = rng() % 2 ? -xs[i + 2 * j + 1] : xs[i + 2 * j + 1];
+      lo[j] = std::min(a, b), hi[j] = std::max(a, b);
+    }
+    for (const float levels : {3.0f, 15.0f, 255.0f}) {
+      std::uint16_t bias[8], scale[8];
+      half_grids(lo, hi, n, levels, bias, scale);
+      for (std::size_t j = 0; j < n; ++j) {
+        const std::uint16_t want_bias = half_round_down(lo[j]);
+        ASSERT_EQ(bias[j], want_bias) << lo[j];
+        ASSERT_EQ(scale[j], half_round_up((hi[j] - half_to_float(want_bias)) / levels)) << lo[j] << " " << hi[j];
+      }
+    }
+  }
+}
 
 // bfloat16 against nearest-by-distance in double (ties to the even pattern).
 TEST(Bf16, RoundsToNearestEven) {

@@ -57,7 +57,7 @@ TEST(RowwiseKernels, EveryLevelMatchesTheReference) {
   for (SimdLevel l : supported_simd_levels()) {
     const RowwiseKernels& k = rowwise_kernels(l);
     for (int bits : {8, 4, 2})
-      for (std::size_t n : {1u, 3u, 7u, 15u, 16u, 17u, 31u, 64u, 65u, 127u, 128u, 129u, 512u, 1000u})
+      for (std::size_t n : {1u, 3u, 7u, 15u, 16u, 17u, 31u, 32u, 33u, 48u, 64u, 65u, 127u, 128u, 129u, 512u, 1000u})
         for (int kind : {0, 1, 2}) {
           const auto x = input(n, kind, static_cast<unsigned>(n * 7 + bits + kind));
           const RowRange rr = k.range(x.data(), nullptr, n);
