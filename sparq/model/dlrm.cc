@@ -247,11 +247,11 @@ const T* Dlrm<T>::stage_backward(std::size_t mb, const T* dy) {
     const std::size_t ld = (m + 1) * d;
     u.dv.resize(b * ld);
     inter_.backward(u.v.data(), g, b, u.dv.data());
-    if (external_pooled_ || M_ > 1) {
+    if (M_ > 1) {  // gather the micro-batches' gradients
       dpooled_.resize(B_ * m * d);
       for (std::size_t i = 0; i < b; ++i) std::copy_n(u.dv.data() + i * ld + d, m * d, dpooled_.data() + (o + i) * m * d);
-      if (external_pooled_ && notify && pooled_grad_hook_) pooled_grad_hook_();
     }
+    if (external_pooled_ && notify && pooled_grad_hook_) pooled_grad_hook_();
     if (notify && !external_pooled_) {  // every micro-batch's lookups' gradients are in
       tables_backward();
       if (sparse_grad_hook_) sparse_grad_hook_();
@@ -311,10 +311,12 @@ void Dlrm<T>::backward(std::span<const T> dlogits) {
 }
 
 template <class T>
-void Dlrm<T>::pooled_grad(std::span<T> out) const {
-  SPARQ_CHECK(external_pooled_ && out.size() == dpooled_.size(), "pooled_grad(): {} values, the last backward has {}",
-              out.size(), dpooled_.size());
-  std::copy(dpooled_.begin(), dpooled_.end(), out.begin());
+typename Dlrm<T>::PooledGrad Dlrm<T>::pooled_grad() const {
+  SPARQ_CHECK(external_pooled_ && batch_ != nullptr && mb_done_ == M_,
+              "pooled_grad() without a finished backward() of a forward() with external lookups");
+  const std::size_t d = cfg_.emb_dim, m = cfg_.num_tables();
+  if (M_ > 1) return {dpooled_.data(), B_, m * d};
+  return {micro_[0].dv.data() + d, B_, (m + 1) * d};  // the tables' part of the interaction's gradient
 }
 
 template class Dlrm<float>;

@@ -94,8 +94,13 @@ class Dlrm {
   // so that the exchange bringing them overlaps it: `pooled` may block until
   // they arrive; what it returns must stay valid until backward() is done.
   std::span<const T> forward(const Batch& batch, const std::function<std::span<const T>()>& pooled);
-  // out [B x m x d] <- dLoss/d(pooled) of the last backward().
-  void pooled_grad(std::span<T> out) const;
+  // dLoss/d(pooled) of the last backward(), where it lies (no copy): sample
+  // i's m x d values at data + i * ld; valid until the next step.
+  struct PooledGrad {
+    const T* data = nullptr;
+    std::size_t rows = 0, ld = 0;
+  };
+  PooledGrad pooled_grad() const;
   // Table-wise: called inside backward() as soon as pooled_grad() is
   // complete, before the bottom MLP's backward, so that the gradients'
   // exchange overlaps it. nullptr: none.
@@ -183,7 +188,7 @@ class Dlrm {
   std::vector<Micro> micro_;
   std::vector<T> xin_;      // dense input converted to T (only when T != float)
   std::vector<T> pooled_;   // [B x m x d] lookups: given (table-wise) or of the whole batch (M > 1)
-  std::vector<T> dpooled_;  // [B x m x d] their gradients (M > 1)
+  std::vector<T> dpooled_;  // [B x m x d] their gradients (M > 1; with M = 1 they stay in the interaction's)
   bool external_pooled_ = false;
   PooledSource ext_source_;        // table-wise: where the lookups come from ...
   std::span<const T> ext_pooled_;  // ... and what it gave this step

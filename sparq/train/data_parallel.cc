@@ -70,9 +70,10 @@ void DataParallel::submit_bucket() {
 }
 
 void DataParallel::pooled_grad_ready() {
-  dpooled_.resize(pooled_.size());
-  if (!dpooled_.empty()) model_.pooled_grad(dpooled_);
-  submit(Entity::EmbBwd, [this, k = k_](Transport&) { return table_wise_->backward(dpooled_, k); });
+  // Read in place by the communication thread: the model keeps them until
+  // the next step, and step() waits for this exchange before it returns.
+  const Dlrm<float>::PooledGrad g = pooled_.empty() ? Dlrm<float>::PooledGrad{} : model_.pooled_grad();
+  submit(Entity::EmbBwd, [this, g, k = k_](Transport&) { return table_wise_->backward(g, k); });
 }
 
 void DataParallel::submit_emb_grad() {
@@ -161,7 +162,6 @@ DpStepStats DataParallel::step(const Batch& global, std::uint64_t k) {
       // rank contributes zero gradients but still takes part in every exchange.
       std::fill(model_.dense().grads().begin(), model_.dense().grads().end(), 0.0f);
       for (std::size_t tb = 0; tb < m; ++tb) model_.sparse_grad(tb).rows.clear(), model_.sparse_grad(tb).values.clear();
-      dpooled_.clear();
     }
     if (!opts_.overlap || !computes) {  // the order the hooks give: top layers, tables' gradients, bottom layers
       const std::size_t bottom_views = 2 * model_.config().bot_spec().num_layers();

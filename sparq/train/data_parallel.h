@@ -114,7 +114,7 @@ class DataParallel {
   std::optional<TableWise> table_wise_;
   std::unique_ptr<CommEngine> engine_;
   Batch local_;
-  std::vector<float> dlogits_, pooled_, dpooled_;
+  std::vector<float> dlogits_, pooled_;
   std::uint64_t k_ = 0;
   Bucket open_;                      // layers waiting to be exchanged together
   std::deque<Slot> slots_;           // this step's exchanges, in submission order (stable addresses)

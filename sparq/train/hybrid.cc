@@ -52,9 +52,7 @@ HybridStepStats Hybrid::step(const Batch& global, std::uint64_t k) {
     DenseParams<float>& dense = model_.dense();
     if (!dense.views().empty()) st.w_grad += exchange_.exchange(*stage_group_, bucket_name_, pieces_, dense.grads(), k);
     if (table_wise_) {  // the lookups' gradients to the tables' owners
-      dpooled_.resize(pooled_.size());
-      if (!dpooled_.empty()) model_.pooled_grad(dpooled_);
-      st.emb_bwd = table_wise_->backward(dpooled_, k);
+      st.emb_bwd = table_wise_->backward(pooled_.empty() ? Dlrm<float>::PooledGrad{} : model_.pooled_grad(), k);
       st.emb_bwd.wait_seconds = st.emb_bwd.comm_seconds;
     } else if (!model_.tables().empty()) {
       st.emb_grad += exchange_embedding_grads(*stage_group_, embedding_grads(model_));

@@ -76,7 +76,7 @@ class Hybrid {
   std::vector<GradExchange::Piece> pieces_;  // the stage's dense views, one bucket
   std::string bucket_name_;
   std::optional<TableWise> table_wise_;  // the middle stage, table-wise placement
-  std::vector<float> pooled_, dpooled_;
+  std::vector<float> pooled_;
   Batch local_;
 };
 

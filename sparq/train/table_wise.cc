@@ -102,21 +102,21 @@ ExchangeStats TableWise::forward(const Batch& global, std::span<float> pooled, s
   return st;
 }
 
-ExchangeStats TableWise::backward(std::span<const float> dpooled, std::uint64_t step) {
+ExchangeStats TableWise::backward(Dlrm<float>::PooledGrad dpooled, std::uint64_t step) {
   SPARQ_CHECK(global_ != nullptr, "table-wise backward() without a forward()");
   const int p = t_.size(), r = t_.rank();
   const std::size_t d = model_.config().emb_dim, m = model_.config().num_tables(), G = global_->size;
   const pattern::Partition shares{G, p};
   const std::size_t len = shares.len(r);
-  SPARQ_CHECK(dpooled.size() == len * m * d, "table-wise backward: {} values for {} samples x {} x {}", dpooled.size(),
-              len, m, d);
+  SPARQ_CHECK(dpooled.rows == len && (len == 0 || dpooled.ld >= m * d),
+              "table-wise backward: {} rows of stride {} for {} samples x {} x {}", dpooled.rows, dpooled.ld, len, m, d);
   const auto& mine = tables_of_[static_cast<std::size_t>(r)];
   // To owner s: [its tables][my samples][dim]; from rank q: [my tables][q's samples][dim].
   send_.resize(len * m * d);
   float* out = send_.data();
   for (int s = 0; s < p; ++s) {
     for (std::size_t tb : tables_of_[static_cast<std::size_t>(s)])
-      for (std::size_t b = 0; b < len; ++b, out += d) copy_row(dpooled.data() + (b * m + tb) * d, d, out);
+      for (std::size_t b = 0; b < len; ++b, out += d) copy_row(dpooled.data + b * dpooled.ld + tb * d, d, out);
     send_counts_[static_cast<std::size_t>(s)] = tables_of_[static_cast<std::size_t>(s)].size() * len * d;
     recv_counts_[static_cast<std::size_t>(s)] = mine.size() * shares.len(s) * d;
     send_runs_[static_cast<std::size_t>(s)] = tables_of_[static_cast<std::size_t>(s)].size();

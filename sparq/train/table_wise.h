@@ -49,11 +49,11 @@ class TableWise {
   // keys a QSGD codec's rounding (every rank passes the same).
   ExchangeStats forward(const Batch& global, std::span<float> pooled, std::uint64_t step);
 
-  // dpooled [len x m x dim] of this rank's share (from Dlrm::pooled_grad)
+  // dpooled, len rows of m x dim (Dlrm::pooled_grad) of this rank's share,
   // -> the owners; sets model.sparse_grad(t) of every owned table to its
   // gradient over the global batch, averaged over ranks like the dense
   // gradients; the other tables' gradients are left empty.
-  ExchangeStats backward(std::span<const float> dpooled, std::uint64_t step);
+  ExchangeStats backward(Dlrm<float>::PooledGrad dpooled, std::uint64_t step);
 
   // Sends every owned table (weights and row-wise Adagrad state) to `root`,
   // which then holds the whole model.

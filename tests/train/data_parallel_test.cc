@@ -183,7 +183,7 @@ TEST(TableWise, QuantizationRowsStayInOneTableOnOddShares) {
       for (std::size_t b = 0; b < len; ++b)
         for (std::size_t tb = 0; tb < m; ++tb)
           for (std::size_t j = 0; j < d; ++j) dpooled[(b * m + tb) * d + j] = dpooled_of(shares.offset(r) + b, tb, j);
-      tw.backward(dpooled, 0);
+      tw.backward({dpooled.data(), len, m * d}, 0);
       for (std::size_t tb = 0; tb < m; ++tb) {
         if (tw.owners()[tb] != r) continue;
         std::vector<float> grad(G * d);  // what the owner gets from each rank q, q's share coded as one run
