@@ -50,6 +50,10 @@ namespace sparq::cli {
 
 namespace {
 
+// Measured on the 4-host emulated cluster (docs/results.md): -5 and -10 gave
+// the DCT-DP plan the same gain; -10 leaves room for both.
+constexpr int kDefaultCommNice = -10;
+
 std::string checkpoint_meta(std::size_t step, const TrainArgs& a, const DlrmConfig& cfg, int state_ranks) {
   nlohmann::json j;
   j["step"] = step;
@@ -169,6 +173,7 @@ void run_train(const TrainArgs& a) {
                  "--emb-placement table-wise");
   dpo.overlap = !a.no_overlap;
   dpo.fuse_bytes = parse_bytes(a.fuse_bytes);
+  dpo.comm_nice = a.comm_nice.value_or(kDefaultCommNice);
   const MpCodec mpc = parse_mp_codec(a.mp_codec);
   const int world = a.ranks > 0 ? a.ranks : mpiexec_world_size();
   const std::size_t nstages = plan_stages(cfg, a.mp_splits).size();
@@ -189,6 +194,8 @@ void run_train(const TrainArgs& a) {
                        a.lr_num_decay_steps == 0,
                    "--dp-mode ps: the servers apply plain SGD at a fixed rate: no --optimizer other than sgd, no "
                    "--lr-num-warmup-steps/--lr-decay-start-step/--lr-num-decay-steps");
+    SPARQ_CHECK_AS(InputError, !a.comm_nice, "--comm-nice sets the data-parallel communication thread's priority; "
+                   "--dp-mode ps has none");
     SPARQ_CHECK_AS(InputError, dpo.codec.kind == DpCodec::Kind::None || dpo.codec.kind == DpCodec::Kind::Dct,
                    "--dp-mode ps pushes dense gradients with --dp-codec none or dct:ETA,L, not '{}'", a.dp_codec);
   }
@@ -200,6 +207,9 @@ void run_train(const TrainArgs& a) {
                    "--emb-placement table-wise spreads the tables over the replicas: --mp-splits over {} ranks has "
                    "one replica",
                    world);
+    SPARQ_CHECK_AS(InputError, !a.comm_nice,
+                   "--comm-nice sets the data-parallel communication thread's priority; with --mp-splits the "
+                   "replicas exchange on the training thread");
     SPARQ_CHECK_AS(InputError, dpo.overlap && dpo.fuse_bytes == 0,
                    "--no-overlap/--fuse-bytes shape the pure data-parallel exchange; with --mp-splits the replicas "
                    "exchange each stage's gradients after the pipeline's backward pass");
@@ -381,6 +391,13 @@ void train_rank(Transport& t, const TrainArgs& a, const DlrmConfig& cfg, const D
     hybrid->pipeline().track_threshold(a.mp_threshold_eta);
   } else {
     dp.emplace(t, model, opt, dpo, residuals);
+    if (nranks > 1 && dpo.comm_nice != 0) {
+      if (const std::string why = dp->comm_priority_note(); !why.empty())
+        std::fprintf(stderr, "rank %d: the communication thread runs at the default priority: %s\n", t.rank(),
+                     why.c_str());
+      else
+        say(fmt::format("communication thread: nice {}\n", dpo.comm_nice));
+    }
   }
   Transport& peers = workers_group ? static_cast<Transport&>(*workers_group) : t;  // the ranks that train
   // Codec state: each training rank's own (residuals, thresholds, plans).
@@ -876,6 +893,12 @@ codec state: a resumed run continues bit for bit.)");
       ->capture_default_str();
   c->add_flag("--no-overlap", a->no_overlap,
               "Exchange the dense gradients after the backward pass instead of layer by layer during it");
+  c->add_option("--comm-nice", a->comm_nice,
+                fmt::format("Data parallel: the communication thread's nice value, -20 to 0 (default {}): below 0 it "
+                            "runs ahead of the compute threads where ranks share cores; 0 leaves it. Needs "
+                            "CAP_SYS_NICE or RLIMIT_NICE; where not permitted the run says so and goes on",
+                            kDefaultCommNice))
+      ->check(CLI::Range(-20, 0));
   c->add_option("--emb-placement", a->emb_placement,
                 "replicated (sparse allreduce of embedding gradients) or table-wise (tables spread over ranks, "
                 "alltoall of lookups and their gradients)")

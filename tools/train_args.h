@@ -2,6 +2,7 @@
 // The flags of `sparq train` (tools/train.cc registers them).
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,6 +54,7 @@ struct TrainArgs {
   std::string dp_allreduce = "auto";
   std::string fuse_bytes = "0";
   bool no_overlap = false;
+  std::optional<int> comm_nice;  // data parallel's communication thread; unset: kDefaultCommNice
   std::string emb_placement = "replicated";
   std::string emb_codec_fwd = "fp32", emb_codec_bwd = "fp32";
   std::size_t emb_row_len = 32;

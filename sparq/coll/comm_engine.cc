@@ -1,5 +1,11 @@
 #include "sparq/coll/comm_engine.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 namespace sparq {
 
 bool Work::test() const {
@@ -14,7 +20,13 @@ CollStats Work::wait() const {
   return s;
 }
 
-CommEngine::CommEngine(Transport& t) : t_(t), rank_(t.rank()), size_(t.size()), thread_([this] { loop(); }) {}
+CommEngine::CommEngine(Transport& t, int nice) : t_(t), rank_(t.rank()), size_(t.size()) {
+  SPARQ_CHECK_AS(InputError, nice >= -20 && nice <= 0, "communication thread nice {} outside [-20, 0]", nice);
+  std::promise<std::string> started;
+  std::future<std::string> note = started.get_future();
+  thread_ = std::thread([this, nice, &started] { loop(nice, started); });
+  priority_note_ = note.get();
+}
 
 CommEngine::~CommEngine() {
   {
@@ -37,7 +49,13 @@ Work CommEngine::submit(Job job) {
   return w;
 }
 
-void CommEngine::loop() {
+void CommEngine::loop(int nice, std::promise<std::string>& started) {
+  // Linux keeps a nice value per thread: this one's alone changes.
+  if (nice != 0 && ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), nice) != 0)
+    started.set_value(fmt::format("nice {} not permitted ({}: it needs CAP_SYS_NICE or RLIMIT_NICE >= {})", nice,
+                                  std::strerror(errno), 20 - nice));
+  else
+    started.set_value("");
   for (;;) {
     Item item;
     {

@@ -15,12 +15,19 @@
 // own: a job starts no earlier than its submitter's clock at submit(), and
 // Work::wait() moves the waiter's clock to the job's end, so communication
 // overlaps computation in modelled time as it does in real time.
+//
+// Priority: the thread can run at a raised priority (a lower nice value).
+// It needs little CPU but sits on every rank's critical path: where ranks
+// share cores (the emulated cluster; a host with more threads than cores) a
+// message that arrives while its receiver's thread waits for a core delays
+// every rank behind it.
 #include <condition_variable>
 #include <deque>
 #include <exception>
 #include <functional>
 #include <future>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "sparq/coll/allreduce.h"
@@ -48,7 +55,11 @@ class Work {
 
 class CommEngine {
  public:
-  explicit CommEngine(Transport& t);
+  // nice < 0 raises the thread's priority by that much (0 leaves it). Where
+  // that is not permitted (it needs CAP_SYS_NICE or a high enough
+  // RLIMIT_NICE), the thread runs at its default priority and
+  // priority_note() says why.
+  explicit CommEngine(Transport& t, int nice = 0);
   // Runs what is queued, then stops the thread.
   ~CommEngine();
   CommEngine(const CommEngine&) = delete;
@@ -58,9 +69,11 @@ class CommEngine {
   Work submit(Job job);
   int rank() const { return rank_; }
   int size() const { return size_; }
+  // Empty when the requested priority was set.
+  const std::string& priority_note() const { return priority_note_; }
 
  private:
-  void loop();
+  void loop(int nice, std::promise<std::string>& started);
   Transport& t_;
   int rank_, size_;
   std::mutex mu_;
@@ -73,6 +86,7 @@ class CommEngine {
   std::deque<Item> queue_;
   bool stopping_ = false;
   std::exception_ptr failed_;  // first failure; later jobs fail with it
+  std::string priority_note_;
   std::thread thread_;
 };
 

@@ -26,7 +26,7 @@ DataParallel::DataParallel(Transport& t, Dlrm<float>& model, Optimizer<float>& o
   if (t.size() == 1) return;  // nothing to exchange
   if (opts_.placement == EmbPlacement::TableWise)
     table_wise_.emplace(t, model, opts_.emb_fwd, opts_.emb_bwd, opts_.emb_row_len);
-  engine_ = std::make_unique<CommEngine>(t);
+  engine_ = std::make_unique<CommEngine>(t, opts_.comm_nice);
   if (opts_.overlap) {
     model_.set_grad_hook([this](std::size_t w, std::size_t b) {
       SPARQ_CHECK(b == w + 1, "layer views {} and {} are not adjacent", w, b);

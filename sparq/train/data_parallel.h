@@ -39,6 +39,7 @@ struct DataParallelOptions {
   std::size_t emb_row_len = 32;    // table-wise: values per quantization row (fp16 scale and bias each)
   bool overlap = true;             // exchange layers during backward (false: all after it)
   std::size_t fuse_bytes = 0;      // exchange adjacent layers together until a group holds this many bytes
+  int comm_nice = 0;               // the communication thread's nice value (CommEngine), in [-20, 0]
 };
 
 struct DpStepStats {
@@ -63,6 +64,9 @@ class DataParallel {
   // Step k on `global` (the same batch on every rank; this rank trains on its
   // share). On one rank nothing is exchanged.
   DpStepStats step(const Batch& global, std::uint64_t k);
+  // Empty, or why the communication thread runs at its default priority
+  // instead of opts.comm_nice (CommEngine::priority_note).
+  std::string comm_priority_note() const { return engine_ ? engine_->priority_note() : std::string(); }
   // What step() reads of a global batch of `size` samples: this rank's share,
   // and the ids of the tables it owns (table-wise) for all samples.
   BatchPart batch_part(std::size_t size) const;

@@ -2,6 +2,8 @@
 // blocking ones, order is kept with several in flight, errors propagate, and
 // computation overlaps communication.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -84,6 +86,31 @@ TEST(CommEngine, ErrorPropagatesToThisAndLaterWork) {
     EXPECT_THROW(bad.wait(), InputError);
     EXPECT_THROW(later.wait(), InputError);
     EXPECT_TRUE(later.test());
+  });
+}
+
+// The thread runs at the nice value asked for, read back by getpriority on
+// the thread itself, or says why not (an unprivileged user); the caller's
+// own priority is untouched. Out of [-20, 0] is refused.
+TEST(CommEngine, RunsAtTheRequestedPriorityOrSaysWhyNot) {
+  SPARQ_NEED_RANKS(1);
+  test::run_ranks(1, [](Transport& t) {
+    const int mine = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
+    CommEngine e(t, -3);
+    int seen = 0;
+    e.submit([&](Transport&) {
+       seen = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
+       return CollStats{};
+     }).wait();
+    if (e.priority_note().empty())
+      EXPECT_EQ(seen, -3);
+    else
+      EXPECT_NE(e.priority_note().find("CAP_SYS_NICE"), std::string::npos) << e.priority_note();
+    EXPECT_EQ(::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid())), mine);
+    CommEngine plain(t);
+    EXPECT_TRUE(plain.priority_note().empty());
+    EXPECT_THROW(CommEngine(t, 1), InputError);
+    EXPECT_THROW(CommEngine(t, -21), InputError);
   });
 }
 

@@ -120,6 +120,9 @@ dp=("${common[@]}" --ranks 2 --emb-placement table-wise --emb-codec-fwd q4 --emb
 run train "${dp[@]}" --nepochs 2 --save "$D/dp_full.ck" || fail "table-wise: $(cat "$D/err")"
 grep -q "^  emb_fwd " "$D/out" && grep -q "^  emb_bwd " "$D/out" && grep -q "^   W_grad " "$D/out" ||
   fail "accounting table: $(cat "$D/out")"
+# The communication thread's priority: raised by default, or said why not.
+grep -q "^communication thread: nice -10$" "$D/out" || grep -q "communication thread runs at the default priority: nice -10 not permitted" "$D/err" ||
+  fail "communication thread priority: $(cat "$D/out" "$D/err")"
 run train "${dp[@]}" --nepochs 1 --save "$D/dp_half.ck" || fail "table-wise half"
 run train "${dp[@]}" --nepochs 2 --load "$D/dp_half.ck" --save "$D/dp_res.ck" || fail "table-wise resume"
 cmp -s "$D/dp_full.ck" "$D/dp_res.ck" || fail "table-wise resume must equal the uninterrupted run bitwise"
@@ -181,7 +184,8 @@ for bad in "--emb-placement row-wise" "--emb-codec-fwd q4" "--ranks 2 --emb-plac
            "--dp-mode gossip" "--ranks 2 --dp-mode ps --servers 2" "--ranks 3 --dp-mode ps --dp-codec q4" \
            "--servers 2" "--max-staleness 3" "--mp-threshold-eta 0.9" "--ranks 2 --mp-splits bot:1 --dp-allreduce ring" \
            "--ranks 2 --mp-splits bot:1 --emb-placement table-wise" "--num-test 10" "--zipf 1.3" \
-           "--target-loss -1" "--target-auc 2"; do
+           "--target-loss -1" "--target-auc 2" "--ranks 2 --comm-nice 5" "--ranks 2 --mp-splits bot:1 --comm-nice -5" \
+           "--ranks 3 --dp-mode ps --comm-nice -5"; do
   # shellcheck disable=SC2086
   run train "${common[@]}" $bad && fail "'$bad' must fail"
   [ "$(wc -l < "$D/err")" -eq 1 ] && grep -q "error" "$D/err" || fail "'$bad': one-line error: $(cat "$D/err")"
