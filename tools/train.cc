@@ -177,6 +177,8 @@ void run_train(const TrainArgs& a) {
   const MpCodec mpc = parse_mp_codec(a.mp_codec);
   const int world = a.ranks > 0 ? a.ranks : mpiexec_world_size();
   const std::size_t nstages = plan_stages(cfg, a.mp_splits).size();
+  SPARQ_CHECK_AS(InputError, !a.comm_nice || world > 1,
+                 "--comm-nice sets the communication thread's priority: one rank has none");
   SPARQ_CHECK_AS(InputError, a.dp_mode == "allreduce" || a.dp_mode == "ps", "--dp-mode must be allreduce or ps, got '{}'",
                  a.dp_mode);
   SPARQ_CHECK_AS(InputError, a.dp_mode == "ps" || (a.servers == 1 && a.max_staleness == 0),

@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "bench/compress/bench_data.h"
+#include "bench/bench_data.h"
 
 namespace sparq::bench {
 namespace {

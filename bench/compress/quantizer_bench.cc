@@ -3,7 +3,7 @@
 // written by dequantize, so the rows compare directly with memcpy.
 #include <benchmark/benchmark.h>
 
-#include "bench/compress/bench_data.h"
+#include "bench/bench_data.h"
 #include "sparq/compress/qsgd.h"
 #include "sparq/compress/rowwise_quant.h"
 

@@ -5,7 +5,7 @@
 
 #include <array>
 
-#include "bench/compress/bench_data.h"
+#include "bench/bench_data.h"
 #include "sparq/compress/dct_dp.h"
 #include "sparq/compress/dct_mp.h"
 #include "sparq/compress/threshold_pack.h"

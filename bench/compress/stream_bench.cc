@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <random>
 
-#include "bench/compress/bench_data.h"
+#include "bench/bench_data.h"
 #include "sparq/compress/sparse_stream.h"
 
 namespace sparq::bench {

@@ -4,9 +4,9 @@
 // dispatches to (docs/model.md, "Threads and speed").
 #include <benchmark/benchmark.h>
 
-#include <random>
 #include <vector>
 
+#include "bench/bench_data.h"
 #include "sparq/model/kernels.h"
 
 namespace sparq::bench {
@@ -14,17 +14,9 @@ namespace {
 
 constexpr std::size_t kN = 27, kD = 16, kW = kD + kN * (kN - 1) / 2;
 
-std::vector<float> uniform(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = u(rng);
-  return v;
-}
-
 void BM_InteractionForward(benchmark::State& state) {
   const auto batch = static_cast<std::size_t>(state.range(0));
-  const auto v = uniform(batch * kN * kD, 1);
+  const auto v = normal_floats(batch * kN * kD, 1);
   std::vector<float> out(batch * kW);
   for (auto _ : state) {
     kernels::interaction_fwd(v.data(), batch, kN, kD, out.data());
@@ -35,7 +27,7 @@ BENCHMARK(BM_InteractionForward)->Arg(128)->Arg(512)->Unit(benchmark::kMicroseco
 
 void BM_InteractionBackward(benchmark::State& state) {
   const auto batch = static_cast<std::size_t>(state.range(0));
-  const auto v = uniform(batch * kN * kD, 1), dout = uniform(batch * kW, 2);
+  const auto v = normal_floats(batch * kN * kD, 1), dout = normal_floats(batch * kW, 2);
   std::vector<float> dv(batch * kN * kD);
   for (auto _ : state) {
     kernels::interaction_bwd(v.data(), dout.data(), batch, kN, kD, dv.data());

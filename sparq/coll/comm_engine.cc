@@ -8,6 +8,16 @@
 
 namespace sparq {
 
+namespace {
+// Raises the calling thread's priority to `nice` (Linux keeps a nice value
+// per thread: this one's alone changes). Empty, or why not.
+std::string raise_priority(int nice) {
+  if (nice == 0 || ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), nice) == 0) return "";
+  return fmt::format("nice {} not permitted ({}: it needs CAP_SYS_NICE or RLIMIT_NICE >= {})", nice,
+                     std::strerror(errno), 20 - nice);
+}
+}  // namespace
+
 bool Work::test() const {
   SPARQ_CHECK(f_.valid(), "test() on an empty Work");
   return f_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
@@ -22,10 +32,15 @@ CollStats Work::wait() const {
 
 CommEngine::CommEngine(Transport& t, int nice) : t_(t), rank_(t.rank()), size_(t.size()) {
   SPARQ_CHECK_AS(InputError, nice >= -20 && nice <= 0, "communication thread nice {} outside [-20, 0]", nice);
-  std::promise<std::string> started;
-  std::future<std::string> note = started.get_future();
-  thread_ = std::thread([this, nice, &started] { loop(nice, started); });
-  priority_note_ = note.get();
+  std::promise<std::string> note;
+  std::future<std::string> said = note.get_future();
+  // The thread owns the promise: it may still be inside set_value() when
+  // get() returns here.
+  thread_ = std::thread([this, nice, note = std::move(note)]() mutable {
+    note.set_value(raise_priority(nice));
+    loop();
+  });
+  priority_note_ = said.get();
 }
 
 CommEngine::~CommEngine() {
@@ -49,13 +64,7 @@ Work CommEngine::submit(Job job) {
   return w;
 }
 
-void CommEngine::loop(int nice, std::promise<std::string>& started) {
-  // Linux keeps a nice value per thread: this one's alone changes.
-  if (nice != 0 && ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), nice) != 0)
-    started.set_value(fmt::format("nice {} not permitted ({}: it needs CAP_SYS_NICE or RLIMIT_NICE >= {})", nice,
-                                  std::strerror(errno), 20 - nice));
-  else
-    started.set_value("");
+void CommEngine::loop() {
   for (;;) {
     Item item;
     {

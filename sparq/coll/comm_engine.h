@@ -73,7 +73,7 @@ class CommEngine {
   const std::string& priority_note() const { return priority_note_; }
 
  private:
-  void loop(int nice, std::promise<std::string>& started);
+  void loop();
   Transport& t_;
   int rank_, size_;
   std::mutex mu_;

@@ -4,7 +4,8 @@
 // values. Written out in integer arithmetic because the
 // quantizer needs *directed* rounding (round the bias down and the scale up so
 // that every input stays inside the dequantized grid), which no standard
-// conversion offers, and so that results do not depend on the target's F16C.
+// conversion offers, and so that results do not depend on the target's F16C
+// (half_grids uses it where present, for speed, with the same results).
 // The fp16 conversions are inline: the quantizer calls them several times
 // per row, and rows of embedding vectors are short (16-32 values).
 #include <bit>

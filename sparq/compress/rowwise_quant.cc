@@ -88,9 +88,10 @@ Grid read_header(const std::uint8_t* p, ScaleType t, std::size_t row) {
 // written in the encoding pass, so a row is read twice, not four times.
 //
 // Rows go in blocks: the ranges of the block's rows first, then their grids
-// (the fp16 ones 8 at a time), then their encodings. Per row, range -> scale -> 1 / scale -> encode is a chain of
-// long latencies (reductions, two divisions) that would otherwise stall
-// every short row; a block (4 KiB of 128-value rows) stays in L1.
+// (the fp16 ones 8 at a time), then their encodings. Per row, range ->
+// scale -> 1 / scale -> encode is a chain of long latencies (reductions, two
+// divisions) that would otherwise stall every short row; a block (4 KiB of
+// 128-value rows) stays in L1.
 // `first` numbers the rows in error messages.
 void quantize_rows(const RowwiseKernels& k, const float* x, float* err, std::size_t rows, std::size_t cols,
                    RowwiseFormat fmt, std::uint8_t* out, std::size_t first = 0) {

@@ -184,7 +184,7 @@ for bad in "--emb-placement row-wise" "--emb-codec-fwd q4" "--ranks 2 --emb-plac
            "--dp-mode gossip" "--ranks 2 --dp-mode ps --servers 2" "--ranks 3 --dp-mode ps --dp-codec q4" \
            "--servers 2" "--max-staleness 3" "--mp-threshold-eta 0.9" "--ranks 2 --mp-splits bot:1 --dp-allreduce ring" \
            "--ranks 2 --mp-splits bot:1 --emb-placement table-wise" "--num-test 10" "--zipf 1.3" \
-           "--target-loss -1" "--target-auc 2" "--ranks 2 --comm-nice 5" "--ranks 2 --mp-splits bot:1 --comm-nice -5" \
+           "--target-loss -1" "--target-auc 2" "--ranks 2 --comm-nice 5" "--comm-nice -5" "--ranks 2 --mp-splits bot:1 --comm-nice -5" \
            "--ranks 3 --dp-mode ps --comm-nice -5"; do
   # shellcheck disable=SC2086
   run train "${common[@]}" $bad && fail "'$bad' must fail"

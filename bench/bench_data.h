@@ -1,6 +1,6 @@
 #pragma once
-// Inputs shared by the compression benchmarks: gradient-like data (normal,
-// fixed seed) and the sizes of the table.
+// Inputs shared by the benchmarks: gradient-like data (normal, fixed seed)
+// and the compression benchmarks' sizes.
 #include <cstddef>
 #include <cstdint>
 #include <random>
