@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -24,6 +25,13 @@ void half_grid(float lo, float hi, float levels, std::uint16_t& bias, std::uint1
 // value rounds to differs between the two.
 bool redo(float in, std::uint16_t out) {
   return (out & 0x7fffu) == 0 || (in != 0.0f && std::fabs(in) < std::numeric_limits<float>::min());
+}
+
+// CPUID leaf 1 (clang before 15 has no "f16c" for __builtin_cpu_supports);
+// "avx" also says the OS saves the ymm registers.
+bool has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
 }
 
 __attribute__((target("avx,f16c"))) void half_grids_f16c(const float* lo, const float* hi, std::size_t n,
@@ -47,7 +55,7 @@ __attribute__((target("avx,f16c"))) void half_grids_f16c(const float* lo, const 
 void half_grids(const float* lo, const float* hi, std::size_t n, float levels, std::uint16_t* bias,
                 std::uint16_t* scale) {
 #if defined(__x86_64__)
-  static const bool f16c = (__builtin_cpu_init(), __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c"));
+  static const bool f16c = has_f16c();
   if (f16c) {
     for (std::size_t i = 0; i < n; i += 8)
       half_grids_f16c(lo + i, hi + i, std::min<std::size_t>(8, n - i), levels, bias + i, scale + i);
