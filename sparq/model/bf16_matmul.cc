@@ -4,6 +4,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <omp.h>
 
+#include <algorithm>
 #include <compare>
 #include <cstdint>
 #include <map>
@@ -11,6 +12,7 @@
 
 #include "sparq/core/error.h"
 #include "sparq/model/blas.h"
+#include "sparq/model/parallel.h"
 
 namespace sparq {
 
@@ -42,7 +44,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void to_bf16(con
 }
 
 struct Shape {
-  std::size_t m, n, k, ldc;
+  std::size_t m, n, k, lda, ldb, ldc;
   bool trans_a, trans_b;
   float alpha, beta;
   auto operator<=>(const Shape&) const = default;
@@ -54,22 +56,21 @@ struct Primitive {
 };
 
 // Per calling thread: oneDNN's engine and stream, one primitive per shape
-// (a model has a dozen), and the operands' bf16 copies.
+// (a model has a dozen).
 struct Context {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::map<Shape, Primitive> primitives;
-  std::vector<std::uint16_t> a, b;
 };
 
 Primitive make_primitive(const Shape& s, const dnnl::engine& engine) {
   using dt = dnnl::memory::data_type;
   using dims = dnnl::memory::dims;
   const auto d = [](std::size_t x) { return static_cast<dnnl::memory::dim>(x); };
-  // The bf16 copies keep the operands' orientation: A is [m x k], or [k x m]
-  // when transposed; B is [k x n], or [n x k].
-  const dnnl::memory::desc a({d(s.m), d(s.k)}, dt::bf16, s.trans_a ? dims{1, d(s.m)} : dims{d(s.k), 1});
-  const dnnl::memory::desc b({d(s.k), d(s.n)}, dt::bf16, s.trans_b ? dims{1, d(s.k)} : dims{d(s.n), 1});
+  // A is [m x k] in memory, or [k x m] when transposed; B is [k x n], or
+  // [n x k]; rows lda and ldb apart.
+  const dnnl::memory::desc a({d(s.m), d(s.k)}, dt::bf16, s.trans_a ? dims{1, d(s.lda)} : dims{d(s.lda), 1});
+  const dnnl::memory::desc b({d(s.k), d(s.n)}, dt::bf16, s.trans_b ? dims{1, d(s.ldb)} : dims{d(s.ldb), 1});
   const dnnl::memory::desc c({d(s.m), d(s.n)}, dt::f32, dims{d(s.ldc), 1});
   dnnl::primitive_attr attr;
   if (s.alpha != 1.0f) attr.set_output_scales(0, {s.alpha});
@@ -89,26 +90,31 @@ Primitive make_primitive(const Shape& s, const dnnl::engine& engine) {
 
 }  // namespace
 
-void bf16_matmul(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
-                 std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
+void round_to_bf16(const float* src, std::size_t rows, std::size_t cols, std::size_t ld, Bf16Matrix& out) {
+  if (out.v.size() < rows * cols) out.v.resize(rows * cols);
+  out.rows = rows, out.cols = cols;
+  // Blocks of rows over the compute pool once a block holds 2^15 values.
+  parallel_for(rows, std::max<std::size_t>(1, (std::size_t{1} << 15) / std::max<std::size_t>(cols, 1)),
+               [&](std::size_t r0, std::size_t r1) {
+                 to_bf16(src + r0 * ld, r1 - r0, cols, ld, out.v.data() + r0 * cols);
+               });
+}
+
+void bf16_matmul(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
+                 const std::uint16_t* a, std::size_t lda, const std::uint16_t* b, std::size_t ldb, float beta,
+                 float* c, std::size_t ldc) {
   // One OpenMP thread per calling thread: the split over threads is ours (blas.cc).
   thread_local const bool one_thread = (omp_set_num_threads(1), true);
   (void)one_thread;
   thread_local Context ctx;
-  const Shape s{m, n, k, ldc, trans_a, trans_b, alpha, beta};
+  const Shape s{m, n, k, lda, ldb, ldc, trans_a, trans_b, alpha, beta};
   try {
     auto it = ctx.primitives.find(s);
     if (it == ctx.primitives.end()) it = ctx.primitives.emplace(s, make_primitive(s, ctx.engine)).first;
-    // Grow only: the shapes alternate, and a vector grown back would zero
-    // its new part on every call.
-    if (ctx.a.size() < m * k) ctx.a.resize(m * k);
-    if (ctx.b.size() < k * n) ctx.b.resize(k * n);
-    if (trans_a) to_bf16(a, k, m, lda, ctx.a.data());
-    else to_bf16(a, m, k, lda, ctx.a.data());
-    if (trans_b) to_bf16(b, n, k, ldb, ctx.b.data());
-    else to_bf16(b, k, n, ldb, ctx.b.data());
     const Primitive& p = it->second;
-    dnnl::memory ma(p.a, ctx.engine, ctx.a.data()), mb(p.b, ctx.engine, ctx.b.data()), mc(p.c, ctx.engine, c);
+    // oneDNN only reads a source and weights memory, whose handle is not const.
+    dnnl::memory ma(p.a, ctx.engine, const_cast<std::uint16_t*>(a)),
+        mb(p.b, ctx.engine, const_cast<std::uint16_t*>(b)), mc(p.c, ctx.engine, c);
     p.matmul.execute(ctx.stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
     ctx.stream.wait();
   } catch (const dnnl::error& e) {

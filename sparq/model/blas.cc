@@ -74,29 +74,14 @@ void onednn_sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std:
 }
 }  // namespace
 
-template <class T>
-void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
-          std::size_t lda, const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc, GemmPrecision precision) {
-  if (m == 0 || n == 0) return;
-  SPARQ_CHECK((std::is_same_v<T, float> || precision == GemmPrecision::fp32), "bf16 GEMMs are for float operands");
-  // Decided on the whole product, not per block, so that the result does
-  // not depend on the number of threads.
-  const bool bf16 = precision == GemmPrecision::bf16 && m > 1 && n > 1;
-  [[maybe_unused]] static const bool single = (openblas_set_num_threads(1), true);  // parallelism is ours (see above)
-  const auto gemm_fn = [] {
-    if constexpr (std::is_same_v<T, float>) return cblas_sgemm;
-    else return cblas_dgemm;
-  }();
-  static const FloatGemm lib = read_float_gemm();
-  auto call = [&](std::size_t m1, std::size_t n1, const T* a1, const T* b1, T* c1) {
-    if constexpr (std::is_same_v<T, float>) {
-      if (bf16) return bf16_matmul(trans_a, trans_b, m1, n1, k, alpha, a1, lda, b1, ldb, beta, c1, ldc);
-      if (lib == FloatGemm::onednn)
-        return onednn_sgemm(trans_a, trans_b, m1, n1, k, alpha, a1, lda, b1, ldb, beta, c1, ldc);
-    }
-    gemm_fn(CblasRowMajor, tr(trans_a), tr(trans_b), static_cast<int>(m1), static_cast<int>(n1), static_cast<int>(k),
-            alpha, a1, static_cast<int>(lda), b1, static_cast<int>(ldb), beta, c1, static_cast<int>(ldc));
-  };
+namespace {
+// Runs call(m1, n1, a1, b1, c1) on the whole product, or on blocks of rows
+// (or columns, whichever dimension is larger) of C over the compute pool;
+// a1 and b1 point at the block's part of the operands, which keep their
+// leading dimensions.
+template <class A, class B, class C, class Call>
+void split_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, const A* a, std::size_t lda,
+                const B* b, std::size_t ldb, C* c, std::size_t ldc, const Call& call) {
   if (g_threads.load(std::memory_order_relaxed) < 2 || m * n * k < kMinParallelMacs) {
     call(m, n, a, b, c);
     return;
@@ -112,6 +97,55 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
       call(m, c1 - c0, a, trans_b ? b + c0 * ldb : b + c0, c + c0);
     });
   }
+}
+}  // namespace
+
+// Decided on the whole product, not per block, so that the result does not
+// depend on the number of threads.
+bool bf16_product(std::size_t m, std::size_t n) { return m > 1 && n > 1; }
+
+void gemm_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
+               const Bf16Matrix& a, const Bf16Matrix& b, float beta, float* c, std::size_t ldc) {
+  if (m == 0 || n == 0) return;
+  SPARQ_CHECK(bf16_product(m, n), "a bf16 GEMM of a {}x{} product (matrix-vector products stay fp32)", m, n);
+  SPARQ_CHECK(a.rows == (trans_a ? k : m) && a.cols == (trans_a ? m : k) && b.rows == (trans_b ? n : k) &&
+                  b.cols == (trans_b ? k : n),
+              "bf16 GEMM {}x{}x{} (trans {}{}) on operands of {}x{} and {}x{}", m, n, k, trans_a ? 'T' : 'N',
+              trans_b ? 'T' : 'N', a.rows, a.cols, b.rows, b.cols);
+  split_gemm(trans_a, trans_b, m, n, k, a.v.data(), a.cols, b.v.data(), b.cols, c, ldc,
+             [&](std::size_t m1, std::size_t n1, const std::uint16_t* a1, const std::uint16_t* b1, float* c1) {
+               bf16_matmul(trans_a, trans_b, m1, n1, k, alpha, a1, a.cols, b1, b.cols, beta, c1, ldc);
+             });
+}
+
+template <class T>
+void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
+          std::size_t lda, const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc, GemmPrecision precision) {
+  if (m == 0 || n == 0) return;
+  SPARQ_CHECK((std::is_same_v<T, float> || precision == GemmPrecision::fp32), "bf16 GEMMs are for float operands");
+  if constexpr (std::is_same_v<T, float>) {
+    if (precision == GemmPrecision::bf16 && bf16_product(m, n)) {
+      thread_local Bf16Matrix a16, b16;
+      round_to_bf16(a, trans_a ? k : m, trans_a ? m : k, lda, a16);
+      round_to_bf16(b, trans_b ? n : k, trans_b ? k : n, ldb, b16);
+      return gemm_bf16(trans_a, trans_b, m, n, k, alpha, a16, b16, beta, c, ldc);
+    }
+  }
+  [[maybe_unused]] static const bool single = (openblas_set_num_threads(1), true);  // parallelism is ours (see above)
+  const auto gemm_fn = [] {
+    if constexpr (std::is_same_v<T, float>) return cblas_sgemm;
+    else return cblas_dgemm;
+  }();
+  static const FloatGemm lib = read_float_gemm();
+  split_gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc,
+             [&](std::size_t m1, std::size_t n1, const T* a1, const T* b1, T* c1) {
+               if constexpr (std::is_same_v<T, float>)
+                 if (lib == FloatGemm::onednn)
+                   return onednn_sgemm(trans_a, trans_b, m1, n1, k, alpha, a1, lda, b1, ldb, beta, c1, ldc);
+               gemm_fn(CblasRowMajor, tr(trans_a), tr(trans_b), static_cast<int>(m1), static_cast<int>(n1),
+                       static_cast<int>(k), alpha, a1, static_cast<int>(lda), b1, static_cast<int>(ldb), beta, c1,
+                       static_cast<int>(ldc));
+             });
 }
 template void gemm<float>(bool, bool, std::size_t, std::size_t, std::size_t, float, const float*, std::size_t,
                           const float*, std::size_t, float, float*, std::size_t, GemmPrecision);

@@ -7,8 +7,10 @@
 // shapes oneDNN took 3-11 % less time than OpenBLAS, BLIS or libxsmm, and
 // needs no table of CPU models (docs/results.md, "GEMM libraries").
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sparq {
 
@@ -32,6 +34,28 @@ template <class T>
 void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
           std::size_t lda, const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc,
           GemmPrecision precision = GemmPrecision::fp32);
+
+// A float matrix rounded to bf16 (nearest even), rows x cols contiguous in
+// the source's orientation. An operand that several bf16 GEMMs read is
+// rounded once: an MLP layer's input and weights (its forward and both
+// backward products), its output gradient (both backward products).
+struct Bf16Matrix {
+  std::vector<std::uint16_t> v;  // grows only: the shapes alternate
+  std::size_t rows = 0, cols = 0;
+  bool empty() const { return rows == 0; }
+  void clear() { rows = cols = 0; }
+};
+// src is rows x cols with leading dimension ld. Only where
+// bf16_gemm_unavailable() is "".
+void round_to_bf16(const float* src, std::size_t rows, std::size_t cols, std::size_t ld, Bf16Matrix& out);
+// Whether gemm(..., GemmPrecision::bf16) multiplies an m x n product in bf16:
+// not a matrix-vector product.
+bool bf16_product(std::size_t m, std::size_t n);
+// gemm(..., GemmPrecision::bf16) on operands rounded before: a holds A
+// ([m x k], or [k x m] when trans_a), b holds B ([k x n], or [n x k]).
+// Requires bf16_product(m, n).
+void gemm_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
+               const Bf16Matrix& a, const Bf16Matrix& b, float beta, float* c, std::size_t ldc);
 
 // n > 1 lets a large call be split over the compute pool (parallel.h:
 // compute_threads() single-threaded sgemm calls on blocks of C, see blas.cc);

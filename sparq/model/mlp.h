@@ -14,6 +14,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "sparq/model/blas.h"
@@ -53,6 +54,11 @@ class Mlp {
     std::vector<std::vector<T>> dx;      // per layer: input gradient (below the top, reused as dz)
     std::vector<T> dz;                   // the top layer's ReLU-masked gradient
     std::vector<T> db;                   // bias gradient scratch when accumulating
+    // bf16 MLPs: each layer's input and weights as its forward rounded them
+    // (empty where it multiplied in fp32), read again by its backward; and
+    // the layer's output gradient, rounded once for both backward products.
+    std::vector<Bf16Matrix> x16, w16;
+    Bf16Matrix dz16;
   };
 
   // x [B x in] -> y [B x out]. x must stay valid and unchanged until
@@ -89,6 +95,10 @@ class Mlp {
     bool relu = true;
     std::size_t w = 0, b = 0;  // view indices in the store
   };
+  // Whether this MLP multiplies an m x n product in bf16.
+  bool in_bf16(std::size_t m, std::size_t n) const {
+    return std::is_same_v<T, float> && precision_ == GemmPrecision::bf16 && bf16_product(m, n);
+  }
   DenseParams<T>* store_;
   GemmPrecision precision_;
   std::size_t in_dim_ = 0, out_dim_ = 0;  // dims[first], dims[last] (an empty stage passes through)

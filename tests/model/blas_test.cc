@@ -155,6 +155,61 @@ TEST(Gemm, Bf16MlpTracksFp32) {
   }
 }
 
+// A bf16 MLP rounds each operand once and reuses it (a layer's input and
+// weights from its forward, its output gradient in both backward products):
+// bit for bit what one gemm(..., bf16) per product computes, which rounds its
+// operands itself. Twice on one tape with new weights and inputs, so a copy
+// kept from the pass before would show; and with a batch of one, where the
+// forward multiplies in fp32 and the weight gradient in bf16.
+TEST(Gemm, Bf16MlpEqualsOneGemmPerProduct) {
+  if (const std::string why = bf16_gemm_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  const std::vector<std::size_t> dims{13, 64, 48, 1};
+  DenseParams<float> s;
+  Mlp<float> mlp(MlpSpec{dims, false, GemmPrecision::bf16}, s, "m");
+  mlp.init(4, 0);
+  std::mt19937 rng(12);
+  std::normal_distribution<float> nd;
+  const auto bf16 = GemmPrecision::bf16;
+  for (const std::size_t B : {40, 40, 1}) {
+    for (const auto& v : s.views())
+      for (auto& p : s.param(s.find(v.name))) p += 0.1f * nd(rng);
+    std::vector<float> x(B * dims[0]), dy(B);
+    for (auto& v : x) v = nd(rng);
+    for (auto& v : dy) v = nd(rng);
+    const float* y = mlp.forward(x.data(), B);
+    const float* dx = mlp.backward(dy.data(), true);
+    // The reference: layer by layer, plain loops around gemm(..., bf16).
+    std::vector<std::vector<float>> in{x};
+    for (std::size_t l = 0; l + 1 < dims.size(); ++l) {
+      const auto w = s.param(s.find("m." + std::to_string(l) + ".weight"));
+      const auto b = s.param(s.find("m." + std::to_string(l) + ".bias"));
+      std::vector<float> out(B * dims[l + 1]);
+      gemm<float>(false, true, B, dims[l + 1], dims[l], 1.0f, in[l].data(), dims[l], w.data(), dims[l], 0.0f,
+                  out.data(), dims[l + 1], bf16);
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        out[i] += b[i % dims[l + 1]];
+        if (l + 2 < dims.size()) out[i] = std::max(out[i], 0.0f);
+      }
+      in.push_back(out);
+    }
+    ASSERT_EQ(std::vector<float>(y, y + B), in.back()) << "y, batch " << B;
+    std::vector<float> g = dy;
+    for (std::size_t l = dims.size() - 1; l-- > 0;) {
+      const std::size_t n_in = dims[l], n_out = dims[l + 1];
+      if (l + 2 < dims.size())
+        for (std::size_t i = 0; i < g.size(); ++i) g[i] = in[l + 1][i] > 0 ? g[i] : 0.0f;
+      std::vector<float> dw(n_out * n_in), dxl(B * n_in);
+      gemm<float>(true, false, n_out, n_in, B, 1.0f, g.data(), n_out, in[l].data(), n_in, 0.0f, dw.data(), n_in, bf16);
+      const auto grad = s.grad(s.find("m." + std::to_string(l) + ".weight"));
+      ASSERT_EQ(std::vector<float>(grad.begin(), grad.end()), dw) << "layer " << l << ", batch " << B;
+      gemm<float>(false, false, B, n_in, n_out, 1.0f, g.data(), n_out,
+                  s.param(s.find("m." + std::to_string(l) + ".weight")).data(), n_in, 0.0f, dxl.data(), n_in, bf16);
+      g = dxl;
+    }
+    ASSERT_EQ(std::vector<float>(dx, dx + B * dims[0]), g) << "dx, batch " << B;
+  }
+}
+
 // Without AVX512_BF16, a bf16 MLP is refused with the reason, never run slowly
 // by emulation; on any CPU a bf16 double model is refused.
 TEST(Gemm, Bf16MlpRefusedWhereItCannotRun) {
