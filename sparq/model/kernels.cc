@@ -65,6 +65,7 @@ SPARQ_INLINE void colsum_impl(const T* __restrict g, T* __restrict db, std::size
 // a tenth of the core's peak). Each dot is still summed in k order.
 constexpr std::size_t kLanes = 16;
 constexpr std::size_t kRows = 4;
+constexpr std::size_t kMaxBlocks = 64 / kLanes;  // n <= 64
 
 // kLanes values in one GCC vector: each clone maps it onto its widest
 // registers (one zmm, two ymm or four xmm for float).
@@ -107,6 +108,7 @@ SPARQ_INLINE void interaction_fwd_impl(const T* __restrict v, std::size_t batch,
   const std::size_t np = (n + kLanes - 1) / kLanes * kLanes;
   alignas(64) T vt[64 * 64];  // d x np, d, n <= 64 (checked by the caller)
   std::fill(vt, vt + d * np, T(0));
+  T* const end = out + batch * w;
   for (std::size_t b = 0; b < batch; ++b) {
     const T* __restrict V = v + b * n * d;
     T* __restrict o = out + b * w;
@@ -116,17 +118,23 @@ SPARQ_INLINE void interaction_fwd_impl(const T* __restrict v, std::size_t batch,
     for (std::size_t i0 = 1; i0 < n; i0 += kRows) {
       const std::size_t rows = std::min(kRows, n - i0);
       const RowGroup<T> vi(V, i0, n, d);
-      for (std::size_t j0 = 0; j0 + 1 < i0 + rows; j0 += kLanes) {
-        Lanes<T> acc[kRows] = {};
+      Lanes<T> acc[kMaxBlocks][kRows] = {};
+      const std::size_t blocks = (i0 + rows - 1 + kLanes - 1) / kLanes;  // of kLanes values of j < i0 + rows - 1
+      for (std::size_t bl = 0; bl < blocks; ++bl)
         for (std::size_t k = 0; k < d; ++k) {
           Lanes<T> col;
-          load_lanes(col, vt + k * np + j0);
-          vi.add(acc, k, col);
+          load_lanes(col, vt + k * np + bl * kLanes);
+          vi.add(acc[bl], k, col);
         }
-        for (std::size_t r = 0; r < rows; ++r) {
-          const std::size_t i = i0 + r;
-          if (j0 >= i) continue;
-          std::memcpy(o + d + i * (i - 1) / 2 + j0, &acc[r], std::min(kLanes, i - j0) * sizeof(T));
+      // Whole vectors, in ascending order of where they go: the lanes past
+      // a row's end land on what a later store (or a later sample) writes.
+      // A copy of the exact length is a call or a `rep movs`, which took
+      // longer than the sums. Near the end of the output: exact lengths.
+      for (std::size_t r = 0; r < rows; ++r) {
+        const std::size_t i = i0 + r;
+        for (std::size_t j0 = 0, bl = 0; j0 < i; j0 += kLanes, ++bl) {
+          T* dst = o + d + i * (i - 1) / 2 + j0;
+          std::memcpy(dst, &acc[bl][r], dst + kLanes <= end ? sizeof acc[bl][r] : std::min(kLanes, i - j0) * sizeof(T));
         }
       }
     }
