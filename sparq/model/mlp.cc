@@ -61,6 +61,20 @@ std::size_t Mlp<T>::macs_per_sample() const {
   return m;
 }
 
+template <class T>
+void Mlp<T>::product(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, const T* a,
+                     Bf16Matrix& a16, const T* b, Bf16Matrix& b16, T beta, T* c) const {
+  const std::size_t lda = trans_a ? m : k, ldb = trans_b ? k : n;
+  if constexpr (std::is_same_v<T, float>) {
+    if (precision_ == GemmPrecision::bf16 && bf16_product(m, n)) {
+      if (a16.empty()) round_to_bf16(a, trans_a ? k : m, lda, lda, a16);
+      if (b16.empty()) round_to_bf16(b, trans_b ? n : k, ldb, ldb, b16);
+      return gemm_bf16(trans_a, trans_b, m, n, k, 1.0f, a16, b16, beta, c, n);
+    }
+  }
+  gemm<T>(trans_a, trans_b, m, n, k, T(1), a, lda, b, ldb, beta, c, n);
+}
+
 // Layer l, forward:  x [B x in], W [out x in], b [out]
 //   y = x W^T            [B x out]   (GEMM, beta = 0)
 //   y = max(y + b, 0)    one fused pass (without the max when !relu)
@@ -76,18 +90,9 @@ const T* Mlp<T>::forward(const T* x, std::size_t batch, Tape& tape) const {
     const Layer& L = layers_[i];
     auto& y = tape.acts[i];
     y.resize(batch * L.out);
-    const T* w = store_->param(L.w).data();
     tape.x16[i].clear();
     tape.w16[i].clear();
-    if constexpr (std::is_same_v<T, float>) {
-      if (in_bf16(batch, L.out)) {
-        round_to_bf16(in, batch, L.in, L.in, tape.x16[i]);
-        round_to_bf16(w, L.out, L.in, L.in, tape.w16[i]);
-        gemm_bf16(false, true, batch, L.out, L.in, 1.0f, tape.x16[i], tape.w16[i], 0.0f, y.data(), L.out);
-      }
-    }
-    if (!in_bf16(batch, L.out))
-      gemm<T>(false, true, batch, L.out, L.in, T(1), in, L.in, w, L.in, T(0), y.data(), L.out);
+    product(false, true, batch, L.out, L.in, in, tape.x16[i], store_->param(L.w).data(), tape.w16[i], T(0), y.data());
     kernels::bias_act(y.data(), store_->param(L.b).data(), batch, L.out, L.relu);
     in = y.data();
   }
@@ -131,35 +136,16 @@ const T* Mlp<T>::backward(const T* dy, bool want_dx, Tape& tape, bool accumulate
     }
     if (accumulate)
       for (std::size_t j = 0; j < L.out; ++j) bias_grad[j] += db[j];
-    const T* w = store_->param(L.w).data();
     tape.dz16.clear();
-    // The bf16 operands of this layer's backward products, rounded here
-    // only where the forward did not.
-    [[maybe_unused]] const auto rounded = [&](Bf16Matrix& m, const float* src, std::size_t rows,
-                                              std::size_t cols) -> const Bf16Matrix& {
-      if (m.empty()) round_to_bf16(src, rows, cols, cols, m);
-      return m;
-    };
-    const T beta_w = accumulate ? T(1) : T(0);
-    if constexpr (std::is_same_v<T, float>) {
-      if (in_bf16(L.out, L.in))
-        gemm_bf16(true, false, L.out, L.in, B, 1.0f, rounded(tape.dz16, dz, B, L.out), rounded(tape.x16[i], x, B, L.in),
-                  beta_w, store_->grad(L.w).data(), L.in);
-    }
-    if (!in_bf16(L.out, L.in))
-      gemm<T>(true, false, L.out, L.in, B, T(1), dz, L.out, x, L.in, beta_w, store_->grad(L.w).data(), L.in);
+    product(true, false, L.out, L.in, B, dz, tape.dz16, x, tape.x16[i], accumulate ? T(1) : T(0),
+            store_->grad(L.w).data());
     if (hook_ && notify) hook_(L.w, L.b);
     if (i == 0 && !want_dx) return nullptr;
     // One buffer per layer (not a ping-pong pair): each keeps its size from
     // step to step, so no re-growth and zero-fill per call.
     std::vector<T>& dx_buf = tape.dx[i];
     dx_buf.resize(B * L.in);
-    if constexpr (std::is_same_v<T, float>) {
-      if (in_bf16(B, L.in))
-        gemm_bf16(false, false, B, L.in, L.out, 1.0f, rounded(tape.dz16, dz, B, L.out),
-                  rounded(tape.w16[i], w, L.out, L.in), 0.0f, dx_buf.data(), L.in);
-    }
-    if (!in_bf16(B, L.in)) gemm<T>(false, false, B, L.in, L.out, T(1), dz, L.out, w, L.in, T(0), dx_buf.data(), L.in);
+    product(false, false, B, L.in, L.out, dz, tape.dz16, store_->param(L.w).data(), tape.w16[i], T(0), dx_buf.data());
     g = dx_buf.data();
   }
   return g;

@@ -14,7 +14,6 @@
 #include <functional>
 #include <limits>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "sparq/model/blas.h"
@@ -95,10 +94,11 @@ class Mlp {
     bool relu = true;
     std::size_t w = 0, b = 0;  // view indices in the store
   };
-  // Whether this MLP multiplies an m x n product in bf16.
-  bool in_bf16(std::size_t m, std::size_t n) const {
-    return std::is_same_v<T, float> && precision_ == GemmPrecision::bf16 && bf16_product(m, n);
-  }
+  // C [m x n] = op(A) op(B) + beta C, every matrix contiguous. In bf16 (a
+  // bf16 MLP, bf16_product(m, n)) on a16 and b16, each rounded from its
+  // operand here only if still empty; otherwise in T.
+  void product(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, const T* a, Bf16Matrix& a16,
+               const T* b, Bf16Matrix& b16, T beta, T* c) const;
   DenseParams<T>* store_;
   GemmPrecision precision_;
   std::size_t in_dim_ = 0, out_dim_ = 0;  // dims[first], dims[last] (an empty stage passes through)
