@@ -1,5 +1,6 @@
 #include "sparq/coll/comm_engine.h"
 
+#include <pthread.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -37,6 +38,7 @@ CommEngine::CommEngine(Transport& t, int nice) : t_(t), rank_(t.rank()), size_(t
   // The thread owns the promise: it may still be inside set_value() when
   // get() returns here.
   thread_ = std::thread([this, nice, note = std::move(note)]() mutable {
+    ::pthread_setname_np(::pthread_self(), "sparq-comm");  // for top -H and perf
     note.set_value(raise_priority(nice));
     loop();
   });

@@ -107,14 +107,14 @@ void SparseStream::make_dense() {
   count_ = dim_;
 }
 
-void SparseStream::to_dense(std::span<float> out) const {
+void SparseStream::to_dense(std::span<float> out, float scale) const {
   SPARQ_CHECK_AS(InputError, out.size() == dim_, "sparse stream: output size {} != dimension {}", out.size(), dim_);
   if (dense_) {
-    std::copy_n(values_.begin(), dim_, out.begin());
+    for (std::size_t i = 0; i < dim_; ++i) out[i] = values_[i] * scale;
     return;
   }
   std::fill(out.begin(), out.end(), 0.0f);
-  for (std::size_t i = 0; i < count_; ++i) out[indices_[i]] = values_[i];
+  for (std::size_t i = 0; i < count_; ++i) out[indices_[i]] = values_[i] * scale;
 }
 
 SparseStream sum(const SparseStream& a, const SparseStream& b, ValueFormat vf) {

@@ -72,8 +72,9 @@ class SparseStream {
   void assign_sparse(std::size_t dim, std::span<const std::uint32_t> indices, std::span<const float> values);
   // Switches to the dense representation (no-op if dense).
   void make_dense();
-  // Writes all dim values (zeros where no pair) into out (size dim).
-  void to_dense(std::span<float> out) const;
+  // Writes all dim values (zeros where no pair) into out (size dim), each
+  // times `scale`: an average over ranks costs no pass of its own.
+  void to_dense(std::span<float> out, float scale = 1.0f) const;
 
  private:
   friend void add_into(SparseStream& acc, const SparseStream& b, ValueFormat vf);

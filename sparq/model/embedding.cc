@@ -25,17 +25,19 @@ void EmbeddingBag<T>::init(std::uint64_t seed, std::uint64_t stream) {
   for (auto& v : weights()) v = static_cast<T>(rng.uniform(-a, a));
 }
 
-// out[b, :] = sum_{k in bag b} W[k, :]      bags: B bags, out [B x dim] (stride ld)
+// out[b - first, :] = sum_{k in bag b} W[k, :]   for b in [first, first + count), out stride ld
 template <class T>
-void EmbeddingBag<T>::forward(const SparseBags& bags, std::size_t batch, T* out, std::size_t ld) const {
+void EmbeddingBag<T>::forward(const SparseBags& bags, std::size_t batch, std::size_t first, std::size_t count,
+                              T* out, std::size_t ld) const {
   SPARQ_CHECK(held(), "lookup in an embedding table this rank does not hold");
   SPARQ_CHECK(bags.offsets.size() == batch + 1, "bag offsets {} for batch {}", bags.offsets.size(), batch);
-  const std::size_t d = dim_;
+  SPARQ_CHECK(first <= batch && count <= batch - first, "bags [{}, {}) of {}", first, first + count, batch);
+  const std::size_t d = dim_, end = first + count;
   const std::uint32_t nnz = bags.offsets[batch];
-  for (std::size_t b = 0; b < batch; ++b) {
-    if (b + kPrefetchAhead < batch && bags.offsets[b + kPrefetchAhead] < nnz)
+  for (std::size_t b = first; b < end; ++b) {
+    if (b + kPrefetchAhead < end && bags.offsets[b + kPrefetchAhead] < nnz)
       prefetch(bags.indices[bags.offsets[b + kPrefetchAhead]]);
-    T* o = out + b * ld;
+    T* o = out + (b - first) * ld;
     const std::uint32_t lo = bags.offsets[b], hi = bags.offsets[b + 1];
     if (hi - lo == 1) {  // one-hot: a copy
       const std::uint32_t k = bags.indices[lo];
@@ -81,6 +83,20 @@ void sort_by_row(std::vector<std::uint64_t>& keys, std::vector<std::uint64_t>& t
 template <class T>
 void EmbeddingBag<T>::backward(const SparseBags& bags, std::size_t batch, const T* dout, std::size_t ld,
                                SparseGrad<T>& grad) {
+  coalesce(bags, batch, [dout, ld](std::uint32_t b) { return dout + b * ld; }, grad);
+}
+
+template <class T>
+void EmbeddingBag<T>::backward(const SparseBags& bags, std::size_t batch, std::span<const T* const> rows,
+                               SparseGrad<T>& grad) {
+  SPARQ_CHECK(rows.size() == batch, "{} gradient rows for {} bags", rows.size(), batch);
+  coalesce(bags, batch, [rows](std::uint32_t b) { return rows[b]; }, grad);
+}
+
+template <class T>
+template <class Row>
+void EmbeddingBag<T>::coalesce(const SparseBags& bags, std::size_t batch, Row row, SparseGrad<T>& grad) {
+  SPARQ_CHECK(bags.offsets.size() == batch + 1, "bag offsets {} for batch {}", bags.offsets.size(), batch);
   const std::size_t nnz = bags.offsets[batch];
   owner_.resize(nnz);
   for (std::size_t b = 0; b < batch; ++b)
@@ -91,19 +107,22 @@ void EmbeddingBag<T>::backward(const SparseBags& bags, std::size_t batch, const 
   const std::size_t d = dim_;
   grad.dim = d;
   grad.rows.clear();
-  grad.values.resize(nnz * d);  // an upper bound (every row distinct); trimmed below
-  T* g = grad.values.data();
-  for (std::size_t i = 0; i < nnz; g += d) {
+  // Each row's first gradient is appended as it is, the others added to it:
+  // resizing to the bound (every row distinct) would zero what was trimmed
+  // the step before, a pass as long as the copies.
+  grad.values.clear();
+  grad.values.reserve(nnz * d);
+  for (std::size_t i = 0; i < nnz;) {
     const std::uint32_t k = static_cast<std::uint32_t>(keys_[i] >> 32);
     grad.rows.push_back(k);
-    const T* s = dout + owner_[keys_[i] & 0xffffffffu] * ld;
-    for (std::size_t j = 0; j < d; ++j) g[j] = s[j];
+    const T* s = row(owner_[keys_[i] & 0xffffffffu]);
+    grad.values.insert(grad.values.end(), s, s + d);
+    T* g = grad.values.data() + grad.values.size() - d;
     for (++i; i < nnz && static_cast<std::uint32_t>(keys_[i] >> 32) == k; ++i) {
-      s = dout + owner_[keys_[i] & 0xffffffffu] * ld;
+      s = row(owner_[keys_[i] & 0xffffffffu]);
       for (std::size_t j = 0; j < d; ++j) g[j] += s[j];
     }
   }
-  grad.values.resize(grad.rows.size() * d);
 }
 
 template class EmbeddingBag<float>;

@@ -39,12 +39,21 @@ class EmbeddingBag {
   // bags (B bags) -> out [B x dim] with row stride `ld` (>= dim), so the
   // pooled vectors can land directly in the interaction's input.
   // Throws sparq::Error on an id >= rows (ids are reduced upstream).
-  void forward(const SparseBags& bags, std::size_t batch, T* out, std::size_t ld) const;
+  void forward(const SparseBags& bags, std::size_t batch, T* out, std::size_t ld) const {
+    forward(bags, batch, 0, batch, out, ld);
+  }
+  // Bags [first, first + count) of the B -> out [count x dim] (stride ld): a
+  // table-wise owner pools each destination's share into its send block.
+  void forward(const SparseBags& bags, std::size_t batch, std::size_t first, std::size_t count, T* out,
+               std::size_t ld) const;
 
   // dout [B x dim] (stride ld) -> coalesced gradient of the rows the bags of
   // the last forward() looked up. Accumulation order is fixed (by row, then
   // by position in the batch), so results are bitwise repeatable.
   void backward(const SparseBags& bags, std::size_t batch, const T* dout, std::size_t ld, SparseGrad<T>& grad);
+  // The same with bag b's output gradient at rows[b] (B of them): a
+  // table-wise owner reads them where the alltoall put them.
+  void backward(const SparseBags& bags, std::size_t batch, std::span<const T* const> rows, SparseGrad<T>& grad);
 
   std::size_t rows() const { return rows_; }
   std::size_t dim() const { return dim_; }
@@ -62,6 +71,10 @@ class EmbeddingBag {
   }
 
  private:
+  // backward()'s work, with bag b's output gradient at row(b).
+  template <class Row>
+  void coalesce(const SparseBags& bags, std::size_t batch, Row row, SparseGrad<T>& grad);
+
   std::size_t rows_, dim_;
   // [rows x dim], on huge pages from 2 MiB on (huge_pages.h): lookups hit
   // random rows (26 tables x 100000 rows x 64 B = 166 MB).

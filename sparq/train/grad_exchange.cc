@@ -200,6 +200,7 @@ ExchangeStats GradExchange::exchange(Transport& t, std::string_view name, std::s
     case DpCodec::Kind::None: {
       cs = allreduce(t, grad, {.algo = codec_.dense_algo});
       st.comm_seconds = seconds_since(t0);
+      for (float& g : grad) g *= inv_p;
       break;
     }
     case DpCodec::Kind::Quantized: {
@@ -211,6 +212,7 @@ ExchangeStats GradExchange::exchange(Transport& t, std::string_view name, std::s
       o.algo = codec_.quant_algo;
       cs = quantized_allreduce(t, grad, o);
       st.comm_seconds = seconds_since(t0);
+      for (float& g : grad) g *= inv_p;
       break;
     }
     case DpCodec::Kind::Dct:
@@ -225,12 +227,11 @@ ExchangeStats GradExchange::exchange(Transport& t, std::string_view name, std::s
       if (h == auto_history_.end()) h = auto_history_.emplace(std::string(name), SparseAutoHistory{}).first;
       o.history = &h->second;
       cs = sparse_allreduce(t, stream_, sum_, o);
-      sum_.to_dense(grad);
+      sum_.to_dense(grad, inv_p);
       st.comm_seconds = seconds_since(t0);
       break;
     }
   }
-  for (float& g : grad) g *= inv_p;
   st.bytes_sent = cs.wire.bytes_sent;
   st.counted = cs.counted;
   st.wait_seconds = st.compress_seconds + st.comm_seconds;

@@ -66,23 +66,17 @@ ExchangeStats TableWise::forward(const Batch& global, std::span<float> pooled, s
   SPARQ_CHECK(pooled.size() == shares.len(r) * m * d, "table-wise forward: {} pooled values for {} samples x {} x {}",
               pooled.size(), shares.len(r), m, d);
   global_ = &global;
-  // Pool the owned tables over the global batch, straight into the send
-  // layout [q][table][sample of q][dim]: a table's rows for q's samples are
-  // rows offset(q).. of its pooled [G x d], one block per destination.
-  std::vector<float>& own = scratch_;
-  own.resize(mine.size() * G * d);
-  for (std::size_t i = 0; i < mine.size(); ++i)
-    model_.tables()[mine[i]].forward(global.sparse[mine[i]], G, own.data() + i * G * d, d);
+  // Pool the owned tables over the global batch straight into the send
+  // layout [q][table][sample of q][dim].
   send_counts_.assign(static_cast<std::size_t>(p), 0);
   recv_counts_.assign(static_cast<std::size_t>(p), 0);
   send_runs_.assign(static_cast<std::size_t>(p), mine.size());
   recv_runs_.resize(static_cast<std::size_t>(p));
-  send_.clear();
+  send_.resize(mine.size() * G * d);
+  float* out = send_.data();
   for (int q = 0; q < p; ++q) {
-    for (std::size_t i = 0; i < mine.size(); ++i) {
-      const float* from = own.data() + (i * G + shares.offset(q)) * d;
-      send_.insert(send_.end(), from, from + shares.len(q) * d);
-    }
+    for (std::size_t i = 0; i < mine.size(); ++i, out += shares.len(q) * d)
+      model_.tables()[mine[i]].forward(global.sparse[mine[i]], G, shares.offset(q), shares.len(q), out, d);
     send_counts_[static_cast<std::size_t>(q)] = mine.size() * shares.len(q) * d;
     recv_counts_[static_cast<std::size_t>(q)] = tables_of_[static_cast<std::size_t>(q)].size() * shares.len(r) * d;
     recv_runs_[static_cast<std::size_t>(q)] = tables_of_[static_cast<std::size_t>(q)].size();
@@ -124,17 +118,10 @@ ExchangeStats TableWise::backward(Dlrm<float>::PooledGrad dpooled, std::uint64_t
   }
   recv_.resize(mine.size() * G * d);
   const auto t0 = Clock::now();
-  std::vector<float>& got = scratch_;
-  got.resize(recv_.size());
   const CollStats cs = quantized_alltoallv(
-      t_, send_, send_counts_, got, recv_counts_,
+      t_, send_, send_counts_, recv_, recv_counts_,
       {.codec = bwd_, .step = step, .stream = "emb_bwd", .send_runs = send_runs_, .recv_runs = recv_runs_});
   const ExchangeStats st = alltoall_stats(cs, send_counts_, r, seconds_since(t0));
-  // got: [q][my tables][q's samples][dim] -> recv_ [my table][global sample][dim].
-  const float* in = got.data();
-  for (int q = 0; q < p; ++q)
-    for (std::size_t i = 0; i < mine.size(); ++i, in += shares.len(q) * d)
-      std::copy_n(in, shares.len(q) * d, recv_.data() + (i * G + shares.offset(q)) * d);
   for (std::size_t tb = 0; tb < m; ++tb) {
     auto& g = model_.sparse_grad(tb);
     g.rows.clear();
@@ -143,9 +130,19 @@ ExchangeStats TableWise::backward(Dlrm<float>::PooledGrad dpooled, std::uint64_t
   // Every rank scaled its loss gradient so that the average over ranks is
   // the global mean (as for the dense gradients): the owner averages too.
   const float inv_p = 1.0f / static_cast<float>(p);
+  // recv_ is [q][my table][q's sample][dim]: the tables read each sample's
+  // gradient there.
+  grad_rows_.resize(G);
   for (std::size_t i = 0; i < mine.size(); ++i) {
+    const float* in = recv_.data();
+    for (int q = 0; q < p; ++q) {
+      const std::size_t len_q = shares.len(q);
+      const float* block = in + i * len_q * d;
+      for (std::size_t b = 0; b < len_q; ++b) grad_rows_[shares.offset(q) + b] = block + b * d;
+      in += mine.size() * len_q * d;
+    }
     auto& g = model_.sparse_grad(mine[i]);
-    model_.tables()[mine[i]].backward(global_->sparse[mine[i]], G, recv_.data() + i * G * d, d, g);
+    model_.tables()[mine[i]].backward(global_->sparse[mine[i]], G, grad_rows_, g);
     if (p > 1)
       for (float& v : g.values) v *= inv_p;
   }

@@ -66,7 +66,8 @@ class TableWise {
   std::vector<int> owner_;
   std::vector<std::vector<std::size_t>> tables_of_;  // per rank, ascending
   const Batch* global_ = nullptr;                   // the batch of the last forward()
-  std::vector<float> send_, recv_, scratch_;
+  std::vector<float> send_, recv_;
+  std::vector<const float*> grad_rows_;  // backward: where each global sample's gradient landed
   std::vector<std::size_t> send_counts_, recv_counts_, send_runs_, recv_runs_;
 };
 

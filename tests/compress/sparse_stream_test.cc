@@ -136,6 +136,23 @@ TEST(SparseStream, MakeDenseKeepsValues) {
   EXPECT_EQ(dense_of(s), before);
 }
 
+// The scale to_dense() takes (an average over ranks) equals writing, then
+// multiplying every value, bit for bit, in both representations.
+TEST(SparseStream, ToDenseScalesLikeAPassAfterIt) {
+  std::mt19937 rng(3);
+  std::vector<float> val(40);
+  for (auto& v : val) v = std::uniform_real_distribution<float>(-3, 3)(rng);
+  SparseStream s = SparseStream::sparse(100, range(3, 83, 2), val);  // 40 pairs
+  for (int rep = 0; rep < 2; ++rep, s.make_dense()) {
+    for (const float scale : {1.0f / 3.0f, 0.25f, 1.0f}) {
+      std::vector<float> want = dense_of(s), got(s.dim(), 7.0f);
+      for (float& v : want) v *= scale;
+      s.to_dense(got, scale);
+      EXPECT_EQ(got, want) << (rep ? "dense" : "sparse") << " scale " << scale;
+    }
+  }
+}
+
 TEST(SparseStream, PairBuffersAreReusedAcrossProducers) {
   SparseStream s = SparseStream::dense({1, 2, 3});
   auto pairs = s.start_pairs(100, 100);

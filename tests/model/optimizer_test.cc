@@ -63,6 +63,54 @@ TEST(EmbeddingBag, BackwardMatchesAMapReference) {
   }
 }
 
+// What a table-wise owner calls: a range of the bags pooled into a block of
+// its own, and the gradient read through a pointer per bag. Both equal the
+// whole-batch calls bit for bit, and a gradient with fewer rows than the
+// call before carries nothing over.
+TEST(EmbeddingBag, RangesAndRowPointersEqualTheWholeBatch) {
+  const std::size_t rows = 1000, dim = 3, batch = 40;
+  EmbeddingBag<float> t(rows, dim);
+  t.init(7, 1);
+  std::mt19937 rng(11);
+  auto make_bags = [&](std::uint32_t id_range) {
+    SparseBags bags;
+    bags.offsets.push_back(0);
+    for (std::size_t b = 0; b < batch; ++b) {
+      for (std::size_t i = rng() % 3; i-- > 0;) bags.indices.push_back(static_cast<std::uint32_t>(rng() % id_range));
+      bags.offsets.push_back(static_cast<std::uint32_t>(bags.indices.size()));
+    }
+    return bags;
+  };
+  const SparseBags many = make_bags(rows), few = make_bags(5);  // few: repeated rows
+  std::vector<float> whole(batch * dim), part(9 * 4, -1.0f);
+  t.forward(many, batch, whole.data(), dim);
+  t.forward(many, batch, 17, 9, part.data(), 4);  // stride 4: the 4th column is not written
+  for (std::size_t b = 0; b < 9; ++b) {
+    for (std::size_t j = 0; j < dim; ++j) EXPECT_EQ(part[b * 4 + j], whole[(17 + b) * dim + j]) << b;
+    EXPECT_EQ(part[b * 4 + dim], -1.0f);
+  }
+  EXPECT_THROW(t.forward(many, batch, 35, 6, part.data(), dim), Error);
+
+  // The gradient of bag b at a scattered place: reversed order, stride 5.
+  std::vector<float> dout(batch * dim), scattered(batch * 5);
+  for (auto& v : dout) v = std::uniform_real_distribution<float>(-1, 1)(rng);
+  std::vector<const float*> at(batch);
+  for (std::size_t b = 0; b < batch; ++b) {
+    at[b] = scattered.data() + (batch - 1 - b) * 5;
+    std::copy_n(dout.data() + b * dim, dim, scattered.data() + (batch - 1 - b) * 5);
+  }
+  SparseGrad<float> want, got;
+  for (const SparseBags* bags : {&many, &few}) {
+    EmbeddingBag<float> fresh(rows, dim);
+    fresh.backward(*bags, batch, dout.data(), dim, want);
+    t.backward(*bags, batch, at, got);  // after `many`, `few` coalesces into a shorter gradient
+    EXPECT_EQ(got.rows, want.rows);
+    EXPECT_EQ(got.values, want.values);
+    EXPECT_EQ(got.values.size(), got.rows.size() * dim);
+  }
+  EXPECT_THROW(t.backward(few, batch, std::span<const float* const>(at).first(batch - 1), got), Error);
+}
+
 TEST(EmbeddingBag, IdOutOfRangeThrows) {
   EmbeddingBag<float> t(3, 2);
   SparseBags bags{{0, 1}, {3}};
