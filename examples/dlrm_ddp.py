@@ -15,6 +15,7 @@ dense features and labels; the lookups go to the ranks that own the samples
 reference's, with the bytes this rank sent per step (sparq's counters).
 """
 import argparse
+import ctypes
 import datetime
 import os
 import sys
@@ -139,19 +140,27 @@ def mlp(widths, relu_last):
 class DenseDlrm(nn.Module):
     """What runs data parallel: bottom MLP, dot interaction, top MLP."""
 
-    def __init__(self, bot, top, dim):
+    def __init__(self, bot, top, dim, bf16=False):
         super().__init__()
         self.bot = mlp(bot, relu_last=True)
         self.top = mlp(top, relu_last=False)
         self.dim = dim
+        self.bf16 = bf16
         n = NUM_SPARSE + 1
         self.li, self.lj = torch.tril_indices(n, n, offset=-1)
 
     def forward(self, dense, emb):  # emb: (batch, 26, dim)
-        x = self.bot(dense)
+        # bf16: the MLPs under autocast (oneDNN's bf16 GEMMs), the interaction
+        # in fp32, as sparq train --mlp-precision bf16 does; parameters and
+        # their gradients stay fp32.
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+            x = self.bot(dense)
+        x = x.float()
         z = torch.cat([x.unsqueeze(1), emb], dim=1)
         dots = torch.bmm(z, z.transpose(1, 2))[:, self.li, self.lj]
-        return self.top(torch.cat([x, dots], dim=1)).squeeze(1)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+            out = self.top(torch.cat([x, dots], dim=1))
+        return out.float().squeeze(1)
 
 
 def assign_tables(sizes, nranks):
@@ -190,6 +199,8 @@ def main():
     ap.add_argument("--bucket-cap-mb", type=float, default=25,
                     help="DDP's bucket size: smaller buckets let the hook's exchanges overlap more of backward")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--mlp-precision", choices=("fp32", "bf16"), default="fp32",
+                    help="the MLPs' GEMMs in fp32, or in bf16 under torch.autocast (fast with AVX512_BF16)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--no-shuffle", action="store_true", help="keep the training set's order")
     ap.add_argument("--load-sparq", help="start from this sparq checkpoint (its parameters and step)")
@@ -202,6 +213,13 @@ def main():
     dist.init_process_group("gloo", timeout=datetime.timedelta(minutes=5))
     rank, size = dist.get_rank(), dist.get_world_size()
     torch.set_num_threads(args.threads)
+    # Debian's torch multiplies fp32 matrices with OpenBLAS, whose own thread
+    # count set_num_threads() does not reach: left at one per core, 4 ranks
+    # on 2 cores run 8 BLAS threads.
+    try:
+        ctypes.CDLL("libopenblas.so.0").openblas_set_num_threads(args.threads)
+    except (OSError, AttributeError):
+        pass  # another BLAS: torch's own setting is the one
     torch.manual_seed(args.seed)
 
     dim = args.arch_sparse_feature_size
@@ -221,7 +239,7 @@ def main():
     for t, e in zip(mine, tables):
         nn.init.uniform_(e.weight, -(1.0 / sizes[t]) ** 0.5, (1.0 / sizes[t]) ** 0.5)
 
-    model = DenseDlrm(bot, top, dim)
+    model = DenseDlrm(bot, top, dim, bf16=args.mlp_precision == "bf16")
     ddp = DDP(model, bucket_cap_mb=args.bucket_cap_mb)
     hook = None
     if args.hook != "none":
@@ -274,7 +292,7 @@ def main():
     # count: its bytes are given by the ring formula, marked as computed.
     ddp_bytes = 0 if hook else 2 * (size - 1) / size * 4 * sum(p.numel() for p in model.parameters())
     if rank == 0:
-        print(f"dlrm_ddp: {size} ranks, hook {args.hook}, emb-codec {fwd}/{bwd}, global batch {batch}, "
+        print(f"dlrm_ddp: {size} ranks, hook {args.hook}, emb-codec {fwd}/{bwd}, mlp-precision {args.mlp_precision}, global batch {batch}, "
               f"{steps} steps", flush=True)
     t0 = time.perf_counter()
     last_t, last_bytes, loss_sum, n_loss = t0, sent(), 0.0, 0
