@@ -3,7 +3,9 @@
 # table-wise with sparq's alltoall) tracks `sparq train` on the same data from
 # the same checkpoint: after 50 steps on 2 ranks the printed training loss
 # (the global batch's, averaged over the last 49 steps) agrees within 3e-5,
-# for fp32, DCT-DP, DCT-DP with the q4/q2 alltoalls, and q4+ec.
+# for fp32, DCT-DP, DCT-DP with the q4/q2 alltoalls, and q4+ec; with the MLPs
+# in bf16 (where the CPU has AVX512_BF16) within BF16_TOL: torch's autocast
+# rounds every layer's output to bf16, sparq only the GEMMs' operands.
 #   parity_test.sh SPARQ PYTHON MPIEXEC
 set -euo pipefail
 sparq=$1 py=$2 mpiexec=$3
@@ -17,19 +19,29 @@ common=(--data-path "$tmp" --arch-embedding-size 1000 --mini-batch-size 256 --no
 # The starting point both runs load: the initial model after one step at rate 0.
 "$sparq" train "${common[@]}" --num-batches 1 --learning-rate 0 --save "$tmp/init.ck" > /dev/null
 loss_at_50() { awk '/Finished training it 50\//{gsub(",", "", $11); print $11}'; }
+BF16_TOL=1e-4
+cfgs=("none fp32 fp32 fp32" "dct:0.98,1000 fp32 fp32 fp32" "dct:0.98,1000 q4 q2 fp32" "q4+ec fp32 fp32 fp32")
+if grep -qw avx512_bf16 /proc/cpuinfo; then
+  cfgs+=("dct:0.98,1000 q4 q2 bf16")
+else
+  echo "skip bf16: this CPU has no AVX512_BF16"
+fi
 fail=0
-for cfg in "none fp32 fp32" "dct:0.98,1000 fp32 fp32" "dct:0.98,1000 q4 q2" "q4+ec fp32 fp32"; do
+for cfg in "${cfgs[@]}"; do
   set -- $cfg
+  tol=3e-5
+  [[ $4 == bf16 ]] && tol=$BF16_TOL
   a=$("$sparq" train "${common[@]}" --num-batches 51 --print-freq 50 --ranks 2 --emb-placement table-wise \
-        --load "$tmp/init.ck" --dp-codec "$1" --emb-codec-fwd "$2" --emb-codec-bwd "$3" --emb-row-len 16 | loss_at_50)
+        --load "$tmp/init.ck" --dp-codec "$1" --emb-codec-fwd "$2" --emb-codec-bwd "$3" --emb-row-len 16 \
+        --mlp-precision "$4" | loss_at_50)
   port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   b=$(MASTER_PORT=$port "$mpiexec" -n 2 --oversubscribe --bind-to none -x MASTER_ADDR -x MASTER_PORT -x GLOO_SOCKET_IFNAME \
         -x PYTHONPATH "$py" "$root/examples/dlrm_ddp.py" "${common[@]}" --num-batches 51 --print-freq 50 \
-        --load-sparq "$tmp/init.ck" --hook "$1" --emb-codec "$2/$3" | loss_at_50)
-  if "$py" -c 'import sys; a, b = map(float, sys.argv[1:]); sys.exit(abs(a - b) > 3e-5)' "$a" "$b"; then
+        --load-sparq "$tmp/init.ck" --hook "$1" --emb-codec "$2/$3" --mlp-precision "$4" | loss_at_50)
+  if "$py" -c 'import sys; a, b, tol = map(float, sys.argv[1:]); sys.exit(abs(a - b) > tol)' "$a" "$b" "$tol"; then
     echo "ok   $cfg: sparq train $a, dlrm_ddp.py $b"
   else
-    echo "FAIL $cfg: sparq train '$a', dlrm_ddp.py '$b' (more than 3e-5 apart)"
+    echo "FAIL $cfg: sparq train '$a', dlrm_ddp.py '$b' (more than $tol apart)"
     fail=1
   fi
 done
