@@ -14,11 +14,13 @@
 namespace sparq {
 
 struct FreeBytes {
+  std::size_t mapped = 0;  // the mapping's length; 0: from malloc
   void operator()(void* p) const;
 };
 
-// `bytes` of uninitialised memory, at least 64-byte aligned; throws std::bad_alloc.
-void* alloc_random_access(std::size_t bytes);
+// `bytes` of uninitialised memory, at least 64-byte aligned; from 2 MiB on
+// a fresh mapping (`mapped` its length, else 0). Throws std::bad_alloc.
+void* alloc_random_access(std::size_t bytes, std::size_t& mapped);
 
 template <class T>
 using RandomAccessArray = std::unique_ptr<T[], FreeBytes>;
@@ -27,7 +29,9 @@ using RandomAccessArray = std::unique_ptr<T[], FreeBytes>;
 template <class T>
 RandomAccessArray<T> make_random_access(std::size_t n) {
   static_assert(std::is_trivial_v<T>);
-  return RandomAccessArray<T>(static_cast<T*>(alloc_random_access(n * sizeof(T))));
+  std::size_t mapped = 0;
+  T* p = static_cast<T*>(alloc_random_access(n * sizeof(T), mapped));
+  return RandomAccessArray<T>(p, FreeBytes{mapped});
 }
 
 }  // namespace sparq
