@@ -292,8 +292,8 @@ def main():
     # count: its bytes are given by the ring formula, marked as computed.
     ddp_bytes = 0 if hook else 2 * (size - 1) / size * 4 * sum(p.numel() for p in model.parameters())
     if rank == 0:
-        print(f"dlrm_ddp: {size} ranks, hook {args.hook}, emb-codec {fwd}/{bwd}, mlp-precision {args.mlp_precision}, global batch {batch}, "
-              f"{steps} steps", flush=True)
+        print(f"dlrm_ddp: {size} ranks, hook {args.hook}, emb-codec {fwd}/{bwd}, "
+              f"mlp-precision {args.mlp_precision}, global batch {batch}, {steps} steps", flush=True)
     t0 = time.perf_counter()
     last_t, last_bytes, loss_sum, n_loss = t0, sent(), 0.0, 0
     # Per-step phases; "hook" is the sparq exchange's time on its own thread
