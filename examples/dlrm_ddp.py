@@ -49,11 +49,12 @@ def read_bin(path):
     return recs
 
 
-def load_sparq_checkpoint(path, model, tables, mine, sizes, dim):
+def load_sparq_checkpoint(path, model, weight, offset, sizes, dim):
     """Loads a sparq checkpoint (`sparq train --save`, layout in
     sparq/model/checkpoint.h): the dense parameters in sparq's order
     (bot.0.weight [out x in], bot.0.bias, ..., top...), then every table; this
-    rank keeps its own tables. Returns the saved step."""
+    rank keeps its own tables (rows offset[t] on of `weight`). Returns the
+    saved step."""
     import json
     with open(path, "rb") as f:
         data = f.read()
@@ -109,8 +110,8 @@ def load_sparq_checkpoint(path, model, tables, mine, sizes, dim):
             if u64() != rows * d:
                 bad(f"table {t}: a size that is not rows x dim")
             w = floats(rows * d)
-            if t in mine:
-                tables[mine.index(t)].weight.copy_(torch.from_numpy(w.copy()).view(rows, d))
+            if t in offset:
+                weight[offset[t]:offset[t] + rows].copy_(torch.from_numpy(w.copy()).view(rows, d))
     return int(meta.get("step", 0))
 
 
@@ -137,19 +138,47 @@ def mlp(widths, relu_last):
     return nn.Sequential(*layers)
 
 
-class DenseDlrm(nn.Module):
-    """What runs data parallel: bottom MLP, dot interaction, top MLP."""
+class Interaction(torch.autograd.Function):
+    """DLRM's dot interaction: per sample, the dot products of the feature
+    vector pairs that `pairs` names (flat indices into the sample's Gram
+    matrix z z^T). One batched product each way: autograd through bmm and
+    advanced indexing takes two products backward, and a scatter into zeros
+    of its own."""
 
-    def __init__(self, bot, top, dim, bf16=False):
+    @staticmethod
+    def forward(ctx, z, pairs):  # z: (batch, features, dim)
+        ctx.save_for_backward(z, pairs)
+        return torch.bmm(z, z.transpose(1, 2)).flatten(1).index_select(1, pairs)
+
+    @staticmethod
+    def backward(ctx, grad):
+        z, pairs = ctx.saved_tensors
+        n = z.shape[1]
+        g = z.new_zeros(z.shape[0], n * n).index_copy_(1, pairs, grad).view(-1, n, n)
+        return torch.bmm(g + g.transpose(1, 2), z), None  # d(z z^T) = g z + g^T z
+
+
+class DenseDlrm(nn.Module):
+    """What runs data parallel: bottom MLP, dot interaction, top MLP.
+
+    The embeddings may come in any order of the tables: `table_pos[t]` is
+    table t's place among them. The pairs of the interaction are taken in
+    DLRM's order all the same (i > j over the bottom output, then tables 0
+    to 25), which is what the top MLP's weights see."""
+
+    def __init__(self, bot, top, dim, bf16=False, table_pos=None):
         super().__init__()
         self.bot = mlp(bot, relu_last=True)
         self.top = mlp(top, relu_last=False)
         self.dim = dim
         self.bf16 = bf16
         n = NUM_SPARSE + 1
-        self.li, self.lj = torch.tril_indices(n, n, offset=-1)
+        li, lj = torch.tril_indices(n, n, offset=-1)
+        pos = torch.tensor([0] + [1 + p for p in (table_pos or range(NUM_SPARSE))])
+        # Not a buffer: DDP would broadcast it every step.
+        self.pairs = pos[li] * n + pos[lj]
 
-    def forward(self, dense, emb):  # emb: (batch, 26, dim)
+    def forward(self, dense, emb):  # emb: (batch, 26, dim), tables in table_pos order
         # bf16: the MLPs under autocast (oneDNN's bf16 GEMMs), the interaction
         # in fp32, as sparq train --mlp-precision bf16 does; parameters and
         # their gradients stay fp32.
@@ -157,7 +186,7 @@ class DenseDlrm(nn.Module):
             x = self.bot(dense)
         x = x.float()
         z = torch.cat([x.unsqueeze(1), emb], dim=1)
-        dots = torch.bmm(z, z.transpose(1, 2))[:, self.li, self.lj]
+        dots = Interaction.apply(z, self.pairs)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
             out = self.top(torch.cat([x, dots], dim=1))
         return out.float().squeeze(1)
@@ -233,13 +262,20 @@ def main():
     owner = assign_tables(sizes, size)
     owned = [[t for t in range(NUM_SPARSE) if owner[t] == r] for r in range(size)]
     mine = owned[rank]
-    # The received blocks hold the tables in rank order; this puts them back in table order.
-    to_table_order = torch.tensor([sum(owned, []).index(t) for t in range(NUM_SPARSE)])
-    tables = nn.ModuleList(nn.Embedding(sizes[t], dim, sparse=True) for t in mine)
-    for t, e in zip(mine, tables):
-        nn.init.uniform_(e.weight, -(1.0 / sizes[t]) ** 0.5, (1.0 / sizes[t]) ** 0.5)
+    # This rank's tables as one matrix, table t from row offset[t] on: the
+    # lookups are one gather from it and their SGD update one index_add (the
+    # update torch.optim makes from nn.Embedding's sparse gradients, fused).
+    offset, rows = {}, 0
+    for t in mine:
+        offset[t], rows = rows, rows + sizes[t]
+    weight = torch.empty(rows, dim)
+    for t in mine:
+        nn.init.uniform_(weight[offset[t]:offset[t] + sizes[t]], -(1.0 / sizes[t]) ** 0.5, (1.0 / sizes[t]) ** 0.5)
 
-    model = DenseDlrm(bot, top, dim, bf16=args.mlp_precision == "bf16")
+    # The received blocks hold the tables in rank order; the model takes them so.
+    by_rank = sum(owned, [])
+    model = DenseDlrm(bot, top, dim, bf16=args.mlp_precision == "bf16",
+                      table_pos=[by_rank.index(t) for t in range(NUM_SPARSE)])
     ddp = DDP(model, bucket_cap_mb=args.bucket_cap_mb)
     hook = None
     if args.hook != "none":
@@ -252,9 +288,8 @@ def main():
         raise SystemExit(f"--emb-codec {args.emb_codec}: fp32, q8, q4, q2, or FWD/BWD of them")
     a2a = st.connect()
     opt = torch.optim.SGD(list(ddp.parameters()), lr=args.learning_rate)
-    emb_opt = torch.optim.SGD(list(tables.parameters()), lr=args.learning_rate) if mine else None
 
-    start = load_sparq_checkpoint(args.load_sparq, model, tables, mine, sizes, dim) if args.load_sparq else 0
+    start = load_sparq_checkpoint(args.load_sparq, model, weight, offset, sizes, dim) if args.load_sparq else 0
     train = read_bin(os.path.join(args.data_path, "train.bin"))
     test = read_bin(os.path.join(args.data_path, "test.bin"))
     batch = args.mini_batch_size
@@ -265,25 +300,21 @@ def main():
     rng = np.random.default_rng(args.seed)
     order = np.arange(len(train)) if args.no_shuffle else rng.permutation(len(train))
 
-    def lookups(ids):  # ids: (B, 26) raw values of a global batch -> this rank's rows of its samples
-        b = ids.shape[0]
-        n = b // size
-        mine_rows = [tables[k](torch.from_numpy(rows_of(ids[:, t], t, sizes[t]))) for k, t in enumerate(mine)]
-        # Rows for rank j: its n samples x my tables, sample-major.
-        if mine_rows:
-            send = torch.stack(mine_rows, dim=1).reshape(-1, dim)
-        else:
-            send = torch.empty(0, dim)
+    def lookups(ids, train):
+        """ids: (B, 26) raw values of a global batch -> the embeddings of this
+        rank's samples, (B / size, 26, dim) with the tables in rank order; and
+        the rows this rank looked up with their tensor (its gradient after
+        backward)."""
+        n = ids.shape[0] // size
+        # Rows for rank j: its n samples x my tables, sample-major (the global
+        # batch holds rank j's samples at j*n).
+        idx = torch.from_numpy(np.stack([rows_of(ids[:, t], t, sizes[t]) + offset[t] for t in mine], axis=1)
+                               .reshape(-1) if mine else np.zeros(0, np.int64))
+        send = weight.index_select(0, idx).requires_grad_(train)
         got = st.quantized_alltoall(send, [n * len(mine)] * size, bits[fwd], bits[bwd],
                                     recv_splits=[n * len(o) for o in owned], comm=a2a)
-        if got.requires_grad:
-            # Each rank's loss is the mean over its share; DDP averages the
-            # dense gradients over ranks, and the tables' gradients, summed
-            # over the ranks by the alltoall, need the same 1/P.
-            got.register_hook(lambda g: g / size)
         blocks = torch.split(got, [n * len(o) for o in owned])
-        by_rank = torch.cat([blk.view(n, len(o), dim) for blk, o in zip(blocks, owned)], dim=1)
-        return by_rank[:, to_table_order]  # (n, 26, dim)
+        return torch.cat([blk.view(n, len(o), dim) for blk, o in zip(blocks, owned)], dim=1), idx, send
 
     def sent():
         return a2a.counters()["bytes_sent"] + (hook.comm.counters()["bytes_sent"] if hook else 0)
@@ -307,18 +338,18 @@ def main():
         dense = torch.from_numpy(np.ascontiguousarray(share["dense"]))
         label = torch.from_numpy(np.ascontiguousarray(share["label"]))
         t1 = time.perf_counter()
-        emb = lookups(rec["sparse"])
+        emb, idx, send = lookups(rec["sparse"], True)
         t2 = time.perf_counter()
         p = ddp(dense, emb)
         loss = nn.functional.binary_cross_entropy_with_logits(p, label)
         opt.zero_grad(set_to_none=True)
-        if emb_opt:
-            emb_opt.zero_grad(set_to_none=True)
         loss.backward()
         t3 = time.perf_counter()
         opt.step()
-        if emb_opt:
-            emb_opt.step()
+        # Each rank's loss is the mean over its share and DDP averages the
+        # dense gradients over the ranks; the rows' gradients need the same
+        # 1/size (sparq train applies it after the alltoall too).
+        weight.index_add_(0, idx, send.grad, alpha=-args.learning_rate / size)
         t4 = time.perf_counter()
         for key, dt in (("data", t1 - t), ("lookups", t2 - t1), ("fwd+bwd", t3 - t2), ("opt", t4 - t3)):
             phase[key] += dt
@@ -350,7 +381,7 @@ def main():
         for s in range(0, len(test) - tb + 1, tb):
             rec = test[s:s + tb]
             share = rec[rank * local:(rank + 1) * local]
-            emb = lookups(rec["sparse"])
+            emb = lookups(rec["sparse"], False)[0]
             scores.append(torch.sigmoid(model(torch.from_numpy(np.ascontiguousarray(share["dense"])), emb)))
             labels.append(torch.from_numpy(np.ascontiguousarray(share["label"])))
     sc, lb = torch.cat(scores), torch.cat(labels)
