@@ -141,9 +141,9 @@ def mlp(widths, relu_last):
 class Interaction(torch.autograd.Function):
     """DLRM's dot interaction: per sample, the dot products of the feature
     vector pairs that `pairs` names (flat indices into the sample's Gram
-    matrix z z^T). One batched product each way: autograd through bmm and
-    advanced indexing takes two products backward, and a scatter into zeros
-    of its own."""
+    matrix z z^T). One batched product each way, where autograd through bmm
+    and advanced indexing would run two products backward and a scatter into
+    a zeroed tensor."""
 
     @staticmethod
     def forward(ctx, z, pairs):  # z: (batch, features, dim)
@@ -300,17 +300,18 @@ def main():
     rng = np.random.default_rng(args.seed)
     order = np.arange(len(train)) if args.no_shuffle else rng.permutation(len(train))
 
-    def lookups(ids, train):
-        """ids: (B, 26) raw values of a global batch -> the embeddings of this
-        rank's samples, (B / size, 26, dim) with the tables in rank order; and
-        the rows this rank looked up with their tensor (its gradient after
-        backward)."""
+    def lookups(ids, grad):
+        """ids: (B, 26) raw values of a global batch. Returns the embeddings
+        of this rank's samples, (B / size, 26, dim) with the tables in rank
+        order; the rows of `weight` this rank looked up for the whole batch;
+        and the tensor of those rows, which holds their gradient after
+        backward when `grad`."""
         n = ids.shape[0] // size
         # Rows for rank j: its n samples x my tables, sample-major (the global
         # batch holds rank j's samples at j*n).
         idx = torch.from_numpy(np.stack([rows_of(ids[:, t], t, sizes[t]) + offset[t] for t in mine], axis=1)
                                .reshape(-1) if mine else np.zeros(0, np.int64))
-        send = weight.index_select(0, idx).requires_grad_(train)
+        send = weight.index_select(0, idx).requires_grad_(grad)
         got = st.quantized_alltoall(send, [n * len(mine)] * size, bits[fwd], bits[bwd],
                                     recv_splits=[n * len(o) for o in owned], comm=a2a)
         blocks = torch.split(got, [n * len(o) for o in owned])
