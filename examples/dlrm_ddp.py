@@ -221,7 +221,7 @@ def main():
     ap.add_argument("--arch-embedding-size", default="100000", help="rows per table: 26 dash-separated or one")
     ap.add_argument("--mini-batch-size", type=int, default=2048, help="global batch")
     ap.add_argument("--learning-rate", type=float, default=0.1)
-    ap.add_argument("--num-batches", type=int, default=0, help="0: one epoch")
+    ap.add_argument("--num-batches", type=int, default=0, help="0 or more than an epoch's: one epoch")
     ap.add_argument("--print-freq", type=int, default=100)
     ap.add_argument("--hook", default="none", help="none | dct:ETA,L | q8|q4|q2[+ec] | topk:K/B")
     ap.add_argument("--emb-codec", default="fp32", help="FWD/BWD of the lookups alltoall, e.g. q4/q2 (fp32|q8|q4|q2)")
@@ -296,7 +296,7 @@ def main():
     if batch % size:
         raise SystemExit(f"--mini-batch-size {batch} does not divide over {size} ranks")
     local = batch // size
-    steps = args.num_batches or len(train) // batch
+    steps = min(args.num_batches or len(train) // batch, len(train) // batch)  # one epoch at most, as sparq train
     rng = np.random.default_rng(args.seed)
     order = np.arange(len(train)) if args.no_shuffle else rng.permutation(len(train))
 
@@ -324,7 +324,7 @@ def main():
     # count: its bytes are given by the ring formula, marked as computed.
     ddp_bytes = 0 if hook else 2 * (size - 1) / size * 4 * sum(p.numel() for p in model.parameters())
     if rank == 0:
-        print(f"dlrm_ddp: {size} ranks, hook {args.hook}, emb-codec {fwd}/{bwd}, "
+        print(f"dlrm_ddp: {size} ranks, sparq transport {a2a.transport_name}, hook {args.hook}, emb-codec {fwd}/{bwd}, "
               f"mlp-precision {args.mlp_precision}, global batch {batch}, {steps} steps", flush=True)
     t0 = time.perf_counter()
     last_t, last_bytes, loss_sum, n_loss = t0, sent(), 0.0, 0

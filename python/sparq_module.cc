@@ -1,5 +1,6 @@
-// sparq._sparq: the C++ side of the PyTorch bridge. It binds a transport
-// (Gloo, connected through the job's torch.distributed store), the gradient
+// sparq._sparq: the C++ side of the PyTorch bridge. It binds the transports
+// (Gloo, connected through the job's torch.distributed store; MPI, when
+// mpiexec started the job), the gradient
 // exchange of data parallelism (every --dp-codec) and the quantized
 // alltoallv. Arrays cross as numpy views of CPU tensors, never copied: an
 // array that would need a copy (another dtype, not contiguous, read-only) is
@@ -17,6 +18,7 @@
 #include "sparq/coll/quantized.h"
 #include "sparq/train/grad_exchange.h"
 #include "sparq/transport/gloo_transport.h"
+#include "sparq/transport/mpi_transport.h"
 
 namespace py = pybind11;
 using namespace sparq;
@@ -53,6 +55,35 @@ class PyStore final : public gloo::rendezvous::Store {
  private:
   py::object store_;
 };
+
+// MPI for the bridge, initialized by the first MPI Comm. It asks for
+// MPI_THREAD_MULTIPLE: the hook's thread and the caller's each drive a Comm of
+// their own at the same time (sparq train funnels all of its MPI calls
+// through one thread and asks for less). Finalized at interpreter exit if the
+// bridge initialized it; a Comm still alive then frees nothing.
+bool g_mpi_ours = false;
+
+void bridge_mpi_init() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  int level = 0;
+  if (initialized) {
+    MPI_Query_thread(&level);
+  } else {
+    mpi_check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &level), "MPI_Init_thread");
+    g_mpi_ours = true;
+  }
+  SPARQ_CHECK_AS(InputError, level == MPI_THREAD_MULTIPLE,
+                 "MPI runs at thread level {}; sparq's MPI transport in Python needs MPI_THREAD_MULTIPLE "
+                 "({}): use transport='gloo'",
+                 level, MPI_THREAD_MULTIPLE);
+}
+
+void bridge_mpi_finalize() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (g_mpi_ours && !finalized) MPI_Finalize();
+}
 
 // A connected group of ranks.
 struct Comm {
@@ -143,6 +174,33 @@ PYBIND11_MODULE(_sparq, m) {
           py::arg("timeout") = std::chrono::milliseconds(Transport::kDefaultTimeout),
           "Connects `size` ranks over Gloo's TCP transport; the ranks meet through `store` "
           "(a torch.distributed.Store, e.g. a PrefixStore of the default group's).")
+      .def_static(
+          "mpi",
+          [](int rank, int size, std::chrono::milliseconds timeout) {
+            SPARQ_CHECK_AS(InputError, MpiSession::launched_by_mpiexec(),
+                           "sparq's MPI transport needs a job started by mpiexec (use transport='gloo')");
+            auto c = std::make_unique<Comm>();
+            py::gil_scoped_release nogil;
+            bridge_mpi_init();
+            int world = 0;
+            MPI_Comm_size(MPI_COMM_WORLD, &world);
+            SPARQ_CHECK_AS(InputError, world == size && rank >= 0 && rank < size,
+                           "rank {} of {} in torch.distributed, but mpiexec started {} processes: the MPI "
+                           "transport needs them to be the same ranks (use transport='gloo')",
+                           rank, size, world);
+            // Numbered as torch.distributed numbers them, whatever MPI's order.
+            MPI_Comm by_torch_rank = MPI_COMM_NULL;
+            mpi_check(MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &by_torch_rank), "MPI_Comm_split");
+            auto t = std::make_unique<MpiTransport>(by_torch_rank);
+            MPI_Comm_free(&by_torch_rank);
+            t->set_timeout(timeout);
+            c->t = std::move(t);
+            return c;
+          },
+          py::arg("rank"), py::arg("size"), py::arg("timeout") = std::chrono::milliseconds(Transport::kDefaultTimeout),
+          "Connects the `size` processes mpiexec started over MPI, numbered by `rank` (torch.distributed's). "
+          "Collective over every process of the job.")
+      .def_property_readonly("transport_name", [](Comm& c) { return std::string(c.transport().name()); })
       .def_property_readonly("rank", [](Comm& c) { return c.transport().rank(); })
       .def_property_readonly("size", [](Comm& c) { return c.transport().size(); })
       .def_property_readonly("timeout", [](Comm& c) { return c.transport().timeout(); })
@@ -225,6 +283,15 @@ PYBIND11_MODULE(_sparq, m) {
             g.x.load_state(std::as_bytes(std::span(v.data(), v.size())));
           },
           "Restores a state() of an exchange with the same codec.");
+
+  m.def("launched_by_mpiexec", &MpiSession::launched_by_mpiexec, "True when mpiexec started this process.");
+  m.def(
+      "mpi_finalize",
+      [] {
+        py::gil_scoped_release nogil;
+        bridge_mpi_finalize();
+      },
+      "Finalizes MPI if an MPI Comm initialized it (sparq.torch calls it at exit).");
 
   m.def(
       "quantized_alltoallv",

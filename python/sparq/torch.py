@@ -10,11 +10,15 @@ and table-wise embeddings with a compressed alltoall::
 
     rows = sparq.torch.quantized_alltoall(lookups, splits, fwd_bits=4, bwd_bits=2)
 
-The collectives run on a sparq Comm: Gloo TCP connections of sparq's own,
-set up through the job's torch.distributed store (the launcher's rendezvous),
-so anything torch.distributed can start (torchrun, mpiexec with env://)
-works. GLOO_SOCKET_IFNAME picks the interface, as for torch's gloo backend.
+The collectives run on a sparq Comm. Under mpiexec it is an MPI
+communicator (Open MPI: no threads of its own, progress made by the waiting
+caller); otherwise Gloo TCP connections of sparq's own, set up through the
+job's torch.distributed store (the launcher's rendezvous), so anything
+torch.distributed can start (torchrun, mpiexec with env://) works.
+GLOO_SOCKET_IFNAME picks Gloo's interface, as for torch's gloo backend;
+SPARQ_TRANSPORT=gloo|mpi, or connect(transport=...), overrides the choice.
 """
+import atexit
 import datetime
 import os
 import threading
@@ -25,15 +29,19 @@ import torch.distributed as dist
 
 from . import _sparq
 
+atexit.register(_sparq.mpi_finalize)  # after every rank's last MPI call: Open MPI wants it before exit
 _comm_lock = threading.Lock()
 _comm_counts = {}
 
 
-def connect(group=None, *, iface=None, hostname=None, timeout=datetime.timedelta(minutes=5)):
+def connect(group=None, *, transport=None, iface=None, hostname=None, timeout=datetime.timedelta(minutes=5)):
     """A sparq Comm over the ranks of `group` (the default group if None).
 
-    Collective: every rank of the group calls it, and calls it as many times
-    as the others (the n-th Comm of a group meets the n-th of the others).
+    transport: "mpi" (the whole job, started by mpiexec), "gloo", or "auto"
+    (MPI for the whole job under mpiexec, Gloo otherwise); None takes
+    SPARQ_TRANSPORT from the environment, else "auto". Collective: every
+    rank of the group calls it, and calls it as many times as the others
+    (the n-th Comm of a group meets the n-th of the others).
     """
     if not dist.is_initialized():
         raise _sparq.InputError("sparq.torch.connect: torch.distributed is not initialized "
@@ -44,6 +52,17 @@ def connect(group=None, *, iface=None, hostname=None, timeout=datetime.timedelta
                                 f"{dist.get_world_size(group)} rank: sparq's collectives need at least 2 "
                                 "(with one rank there is nothing to exchange; leave the hook out)")
     ranks = tuple(dist.get_process_group_ranks(group))
+    transport = transport or os.environ.get("SPARQ_TRANSPORT", "auto")
+    whole_job = ranks == tuple(range(dist.get_world_size()))
+    if transport == "auto":
+        transport = "mpi" if _sparq.launched_by_mpiexec() and whole_job else "gloo"
+    if transport == "mpi":
+        if not whole_job:
+            raise _sparq.InputError(f"sparq.torch.connect: rank {dist.get_rank()}: the MPI transport takes the "
+                                    f"whole job, not the group of ranks {list(ranks)} (use transport='gloo')")
+        return _sparq.Comm.mpi(dist.get_rank(), dist.get_world_size(), timeout)
+    if transport != "gloo":
+        raise _sparq.InputError(f"sparq.torch.connect: transport '{transport}'; it is mpi, gloo or auto")
     with _comm_lock:
         n = _comm_counts.get(ranks, 0)
         _comm_counts[ranks] = n + 1
