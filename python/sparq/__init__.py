@@ -11,5 +11,6 @@ from ._sparq import (  # noqa: F401
     InputError,
     TimeoutError,
     WireError,
+    launched_by_mpiexec,
     quantized_alltoallv,
 )

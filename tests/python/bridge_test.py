@@ -1,12 +1,15 @@
-"""The PyTorch bridge on N processes (torch.distributed with gloo, sparq's
-Gloo transport): sparq.torch's hooks and alltoall against independent
-references. Run by CTest as `bridge_test.py --nprocs N`; each check runs on
-every rank, and the run fails if any rank fails.
+"""The PyTorch bridge on N processes (torch.distributed with gloo):
+sparq.torch's hooks and alltoall against independent references. Run by
+CTest as `bridge_test.py --nprocs N` (spawned processes: sparq's Gloo
+transport) and as `bridge_test.py --nprocs N --mpiexec MPIEXEC` (ranks
+started by mpiexec: sparq's MPI transport); each check runs on every rank,
+and the run fails if any rank fails.
 """
 import argparse
 import datetime
 import os
 import socket
+import subprocess
 import sys
 import traceback
 
@@ -250,9 +253,46 @@ def bad_input_is_an_exception_naming_bucket_and_rank(rank, size):
         assert "float32" in str(e) and f"rank {rank}" in str(e)
 
 
-def worker(rank, size, port, failures):
+@check
+def transports_agree(rank, size):
+    """The Comm is MPI's exactly when mpiexec started the ranks, and the same
+    exchange gives the same bits over Gloo and over MPI."""
+    comm = st.connect()
+    assert comm.transport_name == ("mpi" if sparq.launched_by_mpiexec() else "gloo"), comm.transport_name
+    grad = np.cos(np.arange(5000, dtype=np.float32) * (rank + 1)).astype(np.float32)
+    outs = {}
+    names = ("gloo", "mpi") if sparq.launched_by_mpiexec() else ("gloo",)
+    for name in names:
+        x = sparq.GradExchange(st.connect(transport=name), "dct:0.9,2", "ssar-recursive-double")
+        for step in range(3):
+            a = grad * (step + 1)
+            x.exchange("t", a, [], step)
+        outs[name] = a
+    if len(outs) == 2:
+        assert np.array_equal(outs["gloo"], outs["mpi"]), "Gloo and MPI disagree"
+    else:
+        try:
+            st.connect(transport="mpi")
+            raise AssertionError("transport='mpi' was accepted outside mpiexec")
+        except sparq.InputError as e:
+            assert "mpiexec" in str(e), str(e)
+    pair = dist.new_group([0, 1])  # collective over the job: every rank creates it
+    if rank < 2 and size > 2:
+        try:
+            st.connect(pair, transport="mpi")
+            raise AssertionError("transport='mpi' was accepted for a group short of the job")
+        except sparq.InputError as e:
+            assert f"rank {rank}" in str(e) and "whole job" in str(e), str(e)
+    try:
+        st.connect(transport="tcp")
+        raise AssertionError("an unknown transport was accepted")
+    except sparq.InputError as e:
+        assert "'tcp'" in str(e), str(e)
+
+
+def run_checks(rank, size, init_method, report):
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=size,
+    dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=size,
                             timeout=datetime.timedelta(seconds=60))
     torch.set_num_threads(1)
     for fn in CHECKS:
@@ -260,19 +300,43 @@ def worker(rank, size, port, failures):
             fn(rank, size)
             print(f"[rank {rank}] ok   {fn.__name__}", flush=True)
         except Exception:
-            failures.put(f"rank {rank}: {fn.__name__}:\n{traceback.format_exc()}")
+            report(f"rank {rank}: {fn.__name__}:\n{traceback.format_exc()}")
             print(f"[rank {rank}] FAIL {fn.__name__}", flush=True)
         # A failed check may leave peers mid-collective: realign through the store.
         dist.barrier()
 
 
+def worker(rank, size, port, failures):
+    run_checks(rank, size, f"tcp://127.0.0.1:{port}", failures.put)
+
+
+def under_mpiexec():
+    """One rank that mpiexec started: its failures go to stderr and the exit code."""
+    failed = []
+    run_checks(int(os.environ["OMPI_COMM_WORLD_RANK"]), int(os.environ["OMPI_COMM_WORLD_SIZE"]),
+               f"tcp://127.0.0.1:{os.environ['MASTER_PORT']}", failed.append)
+    for f in failed:
+        print(f, file=sys.stderr)
+    dist.destroy_process_group()
+    sys.exit(1 if failed else 0)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--nprocs", type=int, default=2)
+    ap.add_argument("--mpiexec", help="start the ranks with this mpiexec (sparq's MPI transport)")
     args = ap.parse_args()
+    if "OMPI_COMM_WORLD_RANK" in os.environ:
+        under_mpiexec()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    if args.mpiexec:
+        env = dict(os.environ, MASTER_PORT=str(port), OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        rc = subprocess.run([args.mpiexec, "-n", str(args.nprocs), "--oversubscribe", "--bind-to", "none",
+                             "--mca", "mpi_yield_when_idle", "1", "-x", "MASTER_PORT", "-x", "PYTHONPATH",
+                             sys.executable, os.path.abspath(__file__)], env=env, timeout=600).returncode
+        sys.exit(rc)
     ctx = mp.get_context("spawn")
     failures = ctx.Queue()
     procs = [ctx.Process(target=worker, args=(r, args.nprocs, port, failures)) for r in range(args.nprocs)]
