@@ -1,6 +1,6 @@
-"""Time per gradient exchange through sparq.torch's Comm (sparq's Gloo
-transport) against torch.distributed's own allreduce, back to back on the
-same vector, on every rank of an env:// launch:
+"""Time per gradient exchange through sparq.torch's Comm (MPI under mpiexec,
+or Gloo with SPARQ_TRANSPORT=gloo) against torch.distributed's own allreduce,
+back to back on the same vector, on every rank of an env:// launch:
 
     MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 GLOO_SOCKET_IFNAME=lo \\
       mpiexec -n 4 --oversubscribe --bind-to none /usr/bin/python3 bench/bridge_exchange.py [--n 475000]
