@@ -142,11 +142,9 @@ class Hook:
         step = self.step
         if bucket.is_last():
             self.step += 1
-        fut = torch.futures.Future()
-        host = buf
-        if buf.device.type != "cpu":  # staged through pinned host memory (not yet measured on a GPU)
-            host = torch.empty(buf.shape, dtype=buf.dtype, pin_memory=True)
-            host.copy_(buf)
+        host = _to_host(buf, f"sparq hook: bucket {bucket.index()} on rank {rank}")
+        # A future that will hold a CUDA tensor must name its device.
+        fut = torch.futures.Future(devices=[buf.device]) if host is not buf else torch.futures.Future()
 
         def work():
             try:
@@ -155,7 +153,7 @@ class Hook:
                 self.dense_bytes += stats["dense_bytes"]
                 self.exchange_seconds += stats["compress_seconds"] + stats["comm_seconds"]
                 if host is not buf:
-                    buf.copy_(host, non_blocking=False)
+                    buf.copy_(host)  # synchronous: done before the result is set
                 fut.set_result(buf)
             except BaseException as e:  # noqa: B902 - handed to DDP, which raises it in backward
                 fut.set_exception(e)
@@ -187,6 +185,16 @@ class Hook:
             self._x.load_state(blob)
         else:
             self._blob = blob
+
+
+def _to_host(t, what):
+    """t itself when on the CPU; a CUDA tensor's copy in pinned host memory
+    (the copy waits for the work queued on t's stream)."""
+    if t.device.type == "cpu":
+        return t
+    if t.device.type != "cuda":
+        raise _sparq.InputError(f"{what}: a tensor on {t.device}; sparq takes CPU tensors and stages CUDA ones")
+    return torch.empty(t.shape, dtype=t.dtype, pin_memory=True).copy_(t)
 
 
 def dct_hook(eta=0.99, L=1000, *, values="f32", allreduce="auto", comm=None, model=None):
@@ -228,24 +236,28 @@ def _default_alltoall_comm():
 
 
 class _QuantizedAlltoall(torch.autograd.Function):
+    # A CUDA tensor is staged through pinned host memory both ways; the result
+    # and the gradient go back to its device.
     @staticmethod
     def forward(ctx, x, send_rows, recv_rows, fwd, bwd, comm):
         dim = x.shape[1]
-        out = x.new_empty((sum(recv_rows), dim))
-        src = x.detach().contiguous()
+        what = f"sparq.torch.quantized_alltoall on rank {comm.rank}"
+        src = _to_host(x.detach(), what).contiguous()
+        out = torch.empty((sum(recv_rows), dim), pin_memory=x.is_cuda)
         _sparq.quantized_alltoallv(comm, src.numpy(), [r * dim for r in send_rows], out.numpy(),
                                    [r * dim for r in recv_rows], fwd, dim)
-        ctx.meta = (send_rows, recv_rows, bwd, comm, x.shape)
-        return out
+        ctx.meta = (send_rows, recv_rows, bwd, comm, x.shape, x.device)
+        return out.to(x.device)
 
     @staticmethod
     def backward(ctx, grad):
-        send_rows, recv_rows, bwd, comm, shape = ctx.meta
+        send_rows, recv_rows, bwd, comm, shape, device = ctx.meta
         dim = shape[1]
-        gin = grad.new_empty(shape)
-        _sparq.quantized_alltoallv(comm, grad.contiguous().numpy(), [r * dim for r in recv_rows], gin.numpy(),
+        g = _to_host(grad, f"sparq.torch.quantized_alltoall backward on rank {comm.rank}").contiguous()
+        gin = torch.empty(shape, pin_memory=device.type == "cuda")
+        _sparq.quantized_alltoallv(comm, g.numpy(), [r * dim for r in recv_rows], gin.numpy(),
                                    [r * dim for r in send_rows], bwd, dim)
-        return gin, None, None, None, None, None
+        return gin.to(device), None, None, None, None, None
 
 
 def quantized_alltoall(x, splits, fwd_bits=4, bwd_bits=2, *, recv_splits=None, comm=None):
@@ -253,11 +265,12 @@ def quantized_alltoall(x, splits, fwd_bits=4, bwd_bits=2, *, recv_splits=None, c
     x go to rank 0, the next splits[1] to rank 1, ...; returns the rows every
     rank sent here, in rank order. Forward in fwd_bits, backward (the rows'
     gradients) in bwd_bits; 32 is fp32. recv_splits, when known, saves a
-    round of counts. x: a 2-D float32 CPU tensor."""
+    round of counts. x: a 2-D float32 tensor on the CPU, or on a CUDA device
+    (staged through pinned host memory; the result is on x's device)."""
     comm = comm if comm is not None else _default_alltoall_comm()
-    if x.dim() != 2 or x.dtype != torch.float32 or x.device.type != "cpu":
+    if x.dim() != 2 or x.dtype != torch.float32 or x.device.type not in ("cpu", "cuda"):
         raise _sparq.InputError(f"sparq.torch.quantized_alltoall: rank {comm.rank} got a {x.dim()}-D {x.dtype} "
-                                f"tensor on {x.device}; it takes a 2-D float32 CPU tensor")
+                                f"tensor on {x.device}; it takes a 2-D float32 tensor on the CPU or a CUDA device")
     splits = [int(s) for s in splits]
     if len(splits) != comm.size or sum(splits) != x.shape[0] or min(splits) < 0:
         raise _sparq.InputError(f"sparq.torch.quantized_alltoall: rank {comm.rank}: splits {splits} do not "

@@ -2,8 +2,9 @@
 sparq.torch's hooks and alltoall against independent references. Run by
 CTest as `bridge_test.py --nprocs N` (spawned processes: sparq's Gloo
 transport) and as `bridge_test.py --nprocs N --mpiexec MPIEXEC` (ranks
-started by mpiexec: sparq's MPI transport); each check runs on every rank,
-and the run fails if any rank fails.
+started by mpiexec: sparq's MPI transport); `--cuda` runs the CUDA checks
+instead, where torch has a CUDA device. Each check runs on every rank, and
+the run fails if any rank fails.
 """
 import argparse
 import datetime
@@ -24,10 +25,16 @@ import sparq
 import sparq.torch as st
 
 CHECKS = []
+CUDA_CHECKS = []  # run by --cuda, where torch has a CUDA device
 
 
 def check(fn):
     CHECKS.append(fn)
+    return fn
+
+
+def cuda_check(fn):
+    CUDA_CHECKS.append(fn)
     return fn
 
 
@@ -225,6 +232,12 @@ def bad_input_is_an_exception_naming_bucket_and_rank(rank, size):
         raise AssertionError("a float64 bucket was accepted")
     except Exception as e:  # DDP re-raises the hook's error as a RuntimeError
         assert "bucket" in str(e) and f"rank {rank}" in str(e) and "float32" in str(e), str(e)
+    # A device sparq neither takes nor stages.
+    try:
+        st.quantized_alltoall(torch.empty(size, 16, device="meta"), [1] * size, 4, 2)
+        raise AssertionError("a tensor on the meta device was accepted")
+    except sparq.InputError as e:
+        assert "meta" in str(e) and f"rank {rank}" in str(e), str(e)
     # A group of one rank: nothing to exchange, and an error that says so.
     alone = [dist.new_group([r]) for r in range(size)][rank]
     try:
@@ -290,12 +303,41 @@ def transports_agree(rank, size):
         assert "'tcp'" in str(e), str(e)
 
 
-def run_checks(rank, size, init_method, report):
+@cuda_check
+def hooks_on_cuda_equal_hooks_on_the_cpu(rank, size):
+    """A CUDA model's buckets, staged through pinned memory, get the same
+    bits as the same model's on the CPU, over several steps (residuals)."""
+    grads = {}
+    for device in ("cpu", "cuda"):
+        model, x, y = model_and_batch(rank)
+        ddp = DDP(model.to(device), bucket_cap_mb=0.005)
+        ddp.register_comm_hook(None, st.dct_hook(0.9, 3, model=ddp))
+        grads[device] = [ddp_grads(ddp, (x + s).to(device), y.to(device)) for s in range(4)]
+    for s, (a, b) in enumerate(zip(grads["cpu"], grads["cuda"])):
+        for name in a:
+            assert b[name].is_cuda and torch.equal(a[name], b[name].cpu()), f"step {s} {name}"
+
+
+@cuda_check
+def quantized_alltoall_on_cuda_equals_the_cpu(rank, size):
+    splits = [(rank + j) % 3 + 1 for j in range(size)]
+    x = torch.randn(sum(splits), 16, generator=torch.Generator().manual_seed(rank))
+    outs = {}
+    for device in ("cpu", "cuda"):
+        xd = x.to(device).requires_grad_()
+        y = st.quantized_alltoall(xd, splits, 4, 2)
+        (y * torch.arange(y.numel(), device=device).view_as(y)).sum().backward()
+        assert y.device.type == device and xd.grad.device.type == device
+        outs[device] = (y.detach().cpu(), xd.grad.cpu())
+    assert torch.equal(outs["cpu"][0], outs["cuda"][0]) and torch.equal(outs["cpu"][1], outs["cuda"][1])
+
+
+def run_checks(rank, size, init_method, report, checks=CHECKS):
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=size,
                             timeout=datetime.timedelta(seconds=60))
     torch.set_num_threads(1)
-    for fn in CHECKS:
+    for fn in checks:
         try:
             fn(rank, size)
             print(f"[rank {rank}] ok   {fn.__name__}", flush=True)
@@ -306,8 +348,8 @@ def run_checks(rank, size, init_method, report):
         dist.barrier()
 
 
-def worker(rank, size, port, failures):
-    run_checks(rank, size, f"tcp://127.0.0.1:{port}", failures.put)
+def worker(rank, size, port, failures, cuda):
+    run_checks(rank, size, f"tcp://127.0.0.1:{port}", failures.put, CUDA_CHECKS if cuda else CHECKS)
 
 
 def under_mpiexec():
@@ -325,7 +367,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--nprocs", type=int, default=2)
     ap.add_argument("--mpiexec", help="start the ranks with this mpiexec (sparq's MPI transport)")
+    ap.add_argument("--cuda", action="store_true", help="the CUDA checks (exit 77, skipped, without a CUDA device)")
     args = ap.parse_args()
+    if args.cuda and not torch.cuda.is_available():
+        print("skip: torch has no CUDA device here")
+        sys.exit(77)
     if "OMPI_COMM_WORLD_RANK" in os.environ:
         under_mpiexec()
     with socket.socket() as s:
@@ -339,7 +385,8 @@ def main():
         sys.exit(rc)
     ctx = mp.get_context("spawn")
     failures = ctx.Queue()
-    procs = [ctx.Process(target=worker, args=(r, args.nprocs, port, failures)) for r in range(args.nprocs)]
+    procs = [ctx.Process(target=worker, args=(r, args.nprocs, port, failures, args.cuda))
+             for r in range(args.nprocs)]
     for p in procs:
         p.start()
     for p in procs:
