@@ -409,5 +409,6 @@ def main():
 if __name__ == "__main__":
     try:
         main()
-    except sparq.Error as e:
-        raise SystemExit(f"dlrm_ddp: {e}")
+    except sparq.Error as e:  # one line, and the job ends at once (the other ranks may wait for this one)
+        print(f"dlrm_ddp: {e}", file=sys.stderr)
+        st.abort(1)

@@ -286,6 +286,15 @@ PYBIND11_MODULE(_sparq, m) {
 
   m.def("launched_by_mpiexec", &MpiSession::launched_by_mpiexec, "True when mpiexec started this process.");
   m.def(
+      "mpi_abort",
+      [](int code) {
+        int initialized = 0, finalized = 0;
+        MPI_Initialized(&initialized);
+        MPI_Finalized(&finalized);
+        if (initialized && !finalized) MpiSession::abort_job(code);
+      },
+      py::arg("code"), "MPI_Abort on every rank of the job, if MPI is running here; else returns.");
+  m.def(
       "mpi_finalize",
       [] {
         py::gil_scoped_release nogil;

@@ -21,6 +21,7 @@ SPARQ_TRANSPORT=gloo|mpi, or connect(transport=...), overrides the choice.
 import atexit
 import datetime
 import os
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -60,7 +61,9 @@ def connect(group=None, *, transport=None, iface=None, hostname=None, timeout=da
         if not whole_job:
             raise _sparq.InputError(f"sparq.torch.connect: rank {dist.get_rank()}: the MPI transport takes the "
                                     f"whole job, not the group of ranks {list(ranks)} (use transport='gloo')")
-        return _sparq.Comm.mpi(dist.get_rank(), dist.get_world_size(), timeout)
+        comm = _sparq.Comm.mpi(dist.get_rank(), dist.get_world_size(), timeout)
+        _abort_on_uncaught_exceptions()
+        return comm
     if transport != "gloo":
         raise _sparq.InputError(f"sparq.torch.connect: transport '{transport}'; it is mpi, gloo or auto")
     with _comm_lock:
@@ -72,6 +75,37 @@ def connect(group=None, *, transport=None, iface=None, hostname=None, timeout=da
         iface = os.environ.get("GLOO_SOCKET_IFNAME", "")
     return _sparq.Comm.gloo(store, dist.get_rank(group), dist.get_world_size(group), iface,
                             hostname or "", timeout)
+
+
+def abort(code=1):
+    """Ends this rank at once, and with it the job: MPI_Abort where sparq runs
+    on MPI (mpiexec then ends every rank), else an exit without clean-up (the
+    other ranks' receives from this one then fail at once). For a rank that
+    cannot go on while the others would wait for it."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    _sparq.mpi_abort(code)
+    os._exit(code)
+
+
+_aborts_installed = False
+
+
+def _abort_on_uncaught_exceptions():
+    """Under MPI a rank that ends normally waits in MPI_Finalize for the others,
+    and they for it until their timeout: an exception no one catches (after
+    its traceback) aborts the job instead, as sparq train does."""
+    global _aborts_installed
+    if _aborts_installed:
+        return
+    _aborts_installed = True
+    previous = sys.excepthook
+
+    def hook(kind, value, tb):
+        previous(kind, value, tb)
+        abort(1)
+
+    sys.excepthook = hook
 
 
 class Hook:

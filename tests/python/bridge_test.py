@@ -354,6 +354,9 @@ def worker(rank, size, port, failures, cuda):
 
 def under_mpiexec():
     """One rank that mpiexec started: its failures go to stderr and the exit code."""
+    if "SPARQ_TEST_FAILING_RANK" in os.environ:
+        a_rank_fails(int(os.environ["OMPI_COMM_WORLD_RANK"]), int(os.environ["OMPI_COMM_WORLD_SIZE"]),
+                     int(os.environ["SPARQ_TEST_FAILING_RANK"]))
     failed = []
     run_checks(int(os.environ["OMPI_COMM_WORLD_RANK"]), int(os.environ["OMPI_COMM_WORLD_SIZE"]),
                f"tcp://127.0.0.1:{os.environ['MASTER_PORT']}", failed.append)
@@ -361,6 +364,20 @@ def under_mpiexec():
         print(f, file=sys.stderr)
     dist.destroy_process_group()
     sys.exit(1 if failed else 0)
+
+
+def a_rank_fails(rank, size, failing):
+    """One rank raises while the others wait for it in a collective, with the
+    Comm's default timeout of 5 minutes: the uncaught exception aborts the
+    job at once (sparq.torch's hook under MPI), where a rank that exits
+    normally would wait in MPI_Finalize and its peers for their timeout."""
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{os.environ['MASTER_PORT']}", rank=rank,
+                            world_size=size)
+    comm = st.connect()
+    if rank == failing:
+        raise RuntimeError(f"rank {rank} fails on purpose")
+    comm.barrier()
+    sys.exit(0)  # not reached: the failing rank never joins the barrier
 
 
 def main():
@@ -379,10 +396,29 @@ def main():
         port = s.getsockname()[1]
     if args.mpiexec:
         env = dict(os.environ, MASTER_PORT=str(port), OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        rc = subprocess.run([args.mpiexec, "-n", str(args.nprocs), "--oversubscribe", "--bind-to", "none",
-                             "--mca", "mpi_yield_when_idle", "1", "-x", "MASTER_PORT", "-x", "PYTHONPATH",
-                             sys.executable, os.path.abspath(__file__)], env=env, timeout=600).returncode
-        sys.exit(rc)
+        cmd = [args.mpiexec, "-n", str(args.nprocs), "--oversubscribe", "--bind-to", "none",
+               "--mca", "mpi_yield_when_idle", "1", "-x", "MASTER_PORT", "-x", "PYTHONPATH",
+               "-x", "SPARQ_TEST_FAILING_RANK", sys.executable, os.path.abspath(__file__)]
+        rc = subprocess.run(cmd, env=env, timeout=600).returncode
+        if rc != 0:
+            sys.exit(rc)
+        # A rank that fails ends the job, well before the 5-minute timeout.
+        env["SPARQ_TEST_FAILING_RANK"] = str(args.nprocs - 1)
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            env["MASTER_PORT"] = str(s.getsockname()[1])
+        job = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            _, err = job.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            job.terminate()  # mpiexec passes it on to the ranks
+            job.communicate()
+            sys.exit("FAIL: a rank's uncaught exception did not end the job within 120 s")
+        said = f"rank {args.nprocs - 1} fails on purpose"
+        if job.returncode == 0 or said not in err or "MPI_ABORT" not in err:
+            sys.exit(f"FAIL: a failing rank's job: exit code {job.returncode}, stderr:\n{err}")
+        print(f"ok   a failing rank aborts the job (exit code {job.returncode})")
+        sys.exit(0)
     ctx = mp.get_context("spawn")
     failures = ctx.Queue()
     procs = [ctx.Process(target=worker, args=(r, args.nprocs, port, failures, args.cuda))
