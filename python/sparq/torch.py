@@ -11,8 +11,8 @@ and table-wise embeddings with a compressed alltoall::
     rows = sparq.torch.quantized_alltoall(lookups, splits, fwd_bits=4, bwd_bits=2)
 
 The collectives run on a sparq Comm. Under mpiexec it is an MPI
-communicator (Open MPI: no threads of its own, progress made by the waiting
-caller); otherwise Gloo TCP connections of sparq's own, set up through the
+communicator (Open MPI moves the messages in the waiting caller's thread);
+otherwise Gloo TCP connections of sparq's own, set up through the
 job's torch.distributed store (the launcher's rendezvous), so anything
 torch.distributed can start (torchrun, mpiexec with env://) works.
 GLOO_SOCKET_IFNAME picks Gloo's interface, as for torch's gloo backend;
