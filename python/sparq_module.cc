@@ -225,8 +225,8 @@ PYBIND11_MODULE(_sparq, m) {
           "Returns once every rank has called it.")
       .def(
           "close", [](Comm& c) { c.close(); },
-          "Closes the connections: says goodbye to every rank and waits for theirs (as MPI_Finalize does), "
-          "up to the timeout.");
+          "Closes the Comm. On Gloo it says goodbye to every rank and waits for theirs (as MPI_Finalize "
+          "does), up to the timeout; on MPI it frees the communicator.");
 
   py::class_<PyGradExchange>(m, "GradExchange",
                              "Data-parallel exchange of dense gradients with a --dp-codec: the average over ranks.")
