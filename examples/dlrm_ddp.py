@@ -148,8 +148,8 @@ class Interaction(torch.autograd.Function):
     The batched products run in numpy, on the tensors' own memory: torch
     1.13 without MKL (Debian's) runs bmm as one GEMM call per sample through
     its dispatcher, numpy's matmul loops over the samples in C, calling the
-    same OpenBLAS, and gives the same bits 2-3x faster here (forward and
-    backward 0.9 against 1.8 ms at 512 x 27 x 16, one thread)."""
+    same OpenBLAS, and gives the same bits 1.7-1.9x faster here
+    (bench/dlrm_ddp_ops.py)."""
 
     @staticmethod
     def forward(ctx, z, pairs):  # z: (batch, features, dim), contiguous float32 on the CPU
@@ -162,7 +162,10 @@ class Interaction(torch.autograd.Function):
     def backward(ctx, grad):
         z, pairs = ctx.saved_tensors
         b, n = z.shape[:2]
-        g = np.zeros((b, n * n), np.float32)
+        # From torch's allocator: np.zeros's calloc got fresh pages from the
+        # kernel on every call in some processes, 3x the whole interaction's time
+        # (bench/dlrm_ddp_ops.py).
+        g = torch.zeros(b, n * n).numpy()
         g[:, pairs.numpy()] = grad.numpy()
         g = g.reshape(b, n, n)
         return torch.from_numpy(np.matmul(g + g.transpose(0, 2, 1), z.detach().numpy())), None  # d(z z^T) = g z + g^T z
@@ -176,11 +179,10 @@ class DenseDlrm(nn.Module):
     DLRM's order all the same (i > j over the bottom output, then tables 0
     to 25), which is what the top MLP's weights see."""
 
-    def __init__(self, bot, top, dim, bf16=False, table_pos=None):
+    def __init__(self, bot, top, bf16=False, table_pos=None):
         super().__init__()
         self.bot = mlp(bot, relu_last=True)
         self.top = mlp(top, relu_last=False)
-        self.dim = dim
         self.bf16 = bf16
         n = NUM_SPARSE + 1
         li, lj = torch.tril_indices(n, n, offset=-1)
@@ -284,7 +286,7 @@ def main():
 
     # The received blocks hold the tables in rank order; the model takes them so.
     by_rank = sum(owned, [])
-    model = DenseDlrm(bot, top, dim, bf16=args.mlp_precision == "bf16",
+    model = DenseDlrm(bot, top, bf16=args.mlp_precision == "bf16",
                       table_pos=[by_rank.index(t) for t in range(NUM_SPARSE)])
     # The gradients are views into DDP's buckets: no copy into them and back.
     ddp = DDP(model, bucket_cap_mb=args.bucket_cap_mb, gradient_as_bucket_view=True)
@@ -307,7 +309,8 @@ def main():
     if batch % size:
         raise SystemExit(f"--mini-batch-size {batch} does not divide over {size} ranks")
     local = batch // size
-    steps = min(args.num_batches or len(train) // batch, len(train) // batch)  # one epoch at most, as sparq train
+    epoch = len(train) // batch
+    steps = min(args.num_batches or epoch, epoch)  # one epoch at most, as sparq train
     rng = np.random.default_rng(args.seed)
     order = np.arange(len(train)) if args.no_shuffle else rng.permutation(len(train))
 
@@ -345,7 +348,7 @@ def main():
     hook_at = 0.0
     for it in range(start, steps):
         t = time.perf_counter()
-        rec = np.take(train, order[it * batch:(it + 1) * batch])  # 5x faster than train[...] on a memmap
+        rec = np.take(train, order[it * batch:(it + 1) * batch])  # 5x train[...] on a memmap (bench/dlrm_ddp_ops.py)
         share = rec[rank * local:(rank + 1) * local]
         dense = torch.from_numpy(np.ascontiguousarray(share["dense"]))
         label = torch.from_numpy(np.ascontiguousarray(share["label"]))
@@ -362,7 +365,7 @@ def main():
         # dense gradients over the ranks; the rows' gradients need the same
         # 1/size (sparq train applies it after the alltoall too).
         # index_put_ with accumulate: in torch 1.13, 3x faster than index_add_
-        # (0.3 against 0.9 ms for 13k rows of 16, one thread).
+        # (bench/dlrm_ddp_ops.py).
         weight.index_put_((idx,), send.grad.mul_(-args.learning_rate / size), accumulate=True)
         t4 = time.perf_counter()
         for key, dt in (("data", t1 - t), ("lookups", t2 - t1), ("fwd+bwd", t3 - t2), ("opt", t4 - t3)):

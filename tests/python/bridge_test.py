@@ -354,12 +354,11 @@ def worker(rank, size, port, failures, cuda):
 
 def under_mpiexec():
     """One rank that mpiexec started: its failures go to stderr and the exit code."""
+    rank, size = int(os.environ["OMPI_COMM_WORLD_RANK"]), int(os.environ["OMPI_COMM_WORLD_SIZE"])
     if "SPARQ_TEST_FAILING_RANK" in os.environ:
-        a_rank_fails(int(os.environ["OMPI_COMM_WORLD_RANK"]), int(os.environ["OMPI_COMM_WORLD_SIZE"]),
-                     int(os.environ["SPARQ_TEST_FAILING_RANK"]))
+        a_rank_fails(rank, size, int(os.environ["SPARQ_TEST_FAILING_RANK"]))
     failed = []
-    run_checks(int(os.environ["OMPI_COMM_WORLD_RANK"]), int(os.environ["OMPI_COMM_WORLD_SIZE"]),
-               f"tcp://127.0.0.1:{os.environ['MASTER_PORT']}", failed.append)
+    run_checks(rank, size, f"tcp://127.0.0.1:{os.environ['MASTER_PORT']}", failed.append)
     for f in failed:
         print(f, file=sys.stderr)
     dist.destroy_process_group()
@@ -380,6 +379,41 @@ def a_rank_fails(rank, size, failing):
     sys.exit(0)  # not reached: the failing rank never joins the barrier
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def mpiexec_jobs(mpiexec, nprocs):
+    """The checks on ranks that mpiexec starts; then a job where one rank
+    fails, which must end well before the Comm's 5-minute timeout."""
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+
+    def cmd(*extra):
+        return [mpiexec, "-n", str(nprocs), "--oversubscribe", "--bind-to", "none", "--mca", "mpi_yield_when_idle",
+                "1", "-x", "MASTER_PORT", "-x", "PYTHONPATH", *extra, sys.executable, os.path.abspath(__file__)]
+
+    rc = subprocess.run(cmd(), env=dict(env, MASTER_PORT=str(free_port())), timeout=600).returncode
+    if rc != 0:
+        return rc
+    failing = nprocs - 1
+    job = subprocess.Popen(cmd("-x", "SPARQ_TEST_FAILING_RANK"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, env=dict(env, MASTER_PORT=str(free_port()), SPARQ_TEST_FAILING_RANK=str(failing)))
+    try:
+        _, err = job.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        job.terminate()  # mpiexec passes it on to the ranks
+        job.communicate()
+        return "FAIL: a rank's uncaught exception did not end the job within 120 s"
+    # Not Open MPI's "MPI_ABORT was invoked" text: mpiexec, killing the job,
+    # sometimes loses it ("ORTE_ERROR_LOG: ... show_help.c").
+    if job.returncode == 0 or f"rank {failing} fails on purpose" not in err:
+        return f"FAIL: a failing rank's job: exit code {job.returncode}, stderr:\n{err}"
+    print(f"ok   a failing rank aborts the job (exit code {job.returncode})")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--nprocs", type=int, default=2)
@@ -391,34 +425,9 @@ def main():
         sys.exit(77)
     if "OMPI_COMM_WORLD_RANK" in os.environ:
         under_mpiexec()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     if args.mpiexec:
-        env = dict(os.environ, MASTER_PORT=str(port), OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        cmd = [args.mpiexec, "-n", str(args.nprocs), "--oversubscribe", "--bind-to", "none",
-               "--mca", "mpi_yield_when_idle", "1", "-x", "MASTER_PORT", "-x", "PYTHONPATH",
-               "-x", "SPARQ_TEST_FAILING_RANK", sys.executable, os.path.abspath(__file__)]
-        rc = subprocess.run(cmd, env=env, timeout=600).returncode
-        if rc != 0:
-            sys.exit(rc)
-        # A rank that fails ends the job, well before the 5-minute timeout.
-        env["SPARQ_TEST_FAILING_RANK"] = str(args.nprocs - 1)
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            env["MASTER_PORT"] = str(s.getsockname()[1])
-        job = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            _, err = job.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            job.terminate()  # mpiexec passes it on to the ranks
-            job.communicate()
-            sys.exit("FAIL: a rank's uncaught exception did not end the job within 120 s")
-        said = f"rank {args.nprocs - 1} fails on purpose"
-        if job.returncode == 0 or said not in err or "MPI_ABORT" not in err:
-            sys.exit(f"FAIL: a failing rank's job: exit code {job.returncode}, stderr:\n{err}")
-        print(f"ok   a failing rank aborts the job (exit code {job.returncode})")
-        sys.exit(0)
+        sys.exit(mpiexec_jobs(args.mpiexec, args.nprocs))
+    port = free_port()
     ctx = mp.get_context("spawn")
     failures = ctx.Queue()
     procs = [ctx.Process(target=worker, args=(r, args.nprocs, port, failures, args.cuda))
