@@ -90,7 +90,14 @@ void write_split(Teacher& t, std::uint64_t first, std::size_t count, const std::
     const std::size_t n = std::min(chunk, count - done);
     recs.clear();
     tsv.clear();
-    t.generate(first + done, n, &recs, probs, binary ? nullptr : &tsv, threads);
+    t.generate(
+        first + done, n,
+        [&](const SyntheticSample& s, float label, float p) {
+          SyntheticFeatures::to_record(s, label, recs.emplace_back());
+          if (probs) probs->push_back(p);
+          if (!binary) format_criteo_line(label, s.ints, s.present, s.values, tsv);
+        },
+        threads);
     if (labels)
       for (const auto& r : recs) labels->push_back(r.label);
     if (binary) bw->write(recs);

@@ -25,7 +25,7 @@
 #include "sparq/train/pipeline.h"
 #include "sparq/transport/launch.h"
 #include "tools/commands.h"
-#include "tools/train_report.h"
+#include "sparq/train/evaluate.h"
 
 namespace sparq::cli {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "sparq/data/dataset.h"
-#include "sparq/data/random.h"
+#include "sparq/core/rng.h"
 
 namespace sparq::bench {
 namespace {

@@ -7,7 +7,7 @@
 #include "sparq/data/criteo_npz.h"
 #include "sparq/data/hash.h"
 #include "sparq/data/npz.h"
-#include "sparq/data/random.h"
+#include "sparq/core/rng.h"
 
 namespace sparq {
 

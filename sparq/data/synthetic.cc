@@ -5,7 +5,7 @@
 
 #include "sparq/core/error.h"
 #include "sparq/data/hash.h"
-#include "sparq/data/random.h"
+#include "sparq/core/rng.h"
 
 namespace sparq {
 

@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "sparq/data/criteo.h"
-#include "sparq/data/random.h"
+#include "sparq/core/rng.h"
 
 namespace sparq {
 

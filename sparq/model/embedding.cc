@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "sparq/core/error.h"
-#include "sparq/data/random.h"
+#include "sparq/core/rng.h"
 
 namespace sparq {
 

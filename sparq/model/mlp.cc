@@ -5,7 +5,7 @@
 #include <type_traits>
 
 #include "sparq/core/error.h"
-#include "sparq/data/random.h"
+#include "sparq/core/rng.h"
 #include "sparq/model/blas.h"
 #include "sparq/model/kernels.h"
 #include "sparq/model/parallel.h"

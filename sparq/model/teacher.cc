@@ -6,8 +6,9 @@
 #include <thread>
 
 #include "sparq/core/error.h"
-#include "sparq/data/random.h"
+#include "sparq/core/rng.h"
 #include "sparq/model/loss.h"
+#include "sparq/model/metrics.h"
 
 namespace sparq {
 
@@ -120,8 +121,7 @@ void Teacher::logits(const std::vector<SyntheticSample>& s, std::vector<float>& 
   }
 }
 
-void Teacher::generate(std::uint64_t first, std::size_t count, std::vector<CriteoRecord>* records,
-                       std::vector<float>* probs, std::string* tsv, int threads) {
+void Teacher::generate(std::uint64_t first, std::size_t count, const Take& take, int threads) {
   const std::size_t chunk = 1 << 16;
   std::vector<SyntheticSample> s;
   std::vector<float> z;
@@ -141,15 +141,35 @@ void Teacher::generate(std::uint64_t first, std::size_t count, std::vector<Crite
       const std::uint64_t idx = first + done + i;
       const double p = sig(cal_.a * (z[i] - cal_.mean) / cal_.std + cal_.c);
       Rng rng(opts_.seed ^ kLabelStream, idx);
-      const float label = rng.uniform() < p ? 1.0f : 0.0f;
-      if (records) {
-        records->emplace_back();
-        SyntheticFeatures::to_record(s[i], label, records->back());
-      }
-      if (probs) probs->push_back(static_cast<float>(p));
-      if (tsv) format_criteo_line(label, s[i].ints, s[i].present, s[i].values, *tsv);
+      take(s[i], rng.uniform() < p ? 1.0f : 0.0f, static_cast<float>(p));
     }
   }
+}
+
+void Teacher::generate(std::uint64_t first, std::size_t count, std::vector<CriteoRecord>& records,
+                       std::vector<float>* probs, int threads) {
+  generate(
+      first, count,
+      [&](const SyntheticSample& s, float label, float p) {
+        SyntheticFeatures::to_record(s, label, records.emplace_back());
+        if (probs) probs->push_back(p);
+      },
+      threads);
+}
+
+TeacherScore score_teacher(std::span<const float> p, std::span<const float> y) {
+  TeacherScore s;
+  std::vector<double> z(p.size());
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    const double q = std::clamp(static_cast<double>(p[i]), 1e-12, 1 - 1e-12);
+    z[i] = std::log(q / (1 - q));
+  }
+  s.loss = bce_with_logits<double>(z, y, {});
+  s.accuracy = accuracy(p, y);
+  s.auc = roc_auc(p, y);
+  for (float v : y) s.positives += v;
+  s.positives /= std::max<std::size_t>(1, y.size());
+  return s;
 }
 
 }  // namespace sparq

@@ -1,5 +1,6 @@
 #pragma once
-// The planted teacher of the synthetic data set: a random DLRM whose output,
+// The planted teacher of the synthetic data set (a model, so it lives in the
+// model layer; the generators of features and file formats are in data/): a random DLRM whose output,
 // squashed and calibrated, is the click probability of each generated
 // sample. A student of the same family can learn it, and the teacher's own
 // test loss/AUC is the ceiling a student can be measured against.
@@ -19,7 +20,9 @@
 // values are shrunk (rare_scale).
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -53,16 +56,29 @@ struct TeacherCalibration {
 // not depend on the number of training samples.
 constexpr std::uint64_t kTestIndexBase = std::uint64_t{1} << 40;
 
+// The teacher's own test scores: the ceiling a student is measured against.
+struct TeacherScore {
+  double loss = 0, accuracy = 0, auc = 0.5, positives = 0;
+};
+
+// Scores probabilities p against labels y: BCE from the logit of p.
+TeacherScore score_teacher(std::span<const float> p, std::span<const float> y);
+
 class Teacher {
  public:
   Teacher(const TeacherOptions& opts, const SyntheticOptions& features);
   ~Teacher();
 
-  // Samples [first, first + count): features, teacher probability, label.
-  // Appends records (as a reader of the TSV would see them), probabilities
-  // (if probs), and TSV lines (if tsv). Feature drawing uses `threads`.
-  void generate(std::uint64_t first, std::size_t count, std::vector<CriteoRecord>* records,
-                std::vector<float>* probs, std::string* tsv, int threads = 1);
+  // Samples [first, first + count), in order: take(sample, label, p) with
+  // the teacher's click probability p and the label drawn from it (writing
+  // them in a file format is the data layer's: format_criteo_line,
+  // SyntheticFeatures::to_record). Feature drawing uses `threads`.
+  using Take = std::function<void(const SyntheticSample& sample, float label, float p)>;
+  void generate(std::uint64_t first, std::size_t count, const Take& take, int threads = 1);
+  // The same samples as records (as a reader of their file would see them),
+  // appended, and their probabilities (if probs).
+  void generate(std::uint64_t first, std::size_t count, std::vector<CriteoRecord>& records, std::vector<float>* probs,
+                int threads = 1);
 
   const TeacherCalibration& calibration() const { return cal_; }
   const SyntheticFeatures& features() const { return features_; }

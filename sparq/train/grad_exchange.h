@@ -51,7 +51,7 @@ struct DpCodec {
   QuantAlgo quant_algo = QuantAlgo::Ring;          // quantized
   SparseAlgo sparse_algo = SparseAlgo::Auto;       // dct, topk
   compress::ValueFormat values = compress::ValueFormat::F32;  // dct, topk: "+bf16", "+fp8"
-  std::string text;             // as given, for reports
+  std::string text = "none";    // as given, for reports
 };
 
 // "none", "dct:0.99,1000", "topk:5/512", "q8", "q4+ec", "q4+ec-skip-first", "q2", "qsgd:4" (dct

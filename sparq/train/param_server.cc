@@ -263,16 +263,53 @@ PsServer::PsServer(Transport& t, Dlrm<float>& model, const PsLayout& layout, dou
                    std::uint64_t first_step)
     : t_(t), model_(model), layout_(layout), lr_(lr), max_staleness_(max_staleness), first_step_(first_step) {}
 
-PsServerStats PsServer::run() {
-  PsServerStats st;
-  const int W = layout_.workers, self = t_.rank() - W;
-  auto& dense = model_.dense();
-  auto& tables = model_.tables();
-  const float step_lr = static_cast<float>(lr_ / W);
-  std::vector<std::uint64_t> clock(W, first_step_);  // steps pushed per worker
-  std::vector<bool> done(W, false);
-  std::vector<Request> req(W);
-  for (int w = 0; w < W; ++w) req[w] = t_.irecv_message(w, kRequestTag);
+namespace {
+
+// One server's loop (PsServer::run): receive every worker's messages, apply
+// pushes as they arrive, answer pulls once the staleness bound allows.
+class ServerLoop {
+ public:
+  ServerLoop(Transport& t, Dlrm<float>& model, const PsLayout& layout, double lr, std::uint64_t max_staleness,
+             std::uint64_t first_step)
+      : t_(t),
+        model_(model),
+        layout_(layout),
+        W_(layout.workers),
+        self_(t.rank() - layout.workers),
+        step_lr_(static_cast<float>(lr / layout.workers)),
+        max_staleness_(max_staleness),
+        clock_(static_cast<std::size_t>(W_), first_step),
+        done_(static_cast<std::size_t>(W_), false),
+        req_(static_cast<std::size_t>(W_)) {}
+
+  PsServerStats run() {
+    for (int w = 0; w < W_; ++w) req_[w] = t_.irecv_message(w, kRequestTag);
+    auto last_heard = Clock::now();
+    while (std::find(done_.begin(), done_.end(), false) != done_.end()) {
+      bool progressed = receive();
+      for (auto it = pending_.begin(); it != pending_.end();) {
+        if (ready(*it)) {
+          answer(*it);
+          it = pending_.erase(it);
+          progressed = true;
+        } else {
+          ++it;
+        }
+      }
+      std::erase_if(replies_, [](Reply& r) { return r.req.test(); });  // answers delivered: free their buffers
+      if (progressed) {
+        last_heard = Clock::now();
+      } else {
+        if (Clock::now() - last_heard > t_.timeout()) throw_silent();
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+    }
+    SPARQ_CHECK(pending_.empty(), "parameter server {}: {} pulls unanswered at the end", self_, pending_.size());
+    for (Reply& r : replies_) r.req.wait(t_.timeout());
+    return st_;
+  }
+
+ private:
   struct Pending {
     int worker;
     std::uint64_t step;
@@ -280,29 +317,63 @@ PsServerStats PsServer::run() {
     std::vector<std::byte> msg;
     Clock::time_point since;
   };
-  std::deque<Pending> pending;
   struct Reply {
     std::vector<std::byte> buf;  // moving the vector keeps its bytes where the send reads them
     Request req;
   };
-  std::vector<Reply> replies;
+
+  // Takes what every worker has sent; true if anything arrived.
+  bool receive() {
+    bool progressed = false;
+    for (int w = 0; w < W_; ++w) {
+      if (done_[w] || !req_[w].test()) continue;
+      progressed = true;
+      std::vector<std::byte> msg = req_[w].take_message();
+      Reader r{msg, fmt::format("message from worker {}", w)};
+      const auto type = static_cast<Msg>(r.get<std::uint32_t>());
+      SPARQ_CHECK_AS(WireError, r.get<std::uint32_t>() == 0, "message from worker {}: bad reserved field", w);
+      const auto step = r.get<std::uint64_t>();
+      switch (type) {
+        case Msg::Pull:
+        case Msg::Fetch:
+          pending_.push_back({w, step, type == Msg::Fetch, std::move(msg), Clock::now()});
+          break;
+        case Msg::Push:
+          apply_push(w, r);
+          ++clock_[w];
+          ++st_.pushes;
+          break;
+        case Msg::Done:
+          r.end();
+          done_[w] = true;
+          break;
+        default:
+          SPARQ_THROW(WireError, "message from worker {}: unknown type {}", w, static_cast<std::uint32_t>(type));
+      }
+      if (!done_[w]) req_[w] = t_.irecv_message(w, kRequestTag);
+    }
+    return progressed;
+  }
 
   // A pull for step k waits until every running worker has pushed k - s
   // steps (a fetch for k: k steps, s = 0); finished workers never hold it back.
-  auto ready = [&](const Pending& p) {
+  bool ready(const Pending& p) const {
     const std::uint64_t slack = p.fetch ? 0 : max_staleness_;
-    for (int v = 0; v < W; ++v)
-      if (!done[v] && clock[v] + slack < p.step) return false;
+    for (int v = 0; v < W_; ++v)
+      if (!done_[v] && clock_[v] + slack < p.step) return false;
     return true;
-  };
-  auto answer = [&](Pending& p) {
+  }
+
+  void answer(Pending& p) {
+    auto& dense = model_.dense();
+    auto& tables = model_.tables();
     Writer out;
     for (std::size_t v = 0; v < dense.views().size(); ++v)
-      if (layout_.view_server[v] == self) out.put_span(std::span<const float>(dense.param(v)));
+      if (layout_.view_server[v] == self_) out.put_span(std::span<const float>(dense.param(v)));
     Reader r{p.msg, fmt::format("pull from worker {}", p.worker)};
     r.in = r.in.subspan(16);  // header checked on arrival
     for (std::size_t tb = 0; tb < tables.size(); ++tb) {
-      if (layout_.table_server[tb] != self) continue;
+      if (layout_.table_server[tb] != self_) continue;
       if (p.fetch) {
         out.put_span(std::span<const float>(tables[tb].weights()));
         continue;
@@ -318,15 +389,17 @@ PsServerStats PsServer::run() {
       }
     }
     r.end();
-    st.stale_wait_s += seconds_since(p.since);
-    ++st.pulls;
-    Reply& rep = replies.emplace_back();
+    st_.stale_wait_s += seconds_since(p.since);
+    ++st_.pulls;
+    Reply& rep = replies_.emplace_back();
     rep.buf = std::move(out.out);
     rep.req = t_.isend(p.worker, kReplyTag, rep.buf);
-  };
-  auto apply_push = [&](int w, Reader& r) {
+  }
+
+  void apply_push(int w, Reader& r) {
+    auto& dense = model_.dense();
     for (std::size_t v = 0; v < dense.views().size(); ++v) {
-      if (layout_.view_server[v] != self) continue;
+      if (layout_.view_server[v] != self_) continue;
       const auto n = r.get<std::uint32_t>();
       SPARQ_CHECK_AS(WireError, n <= r.in.size(), "push from worker {}: tensor of {} bytes in {}", w, n, r.in.size());
       const auto s = compress::decode_stream(r.in.first(n));
@@ -336,14 +409,20 @@ PsServerStats PsServer::run() {
                      dense.views()[v].name, p.size(), s.dim());
       const auto vals = s.values();
       if (s.is_dense()) {
-        for (std::size_t i = 0; i < p.size(); ++i) p[i] -= step_lr * vals[i];
+        for (std::size_t i = 0; i < p.size(); ++i) p[i] -= step_lr_ * vals[i];
       } else {
         const auto idx = s.indices();
-        for (std::size_t i = 0; i < idx.size(); ++i) p[idx[i]] -= step_lr * vals[i];
+        for (std::size_t i = 0; i < idx.size(); ++i) p[idx[i]] -= step_lr_ * vals[i];
       }
     }
+    apply_table_push(w, r);
+    r.end();
+  }
+
+  void apply_table_push(int w, Reader& r) {
+    auto& tables = model_.tables();
     for (std::size_t tb = 0; tb < tables.size(); ++tb) {
-      if (layout_.table_server[tb] != self) continue;
+      if (layout_.table_server[tb] != self_) continue;
       SparseGrad<float> g;
       g.dim = tables[tb].dim();
       const auto n = r.get<std::uint32_t>();
@@ -355,67 +434,36 @@ PsServerStats PsServer::run() {
                        row, tb);
       g.values.resize(std::size_t{n} * g.dim);
       r.get_span(std::span<float>(g.values));
-      sgd_rows(tables[tb], g, step_lr);
-    }
-    r.end();
-  };
-
-  auto last_heard = Clock::now();
-  while (std::find(done.begin(), done.end(), false) != done.end()) {
-    bool progressed = false;
-    for (int w = 0; w < W; ++w) {
-      if (done[w] || !req[w].test()) continue;
-      progressed = true;
-      std::vector<std::byte> msg = req[w].take_message();
-      Reader r{msg, fmt::format("message from worker {}", w)};
-      const auto type = static_cast<Msg>(r.get<std::uint32_t>());
-      SPARQ_CHECK_AS(WireError, r.get<std::uint32_t>() == 0, "message from worker {}: bad reserved field", w);
-      const auto step = r.get<std::uint64_t>();
-      switch (type) {
-        case Msg::Pull:
-        case Msg::Fetch:
-          pending.push_back({w, step, type == Msg::Fetch, std::move(msg), Clock::now()});
-          break;
-        case Msg::Push:
-          apply_push(w, r);
-          ++clock[w];
-          ++st.pushes;
-          break;
-        case Msg::Done:
-          r.end();
-          done[w] = true;
-          break;
-        default:
-          SPARQ_THROW(WireError, "message from worker {}: unknown type {}", w, static_cast<std::uint32_t>(type));
-      }
-      if (!done[w]) req[w] = t_.irecv_message(w, kRequestTag);
-    }
-    for (auto it = pending.begin(); it != pending.end();) {
-      if (ready(*it)) {
-        answer(*it);
-        it = pending.erase(it);
-        progressed = true;
-      } else {
-        ++it;
-      }
-    }
-    std::erase_if(replies, [](Reply& r) { return r.req.test(); });  // answers delivered: free their buffers
-    if (progressed) {
-      last_heard = Clock::now();
-    } else {
-      if (Clock::now() - last_heard > t_.timeout()) {
-        std::string silent;
-        for (int w = 0; w < W; ++w)
-          if (!done[w]) silent += fmt::format(" {}", w);
-        SPARQ_THROW(TimeoutError, "parameter server {}: no message from workers{} for {} ms", self, silent,
-                    t_.timeout().count());
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      sgd_rows(tables[tb], g, step_lr_);
     }
   }
-  SPARQ_CHECK(pending.empty(), "parameter server {}: {} pulls unanswered at the end", self, pending.size());
-  for (Reply& r : replies) r.req.wait(t_.timeout());
-  return st;
+
+  [[noreturn]] void throw_silent() const {
+    std::string silent;
+    for (int w = 0; w < W_; ++w)
+      if (!done_[w]) silent += fmt::format(" {}", w);
+    SPARQ_THROW(TimeoutError, "parameter server {}: no message from workers{} for {} ms", self_, silent,
+                t_.timeout().count());
+  }
+
+  Transport& t_;
+  Dlrm<float>& model_;
+  const PsLayout& layout_;
+  const int W_, self_;
+  const float step_lr_;
+  const std::uint64_t max_staleness_;
+  std::vector<std::uint64_t> clock_;  // steps pushed per worker
+  std::vector<bool> done_;
+  std::vector<Request> req_;
+  std::deque<Pending> pending_;
+  std::vector<Reply> replies_;
+  PsServerStats st_;
+};
+
+}  // namespace
+
+PsServerStats PsServer::run() {
+  return ServerLoop(t_, model_, layout_, lr_, max_staleness_, first_step_).run();
 }
 
 }  // namespace sparq

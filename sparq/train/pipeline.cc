@@ -6,7 +6,7 @@
 
 #include "sparq/coll/call.h"
 #include "sparq/compress/topk.h"
-#include "sparq/data/random.h"
+#include "sparq/core/rng.h"
 #include "sparq/model/blas.h"
 #include "sparq/model/loss.h"
 #include "sparq/model/metrics.h"

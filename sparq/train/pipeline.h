@@ -37,7 +37,7 @@ struct MpCodec {
   enum class Kind { None, Dct, TopkGrad, Sketch };
   Kind kind = Kind::None;
   double eta = 0;  // fraction dropped: of each sample's X_act (dct) or X_grad (topk-grad), or sketch width
-  std::string text;
+  std::string text = "none";  // as given, for reports
 };
 // "none", "dct:0.95", "topk-grad:0.9", "sketch:0.75". Throws InputError.
 MpCodec parse_mp_codec(std::string_view s);

@@ -10,7 +10,7 @@
 #include "sparq/core/error.h"
 #include "sparq/data/criteo_npz.h"
 #include "sparq/data/dataset.h"
-#include "sparq/data/random.h"
+#include "sparq/core/rng.h"
 #include "tests/data/temp_dir.h"
 
 namespace sparq {

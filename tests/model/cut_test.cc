@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "sparq/data/random.h"
+#include "sparq/core/rng.h"
 #include "sparq/model/mlp.h"
 
 namespace sparq {

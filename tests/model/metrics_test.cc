@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "sparq/data/random.h"
+#include "sparq/core/rng.h"
 #include "sparq/model/metrics.h"
 
 namespace sparq {

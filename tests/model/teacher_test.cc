@@ -19,7 +19,7 @@ TEST(Teacher, CalibratedToTargetsAndDeterministic) {
   EXPECT_NEAR(c.expected_auc, 0.80, 2e-3);
   std::vector<CriteoRecord> recs;
   std::vector<float> p;
-  t.generate(kTestIndexBase, 30000, &recs, &p, nullptr, 2);
+  t.generate(kTestIndexBase, 30000, recs, &p, 2);
   std::vector<float> y(recs.size());
   for (std::size_t i = 0; i < recs.size(); ++i) y[i] = recs[i].label;
   const double pos = std::accumulate(y.begin(), y.end(), 0.0) / static_cast<double>(y.size());
@@ -29,7 +29,13 @@ TEST(Teacher, CalibratedToTargetsAndDeterministic) {
   Teacher t2(to, SyntheticOptions{});
   std::vector<CriteoRecord> recs2;
   std::string tsv;
-  t2.generate(kTestIndexBase, 1000, &recs2, nullptr, &tsv, 1);
+  t2.generate(
+      kTestIndexBase, 1000,
+      [&](const SyntheticSample& s, float label, float) {
+        SyntheticFeatures::to_record(s, label, recs2.emplace_back());
+        format_criteo_line(label, s.ints, s.present, s.values, tsv);
+      },
+      1);
   EXPECT_EQ(std::memcmp(recs.data(), recs2.data(), 1000 * sizeof(CriteoRecord)), 0);
   EXPECT_EQ(std::count(tsv.begin(), tsv.end(), '\n'), 1000);
 }

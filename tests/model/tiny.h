@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "sparq/data/batch.h"
-#include "sparq/data/random.h"
+#include "sparq/core/rng.h"
 #include "sparq/model/dlrm.h"
 
 namespace sparq::test {
