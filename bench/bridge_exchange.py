@@ -3,7 +3,7 @@ or Gloo with SPARQ_TRANSPORT=gloo) against torch.distributed's own allreduce,
 back to back on the same vector, on every rank of an env:// launch:
 
     MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 GLOO_SOCKET_IFNAME=lo \\
-      mpiexec -n 4 --oversubscribe --bind-to none /usr/bin/python3 bench/bridge_exchange.py [--n 475000]
+      mpiexec -n 4 --oversubscribe --bind-to none .venv/bin/python bench/bridge_exchange.py [--n 475000]
 
 Each codec gets a fresh N(0,1) gradient per call (seeded per rank and call),
 so the sparsifiers keep their usual density; rank 0 prints ms per call (the
@@ -11,18 +11,13 @@ mean over --calls calls after one warm-up) and the bytes it sent per call.
 """
 import argparse
 import os
-import sys
 import time
 
 import torch
 import torch.distributed as dist
 
-try:
-    import sparq
-except ImportError:  # not on PYTHONPATH: the checkout's build
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "python"))
-    import sparq
-import sparq.torch as st  # noqa: E402
+import sparq
+import sparq.torch as st
 
 
 def main():

@@ -2,7 +2,7 @@
 way, timed against the plain PyTorch way on one thread (median of --reps
 calls, ms), with a check that both give the same result:
 
-    /usr/bin/python3 bench/dlrm_ddp_ops.py [--data-path data/synth-bin]
+    .venv/bin/python bench/dlrm_ddp_ops.py [--data-path data/synth-bin]
 
 - the tables' SGD update: an accumulating index_put_ against index_add_
   (13312 rows of 16: a 2048 batch's lookups in 6.5 tables, a rank's share

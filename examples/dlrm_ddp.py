@@ -27,12 +27,8 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-try:
-    import sparq
-except ImportError:  # not on PYTHONPATH: the checkout's build
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "python"))
-    import sparq
-import sparq.torch as st  # noqa: E402
+import sparq
+import sparq.torch as st
 
 NUM_DENSE, NUM_SPARSE = 13, 26
 RECORD = np.dtype([("label", "<f4"), ("dense", "<f4", NUM_DENSE), ("sparse", "<u4", NUM_SPARSE)])

@@ -115,6 +115,58 @@ std::span<float> float_span(py::array& a, const std::string& what, bool writable
   return {static_cast<float*>(const_cast<void*>(a.data())), static_cast<std::size_t>(a.size())};
 }
 
+std::span<std::byte> byte_span(py::array& a, const std::string& what, bool writable) {
+  SPARQ_CHECK_AS(InputError, a.dtype().is(py::dtype::of<std::uint8_t>()), "{}: dtype {} where uint8 is needed", what,
+                 std::string(py::str(a.dtype())));
+  SPARQ_CHECK_AS(InputError, (a.flags() & py::array::c_style) != 0, "{}: not contiguous", what);
+  SPARQ_CHECK_AS(InputError, !writable || a.writeable(), "{}: read-only", what);
+  return {static_cast<std::byte*>(const_cast<void*>(a.data())), static_cast<std::size_t>(a.size())};
+}
+
+// One block of quantized_alltoallv's wire format: fp32, or rows of row_len
+// values (the last row shorter), each q8/q4/q2 with an fp16 scale and bias.
+Codec block_codec(const std::string& codec, std::size_t row_len) {
+  SPARQ_CHECK_AS(InputError, codec == "fp32" || codec == "q8" || codec == "q4" || codec == "q2",
+                 "codec '{}': sparq's alltoall codecs are fp32, q8, q4 and q2", codec);
+  SPARQ_CHECK_AS(InputError, row_len > 0, "codec {}: row_len must be positive", codec);
+  Codec c = parse_codec(codec);
+  c.row_len = row_len;
+  c.rowwise.scale = compress::ScaleType::F16;  // as sparq train's table-wise alltoalls
+  return c;
+}
+
+void add_block_codec(py::module_& m) {
+  m.def(
+      "encoded_bytes", [](const std::string& codec, std::size_t row_len, std::size_t n) {
+        return block_codec(codec, row_len).bytes(n);
+      },
+      py::arg("codec"), py::arg("row_len"), py::arg("n"), "Bytes of one encoded block of n values.");
+  m.def(
+      "encode",
+      [](py::array in, py::array out, const std::string& codec, std::size_t row_len) {
+        const Codec c = block_codec(codec, row_len);
+        std::span<const float> x = float_span(in, "encode: input", false);
+        std::span<std::byte> y = byte_span(out, "encode: output", true);
+        SPARQ_CHECK_AS(InputError, y.size() == c.bytes(x.size()), "encode: {} values take {} bytes, the output has {}",
+                       x.size(), c.bytes(x.size()), y.size());
+        py::gil_scoped_release nogil;
+        c.encode(x, y, 0, 0);
+      },
+      py::arg("input"), py::arg("output"), py::arg("codec"), py::arg("row_len"),
+      "Encodes float32 values into uint8 `output`: the bytes quantized_alltoallv sends for that block.");
+  m.def(
+      "decode",
+      [](py::array in, py::array out, const std::string& codec, std::size_t row_len) {
+        const Codec c = block_codec(codec, row_len);
+        std::span<const std::byte> x = byte_span(in, "decode: input", false);
+        std::span<float> y = float_span(out, "decode: output");
+        py::gil_scoped_release nogil;
+        c.decode(x, y);  // WireError on a size or a scale that is not the codec's
+      },
+      py::arg("input"), py::arg("output"), py::arg("codec"), py::arg("row_len"),
+      "Decodes what encode() wrote into float32 `output` (its size says how many values).");
+}
+
 py::dict counters_dict(const PeerCounters& c) {
   py::dict d;
   d["bytes_sent"] = c.bytes_sent;
@@ -284,6 +336,7 @@ PYBIND11_MODULE(_sparq, m) {
           },
           "Restores a state() of an exchange with the same codec.");
 
+  add_block_codec(m);
   m.def("launched_by_mpiexec", &MpiSession::launched_by_mpiexec, "True when mpiexec started this process.");
   m.def(
       "mpi_abort",

@@ -7,13 +7,13 @@
 #
 #   scripts/bench_single_rank.sh [build/sparq] [repeats]
 #
-# Needs Debian's python3-torch and libopenblas0-openmp (the reference runs on
+# Needs the project's .venv (scripts/setup: PyPI's torch) and libopenblas0-openmp (the reference runs on
 # the OpenMP OpenBLAS via LD_LIBRARY_PATH; the pthread build fights OpenMP).
 set -euo pipefail
 SPARQ=${1:-build/sparq}
 REPS=${2:-3}
 HERE=$(cd "$(dirname "$0")" && pwd)
-PY=/usr/bin/python3   # Debian's python, where python3-torch lives
+PY=.venv/bin/python   # the project's environment (scripts/setup), with PyPI's torch
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 echo "| batch | threads | sparq samples/s | torch samples/s | speed-up | sparq MLP GFLOP/s | load avg |"
 echo "|---|---|---|---|---|---|---|"

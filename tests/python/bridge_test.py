@@ -1,17 +1,21 @@
 """The PyTorch bridge on N processes (torch.distributed with gloo):
 sparq.torch's hooks and alltoall against independent references. Run by
 CTest as `bridge_test.py --nprocs N` (spawned processes: sparq's Gloo
-transport) and as `bridge_test.py --nprocs N --mpiexec MPIEXEC` (ranks
+transport), `bridge_test.py --nprocs N --torchrun` (ranks started by
+torchrun: Gloo) and `bridge_test.py --nprocs N --mpiexec MPIEXEC` (ranks
 started by mpiexec: sparq's MPI transport); `--cuda` runs the CUDA checks
 instead, where torch has a CUDA device. Each check runs on every rank, and
-the run fails if any rank fails.
+the run fails if any rank fails. Under torchrun and mpiexec a second job
+checks that a rank that dies ends the others.
 """
 import argparse
 import datetime
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 import traceback
 
 import numpy as np
@@ -23,6 +27,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 import sparq
 import sparq.torch as st
+import torchrec_checks
 
 CHECKS = []
 CUDA_CHECKS = []  # run by --cuda, where torch has a CUDA device
@@ -332,6 +337,9 @@ def quantized_alltoall_on_cuda_equals_the_cpu(rank, size):
     assert torch.equal(outs["cpu"][0], outs["cuda"][0]) and torch.equal(outs["cpu"][1], outs["cuda"][1])
 
 
+CHECKS += torchrec_checks.CHECKS
+
+
 def run_checks(rank, size, init_method, report, checks=CHECKS):
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=size,
@@ -365,6 +373,53 @@ def under_mpiexec():
     sys.exit(1 if failed else 0)
 
 
+def under_torchrun():
+    """One rank that torchrun started (env:// rendezvous)."""
+    rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    if "SPARQ_TEST_KILLED_RANK" in os.environ:
+        a_rank_is_killed(rank, int(os.environ["SPARQ_TEST_KILLED_RANK"]))
+    failed = []
+    run_checks(rank, size, "env://", failed.append)
+    for f in failed:
+        print(f, file=sys.stderr)
+    dist.destroy_process_group()
+    sys.exit(1 if failed else 0)
+
+
+def a_rank_is_killed(rank, killed):
+    """One rank dies (SIGKILL: no exception, no goodbye) while the others wait
+    for it in a barrier of sparq's Gloo transport, whose timeout is 60 s."""
+    dist.init_process_group("gloo", init_method="env://", timeout=datetime.timedelta(seconds=60))
+    comm = st.connect(timeout=datetime.timedelta(seconds=60))
+    if rank == killed:
+        os.kill(os.getpid(), signal.SIGKILL)
+    comm.barrier()
+    sys.exit(0)  # not reached: the killed rank never joins the barrier
+
+
+def torchrun_jobs(nprocs):
+    """The checks on ranks that torchrun starts; then a job where one rank is
+    killed, which must end with the lost rank named, well within the
+    Comm's timeout (torchrun stops the other workers when one fails)."""
+    def cmd():
+        return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nprocs),
+                "--master-port", str(free_port()), os.path.abspath(__file__)]
+
+    rc = subprocess.run(cmd(), timeout=600).returncode
+    if rc != 0:
+        return rc
+    killed = nprocs - 1
+    start = time.monotonic()
+    job = subprocess.run(cmd(), capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, SPARQ_TEST_KILLED_RANK=str(killed)))
+    took = time.monotonic() - start
+    out = job.stdout + job.stderr
+    if job.returncode == 0 or f"local_rank: {killed}" not in out or took > 60:
+        return f"FAIL: a killed rank's job: exit code {job.returncode} after {took:.0f} s, output:\n{out}"
+    print(f"ok   a killed rank ends the job in {took:.1f} s (exit code {job.returncode}), rank {killed} named")
+    return 0
+
+
 def a_rank_fails(rank, size, failing):
     """One rank raises while the others wait for it in a collective, with the
     Comm's default timeout of 5 minutes: the uncaught exception aborts the
@@ -392,7 +447,7 @@ def mpiexec_jobs(mpiexec, nprocs):
 
     def cmd(*extra):
         return [mpiexec, "-n", str(nprocs), "--oversubscribe", "--bind-to", "none", "--mca", "mpi_yield_when_idle",
-                "1", "-x", "MASTER_PORT", "-x", "PYTHONPATH", *extra, sys.executable, os.path.abspath(__file__)]
+                "1", "-x", "MASTER_PORT", *extra, sys.executable, os.path.abspath(__file__)]
 
     rc = subprocess.run(cmd(), env=dict(env, MASTER_PORT=str(free_port())), timeout=600).returncode
     if rc != 0:
@@ -418,6 +473,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--nprocs", type=int, default=2)
     ap.add_argument("--mpiexec", help="start the ranks with this mpiexec (sparq's MPI transport)")
+    ap.add_argument("--torchrun", action="store_true", help="start the ranks with torchrun (sparq's Gloo transport)")
     ap.add_argument("--cuda", action="store_true", help="the CUDA checks (exit 77, skipped, without a CUDA device)")
     args = ap.parse_args()
     if args.cuda and not torch.cuda.is_available():
@@ -425,8 +481,12 @@ def main():
         sys.exit(77)
     if "OMPI_COMM_WORLD_RANK" in os.environ:
         under_mpiexec()
+    if "TORCHELASTIC_RUN_ID" in os.environ:
+        under_torchrun()
     if args.mpiexec:
         sys.exit(mpiexec_jobs(args.mpiexec, args.nprocs))
+    if args.torchrun:
+        sys.exit(torchrun_jobs(args.nprocs))
     port = free_port()
     ctx = mp.get_context("spawn")
     failures = ctx.Queue()

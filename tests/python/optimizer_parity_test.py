@@ -7,7 +7,7 @@ the semantics of dlrm_s_pytorch.py's LRPolicyScheduler, and sparq's dense
 update (tests/model/optimizer_trace) take the same initial parameters and
 gradients; after every update the parameters must agree within 1e-6.
 
-  /usr/bin/python3 optimizer_parity_test.py path/to/optimizer_trace
+  .venv/bin/python optimizer_parity_test.py path/to/optimizer_trace
 """
 import os
 import subprocess

@@ -36,7 +36,7 @@ for cfg in "${cfgs[@]}"; do
         --mlp-precision "$4" | loss_at_50)
   port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   b=$(MASTER_PORT=$port "$mpiexec" -n 2 --oversubscribe --bind-to none -x MASTER_ADDR -x MASTER_PORT -x GLOO_SOCKET_IFNAME \
-        -x PYTHONPATH "$py" "$root/examples/dlrm_ddp.py" "${common[@]}" --num-batches 51 --print-freq 50 \
+        "$py" "$root/examples/dlrm_ddp.py" "${common[@]}" --num-batches 51 --print-freq 50 \
         --load-sparq "$tmp/init.ck" --hook "$1" --emb-codec "$2/$3" --mlp-precision "$4" | loss_at_50)
   if "$py" -c 'import sys; a, b, tol = map(float, sys.argv[1:]); sys.exit(abs(a - b) > tol)' "$a" "$b" "$tol"; then
     echo "ok   $cfg: sparq train $a, dlrm_ddp.py $b"
