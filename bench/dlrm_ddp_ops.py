@@ -23,6 +23,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 import dlrm_ddp  # noqa: E402
+from sparq.dlrm import NUM_SPARSE, read_bin  # noqa: E402
 
 
 def median_ms(fn, reps):
@@ -68,7 +69,7 @@ def main():
     rows.append(("tables' update", median_ms(lambda: weight.index_add_(0, idx, grad * -0.025), args.reps),
                  median_ms(lambda: weight.index_put_((idx,), grad * -0.025, accumulate=True), args.reps)))
 
-    train = dlrm_ddp.read_bin(os.path.join(args.data_path, "train.bin"))
+    train = read_bin(os.path.join(args.data_path, "train.bin"))
     order = np.random.default_rng(1).permutation(len(train))
     pick = [order[i * 2048:(i + 1) * 2048] for i in range(args.reps + 1)]
     assert np.array_equal(train[pick[0]], np.take(train, pick[0]))
@@ -76,7 +77,7 @@ def main():
     rows.append(("batch's records", median_ms(lambda: train[pick[next(it) % len(pick)]], args.reps),
                  median_ms(lambda: np.take(train, pick[next(it) % len(pick)]), args.reps)))
 
-    b, n, d = 512, dlrm_ddp.NUM_SPARSE + 1, 16
+    b, n, d = 512, NUM_SPARSE + 1, 16
     z = torch.randn(b, n, d, generator=g)
     li, lj = torch.tril_indices(n, n, offset=-1)
     pos = torch.randperm(n, generator=g)

@@ -29,96 +29,22 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 import sparq
 import sparq.torch as st
+from sparq.dlrm import NUM_SPARSE, assign_tables, auc, copy_dense, read_checkpoint, read_data, rows_of
 
-NUM_DENSE, NUM_SPARSE = 13, 26
-RECORD = np.dtype([("label", "<f4"), ("dense", "<f4", NUM_DENSE), ("sparse", "<u4", NUM_SPARSE)])
-
-
-def read_bin(path):
-    """sparq's binary format: a 64-byte header, then fixed-size records."""
-    with open(path, "rb") as f:
-        head = f.read(64)
-    if len(head) < 64 or head[:8] != b"SPARQCR1":
-        raise SystemExit(f"{path}: not a sparq binary data file (make one with `sparq gen-data --format bin`)")
-    count = int(np.frombuffer(head, "<u8", 1, 24)[0])
-    recs = np.memmap(path, RECORD, "r", 64, (count,))
-    return recs
 
 
 def load_sparq_checkpoint(path, model, weight, offset, sizes, dim):
-    """Loads a sparq checkpoint (`sparq train --save`, layout in
-    sparq/model/checkpoint.h): the dense parameters in sparq's order
-    (bot.0.weight [out x in], bot.0.bias, ..., top...), then every table; this
-    rank keeps its own tables (rows offset[t] on of `weight`). Returns the
-    saved step."""
-    import json
-    with open(path, "rb") as f:
-        data = f.read()
-
-    def bad(why):
-        raise SystemExit(f"{path}: {why}")
-
-    if data[:8] not in (b"SPARQCK1", b"SPARQCK2", b"SPARQCK4"):  # the model comes first in every layout
-        bad("not a sparq checkpoint")
-    if data[:8] == b"SPARQCK4":  # ends in the CRC-32 of every byte before it
-        import zlib
-        if len(data) < 12 or zlib.crc32(data[:-4]) != int(np.frombuffer(data, "<u4", 1, len(data) - 4)[0]):
-            bad("checksum mismatch: the checkpoint is corrupt or truncated")
-    pos = 8
-
-    def u64():
-        nonlocal pos
-        if pos + 8 > len(data):
-            bad("truncated")
-        v = int(np.frombuffer(data, "<u8", 1, pos)[0])
-        pos += 8
-        return v
-
-    def floats(n):
-        nonlocal pos
-        if pos + 4 * n > len(data):
-            bad("truncated")
-        v = np.frombuffer(data, "<f4", n, pos)
-        pos += 4 * n
-        return v
-
-    n = u64()
-    if pos + n > len(data):
-        bad("truncated")
-    meta = json.loads(data[pos:pos + n].decode())
-    pos += n
-    dense = floats(u64())
-    params = [p for layer in list(model.bot) + list(model.top) if isinstance(layer, nn.Linear)
-              for p in (layer.weight, layer.bias)]
-    if len(dense) != sum(p.numel() for p in params):
-        bad(f"{len(dense)} dense parameters, this model has {sum(p.numel() for p in params)} (other --arch flags?)")
-    off = 0
+    """Loads a sparq checkpoint: the dense parameters into the model's MLPs
+    (sparq's order), and this rank's own tables (rows offset[t] on of
+    `weight`). Returns the saved step."""
+    meta, dense, tables = read_checkpoint(path, sizes, dim)
+    copy_dense(path, dense, [p for layer in list(model.bot) + list(model.top) if isinstance(layer, nn.Linear)
+                             for p in (layer.weight, layer.bias)])
     with torch.no_grad():
-        for p in params:
-            p.copy_(torch.from_numpy(dense[off:off + p.numel()].copy()).view_as(p))
-            off += p.numel()
-        if u64() != NUM_SPARSE:
-            bad(f"not {NUM_SPARSE} tables")
-        for t in range(NUM_SPARSE):
-            rows, d = u64(), u64()
-            if rows != sizes[t] or d != dim:
-                bad(f"table {t} is {rows} x {d}, this model's is {sizes[t]} x {dim}")
-            if u64() != rows * d:
-                bad(f"table {t}: a size that is not rows x dim")
-            w = floats(rows * d)
+        for t, w in enumerate(tables):
             if t in offset:
-                weight[offset[t]:offset[t] + rows].copy_(torch.from_numpy(w.copy()).view(rows, d))
+                weight[offset[t]:offset[t] + sizes[t]].copy_(torch.from_numpy(w.copy()))
     return int(meta.get("step", 0))
-
-
-def rows_of(values, table, rows):
-    """sparq's categorical hash: fmix32(value ^ salt(table)) % rows."""
-    h = values.astype(np.uint64) ^ np.uint64((0x9E3779B9 * (table + 1)) & 0xFFFFFFFF)
-    for shift, mul in ((16, 0x85EBCA6B), (13, 0xC2B2AE35), (16, None)):
-        h ^= h >> np.uint64(shift)
-        if mul is not None:
-            h = (h * np.uint64(mul)) & np.uint64(0xFFFFFFFF)
-    return (h % np.uint64(rows)).astype(np.int64)
 
 
 def mlp(widths, relu_last):
@@ -200,26 +126,6 @@ class DenseDlrm(nn.Module):
         return out.float().squeeze(1)
 
 
-def assign_tables(sizes, nranks):
-    """Largest table first to the least loaded rank (sparq's table-wise rule)."""
-    load = [0] * nranks
-    owner = [0] * len(sizes)
-    for t in sorted(range(len(sizes)), key=lambda t: (-sizes[t], t)):
-        r = min(range(nranks), key=lambda r: (load[r], r))
-        owner[t] = r
-        load[r] += sizes[t]
-    return owner
-
-
-def auc(labels, scores):
-    order = np.argsort(scores, kind="mergesort")
-    ranks = np.empty(len(scores))
-    ranks[order] = np.arange(1, len(scores) + 1)
-    pos = labels > 0.5
-    npos, nneg = pos.sum(), (~pos).sum()
-    return float((ranks[pos].sum() - npos * (npos + 1) / 2) / max(npos * nneg, 1))
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data-path", required=True, help="directory with train.bin and test.bin")
@@ -299,8 +205,7 @@ def main():
     opt = torch.optim.SGD(list(ddp.parameters()), lr=args.learning_rate, foreach=True)
 
     start = load_sparq_checkpoint(args.load_sparq, model, weight, offset, sizes, dim) if args.load_sparq else 0
-    train = read_bin(os.path.join(args.data_path, "train.bin"))
-    test = read_bin(os.path.join(args.data_path, "test.bin"))
+    train, test = read_data(args.data_path)
     batch = args.mini_batch_size
     if batch % size:
         raise SystemExit(f"--mini-batch-size {batch} does not divide over {size} ranks")

@@ -15,6 +15,12 @@ backward (their gradients) codecs are set apart. Unlike TorchRec's own
 QCommsConfig this adds 4- and 2-bit codes; like it, the codecs keep no state
 between steps (no error feedback).
 
+The dense part that DistributedModelParallel puts under DDP takes one of
+sparq.torch's hooks through data_parallel_wrapper(hook):
+
+    hook = sparq.torch.dct_hook(0.98, 1000)
+    model = DistributedModelParallel(model, ..., data_parallel_wrapper=sparq.torchrec.data_parallel_wrapper(hook))
+
 The codec protocol is TorchRec's QuantizedCommCodec as of TorchRec 1.9: this
 module refuses other TorchRec versions with an ImportError that names them,
 rather than meeting a changed protocol mid-training.
@@ -23,6 +29,8 @@ import math
 
 import torch
 import torchrec
+from torch.nn.parallel import DistributedDataParallel
+from torchrec.distributed.model_parallel import DefaultDataParallelWrapper
 from torchrec.distributed.types import CommOp, NoOpQuantizedCommCodec, QuantizedCommCodecs
 
 from . import _sparq
@@ -147,3 +155,26 @@ def qcomm_codecs(fwd="q4", bwd="q2", *, row_len=None, tables=None):
         unsupported.forward = unsupported.backward = _Unsupported(op.value)
         registry[op.name] = unsupported
     return registry
+
+
+class _HookedDataParallelWrapper(DefaultDataParallelWrapper):
+    def __init__(self, hook, **ddp_options):
+        super().__init__(**ddp_options)
+        self.hook = hook
+
+    def _ddp_wrap(self, dmp, env, device, ddp_ignore_param_names):
+        super()._ddp_wrap(dmp, env, device, ddp_ignore_param_names)
+        ddp = dmp._dmp_wrapped_module
+        if not isinstance(ddp, DistributedDataParallel):
+            raise _sparq.InputError("sparq.torchrec.data_parallel_wrapper: the model has no dense parameters "
+                                    "for DDP, so nothing for the hook")
+        ddp.register_comm_hook(None, self.hook)
+
+
+def data_parallel_wrapper(hook, *, bucket_cap_mb=25, static_graph=True):
+    """What DistributedModelParallel takes as `data_parallel_wrapper=`: its
+    dense part under DDP (TorchRec's default wrapper and options) with one
+    of sparq.torch's hooks (dct_hook, quantized_hook, topk_hook)."""
+    if not callable(hook):
+        raise _sparq.InputError("sparq.torchrec.data_parallel_wrapper: the hook is not callable")
+    return _HookedDataParallelWrapper(hook, bucket_cap_mb=bucket_cap_mb, static_graph=static_graph)

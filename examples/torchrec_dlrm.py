@@ -1,0 +1,313 @@
+"""TorchRec's DLRM on sparq's data, trained the way TorchRec users train it.
+
+torchrec.models.dlrm.DLRM with `sparq train`'s architecture flags and its
+data (`sparq gen-data --format bin`, categorical values hashed to rows as
+sparq does), wrapped in DistributedModelParallel: the 26 tables sharded
+table-wise over the ranks and updated by FBGEMM's fused exact SGD, the dense
+part under DDP with SGD, both at --learning-rate; each rank's loss is the mean
+over its share of the global batch (the tables' gradients are divided by the
+ranks in TorchRec's alltoall, DDP averages the dense ones).
+
+The pooled embeddings' alltoall runs in fp32, with TorchRec's own codecs
+(--qcomms fp16|bf16|fp8|int8|mx4, QCommsConfig, both directions) or with
+sparq's (--sparq-emb FWD/BWD of q8|q4|q2: sparq.torchrec.qcomm_codecs, rows
+of one table's embedding). The dense gradients go by torch's allreduce or
+one of sparq's DDP hooks (--hook dct:ETA,L | q8|q4|q2[+ec] | topk:K/B).
+
+    .venv/bin/python -m torch.distributed.run --nproc-per-node 2 examples/torchrec_dlrm.py \\
+        --data-path data/synth-bin --sparq-emb q4/q2 --hook dct:0.98,1000
+
+Prints sparq train's progress and test lines, and the bytes rank 0 put on the
+wire per step by entity: the hook's from sparq's counters; the rest, which
+torch's gloo does not count, from the sizes the codecs give each block
+(marked "computed").
+"""
+import argparse
+import datetime
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch import nn
+
+import sparq
+import sparq.torch as st
+import sparq.torchrec as sq
+from fbgemm_gpu.split_embedding_configs import EmbOptimType
+from sparq.dlrm import NUM_DENSE, NUM_SPARSE, auc, copy_dense, read_checkpoint, read_data, rows_of
+from torchrec import EmbeddingBagCollection, EmbeddingBagConfig, KeyedJaggedTensor
+from torchrec.distributed import DistributedModelParallel
+from torchrec.distributed.embeddingbag import EmbeddingBagCollectionSharder
+from torchrec.distributed.fbgemm_qcomm_codec import CommType, QCommsConfig, get_qcomm_codecs_registry
+from torchrec.distributed.planner import EmbeddingShardingPlanner, ParameterConstraints, Topology
+from torchrec.distributed.types import CommOp, ShardingType
+from torchrec.models.dlrm import DLRM
+from torchrec.optim.keyed import KeyedOptimizerWrapper
+from torchrec.optim.optimizers import in_backward_optimizer_filter
+
+QCOMMS = ("none", "fp16", "bf16", "fp8", "int8", "mx4")
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data-path", required=True, help="directory with train.bin and test.bin")
+    ap.add_argument("--arch-sparse-feature-size", type=int, default=16)
+    ap.add_argument("--arch-mlp-bot", default="13-512-256-64-16")
+    ap.add_argument("--arch-mlp-top", default="512-256-1")
+    ap.add_argument("--arch-embedding-size", default="100000", help="rows per table: 26 dash-separated or one")
+    ap.add_argument("--mini-batch-size", type=int, default=2048, help="global batch")
+    ap.add_argument("--learning-rate", type=float, default=0.1)
+    ap.add_argument("--num-batches", type=int, default=0, help="0 or more than an epoch's: one epoch")
+    ap.add_argument("--print-freq", type=int, default=100)
+    ap.add_argument("--qcomms", default="none", choices=QCOMMS, help="TorchRec's codec of the embeddings' alltoall")
+    ap.add_argument("--sparq-emb", default="none", help="sparq's codecs of the embeddings' alltoall, FWD/BWD, e.g. q4/q2")
+    ap.add_argument("--hook", default="none", help="the dense gradients: none (torch's allreduce) | dct:ETA,L | "
+                    "q8|q4|q2[+ec] | topk:K/B (sparq's DDP hooks)")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--mlp-precision", choices=("fp32", "bf16"), default="fp32",
+                    help="the MLPs' GEMMs in fp32, or in bf16 under torch.autocast")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--no-shuffle", action="store_true", help="keep the training set's order")
+    ap.add_argument("--load-sparq", help="start from this sparq checkpoint (its parameters and step)")
+    args = ap.parse_args()
+    if args.qcomms != "none" and args.sparq_emb != "none":
+        raise SystemExit("--qcomms and --sparq-emb both code the embeddings' alltoall: give one")
+    return args
+
+
+class Autocast(nn.Module):
+    """Runs a module under torch.autocast (bf16) when on; its output in fp32."""
+
+    def __init__(self, module, on):
+        super().__init__()
+        self.module, self.on = module, on
+
+    def forward(self, *xs):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.on):
+            return self.module(*xs).float()
+
+
+def linears(module):
+    return [m for m in module.modules() if isinstance(m, nn.Linear)]
+
+
+def init_like_sparq(model):
+    """sparq's initial distributions: N(0, sqrt(2/(in+out))) weights and
+    N(0, sqrt(1/out)) biases (the tables keep TorchRec's default, which is
+    sparq's: uniform within +-sqrt(1/rows))."""
+    with torch.no_grad():
+        for lin in linears(model.dense_arch) + linears(model.over_arch):
+            lin.weight.normal_(0.0, (2.0 / (lin.in_features + lin.out_features)) ** 0.5)
+            lin.bias.normal_(0.0, (1.0 / lin.out_features) ** 0.5)
+
+
+def pair_order(n):
+    """sparq's interaction pairs are (i, j), i > j, row by row; TorchRec's
+    (i, j), i < j, row by row. For each of TorchRec's pairs, sparq's index."""
+    return [j * (j - 1) // 2 + i for i, j in zip(*np.triu_indices(n, 1))]
+
+
+def load_sparq(path, dmp, sizes, dim, dense_width):
+    """Copies a sparq checkpoint into the sharded model: the MLPs (the top
+    MLP's first layer's columns reordered to TorchRec's interaction pairs)
+    and each table into the shard of it this rank holds. Returns the step."""
+    meta, dense, tables = read_checkpoint(path, sizes, dim)
+    model = dmp.module.module if hasattr(dmp.module, "module") else dmp.module
+    lins = linears(model.dense_arch) + linears(model.over_arch)
+    params = [p for lin in lins for p in (lin.weight, lin.bias)]
+    copy_dense(path, dense, params)
+    with torch.no_grad():
+        first = linears(model.over_arch)[0].weight
+        cols = list(range(dense_width)) + [dense_width + k for k in pair_order(NUM_SPARSE + 1)]
+        first.copy_(first[:, cols].clone())
+        for name, t in dmp.state_dict().items():
+            if not name.endswith(".weight") or ".embedding_bags." not in name:
+                continue
+            table = tables[int(name.split(".embedding_bags.t")[1].split(".")[0])]
+            for shard in t.local_shards():
+                r, c = shard.metadata.shard_offsets
+                n, d = shard.metadata.shard_sizes
+                shard.tensor.copy_(torch.from_numpy(table[r:r + n, c:c + d].copy()))
+    return int(meta.get("step", 0))
+
+
+def build(args, rank, size):
+    dim = args.arch_sparse_feature_size
+    bot = [int(w) for w in args.arch_mlp_bot.split("-")]
+    top = [int(w) for w in args.arch_mlp_top.split("-")]
+    sizes = [int(s) for s in args.arch_embedding_size.split("-")]
+    sizes = sizes * NUM_SPARSE if len(sizes) == 1 else sizes
+    if len(sizes) != NUM_SPARSE or bot[0] != NUM_DENSE or bot[-1] != dim:
+        raise SystemExit("--arch-embedding-size needs 1 or 26 sizes, and the bottom MLP must go from 13 to the "
+                         "feature size")
+    tables = [EmbeddingBagConfig(name=f"t{t}", embedding_dim=dim, num_embeddings=sizes[t], feature_names=[f"f{t}"])
+              for t in range(NUM_SPARSE)]
+    model = DLRM(embedding_bag_collection=EmbeddingBagCollection(tables=tables, device=torch.device("meta")),
+                 dense_in_features=NUM_DENSE, dense_arch_layer_sizes=bot[1:], over_arch_layer_sizes=top)
+    init_like_sparq(model)
+    bf16 = args.mlp_precision == "bf16"
+    model.dense_arch, model.over_arch = Autocast(model.dense_arch, bf16), Autocast(model.over_arch, bf16)
+    if args.sparq_emb != "none":
+        fwd, bwd = (args.sparq_emb.split("/") + [args.sparq_emb])[:2]
+        registry = sq.qcomm_codecs(fwd, bwd, tables=tables)  # rows of one table's embedding
+    elif args.qcomms != "none":
+        p = CommType[args.qcomms.upper()]
+        registry = get_qcomm_codecs_registry(QCommsConfig(forward_precision=p, backward_precision=p),
+                                             comm_ops=[CommOp.POOLED_EMBEDDINGS_ALL_TO_ALL], device=torch.device("cpu"))
+    else:
+        registry = None
+    sharder = EmbeddingBagCollectionSharder(
+        fused_params={"optimizer": EmbOptimType.EXACT_SGD, "learning_rate": args.learning_rate},
+        qcomm_codecs_registry=registry)
+    constraints = {t.name: ParameterConstraints(sharding_types=[ShardingType.TABLE_WISE.value]) for t in tables}
+    plan = EmbeddingShardingPlanner(topology=Topology(world_size=size, compute_device="cpu"),
+                                    constraints=constraints).collective_plan(model, [sharder], dist.GroupMember.WORLD)
+    hook = None
+    wrapper = None
+    if args.hook != "none":
+        hook = st.Hook(args.hook, allreduce="ring" if args.hook.startswith("q") else "auto")
+        wrapper = sq.data_parallel_wrapper(hook)
+    dmp = DistributedModelParallel(model, device=torch.device("cpu"), plan=plan, sharders=[sharder],
+                                   data_parallel_wrapper=wrapper)
+    dense_opt = KeyedOptimizerWrapper(dict(in_backward_optimizer_filter(dmp.named_parameters())),
+                                      lambda ps: torch.optim.SGD(ps, lr=args.learning_rate))
+    start = load_sparq(args.load_sparq, dmp, sizes, dim, bot[-1]) if args.load_sparq else 0
+    return dmp, dense_opt, hook, registry, sizes, start, plan
+
+
+def kjt(ids, sizes):
+    """The categorical values of a share, hashed to rows: one id per sample and feature."""
+    n = ids.shape[0]
+    values = np.concatenate([rows_of(ids[:, t], t, sizes[t]) for t in range(NUM_SPARSE)])
+    return KeyedJaggedTensor.from_lengths_sync(keys=[f"f{t}" for t in range(NUM_SPARSE)],
+                                               values=torch.from_numpy(values),
+                                               lengths=torch.ones(NUM_SPARSE * n, dtype=torch.int32))
+
+
+def owned_dims(plan, size, dim):
+    """Values per sample each rank's tables give (TorchRec's dim_sum_per_rank)."""
+    d = [0] * size
+    for shards in plan.plan.values():
+        for ps in shards.values():
+            d[ps.ranks[0]] += dim
+    return d
+
+
+def block_bytes(registry, op_dir, n):
+    """Bytes of an alltoall block of n values under the registry's codec."""
+    if registry is None:
+        return 4 * n
+    codec = getattr(registry[CommOp.POOLED_EMBEDDINGS_ALL_TO_ALL.name], op_dir)
+    size = codec.calc_quantized_size(n, codec.create_context())
+    return size * torch.tensor([], dtype=codec.quantized_dtype).element_size()
+
+
+def main():
+    args = parse_args()
+    for var, ompi in (("RANK", "OMPI_COMM_WORLD_RANK"), ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE")):
+        if var not in os.environ and ompi in os.environ:  # under mpiexec, Open MPI's variables stand in
+            os.environ[var] = os.environ[ompi]
+    dist.init_process_group("gloo", timeout=datetime.timedelta(minutes=5))
+    rank, size = dist.get_rank(), dist.get_world_size()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    dmp, dense_opt, hook, registry, sizes, start, plan = build(args, rank, size)
+    train, test = read_data(args.data_path)
+    batch = args.mini_batch_size
+    if batch % size:
+        raise SystemExit(f"--mini-batch-size {batch} does not divide over {size} ranks")
+    local = batch // size
+    steps = min(args.num_batches or len(train) // batch, len(train) // batch)  # one epoch at most, as sparq train
+    order = np.arange(len(train)) if args.no_shuffle else np.random.default_rng(args.seed).permutation(len(train))
+
+    # Bytes per step this rank puts on the wire, by entity.
+    dims = owned_dims(plan, size, args.arch_sparse_feature_size)
+    per_step = {
+        "emb_fwd": sum(block_bytes(registry, "forward", local * dims[rank]) for j in range(size) if j != rank),
+        "emb_bwd": sum(block_bytes(registry, "backward", local * dims[j]) for j in range(size) if j != rank),
+        # TorchRec's input dist: each rank's ids (int64) and lengths (int32) to the tables' owners
+        "ids": sum(local * (dims[j] // args.arch_sparse_feature_size) * 12 for j in range(size) if j != rank),
+    }
+    n_dense = sum(p.numel() for _, p in in_backward_optimizer_filter(dmp.named_parameters()))
+    ring = 2 * (size - 1) / size * 4 * n_dense  # torch's allreduce, by the ring formula
+    emb = f"sparq {args.sparq_emb}" if args.sparq_emb != "none" else f"torchrec {args.qcomms}"
+    if rank == 0:
+        print(f"torchrec_dlrm: {size} ranks, tables table-wise ({dims} values per sample by rank), embeddings' "
+              f"alltoall {emb}, hook {args.hook}, mlp-precision {args.mlp_precision}, global batch {batch}, "
+              f"{steps} steps", flush=True)
+
+    def inputs(rec):
+        share = rec[rank * local:(rank + 1) * local]
+        return (torch.from_numpy(np.ascontiguousarray(share["dense"])), kjt(share["sparse"], sizes),
+                torch.from_numpy(np.ascontiguousarray(share["label"])))
+
+    t0 = last = time.perf_counter()
+    loss_sum = correct = 0.0
+    k = 0
+    hook_bytes = 0
+    for it in range(start, steps):
+        dense, ids, label = inputs(np.take(train, order[it * batch:(it + 1) * batch]))
+        logits = dmp(dense, ids).squeeze(1)
+        loss = nn.functional.binary_cross_entropy_with_logits(logits, label)
+        dense_opt.zero_grad()
+        loss.backward()  # the tables' fused SGD runs in it
+        dense_opt.step()
+        loss_sum += loss.item()
+        correct += float(((logits > 0) == (label > 0.5)).float().mean())
+        k += 1
+        if (it + 1) % args.print_freq == 0 or it + 1 == steps:
+            now = time.perf_counter()
+            total = torch.tensor([loss_sum, correct], dtype=torch.float64)
+            dist.all_reduce(total)  # equal shares: the global batch's mean is the mean over ranks
+            if hook:
+                hook.wait()
+                w, hook_bytes = (hook.bytes_sent - hook_bytes) / k, hook.bytes_sent
+                wgrad = f"W_grad {w / 1e3:.1f}"
+            else:
+                wgrad = f"W_grad {ring / 1e3:.1f} (computed)"
+            computed = ", ".join(f"{e} {b / 1e3:.1f}" for e, b in per_step.items())
+            if rank == 0:
+                print(f"Finished training it {it + 1}/{steps} of epoch 0, {(now - last) / k * 1000:.2f} ms/it, "
+                      f"loss {total[0].item() / size / k:.6f}, accuracy {100 * total[1].item() / size / k:.3f} %; "
+                      f"kB/step sent (rank 0): {wgrad}, {computed} (computed)", flush=True)
+            last, loss_sum, correct, k = now, 0.0, 0.0, 0
+    train_s = time.perf_counter() - t0
+    evaluate(dmp, test, inputs, batch, size, rank, steps, train_s)
+    if hook:
+        hook.wait()
+    dist.destroy_process_group()
+
+
+def evaluate(dmp, test, inputs, batch, size, rank, steps, train_s):
+    """sparq train's test line: every rank scores its share of each test batch."""
+    scores, labels = [], []
+    dmp.eval()
+    with torch.no_grad():
+        for s in range(0, len(test) - batch + 1, batch):
+            dense, ids, label = inputs(test[s:s + batch])
+            scores.append(torch.sigmoid(dmp(dense, ids).squeeze(1)))
+            labels.append(label)
+    sc, lb = torch.cat(scores), torch.cat(labels)
+    all_sc = [torch.empty_like(sc) for _ in range(size)]
+    all_lb = [torch.empty_like(lb) for _ in range(size)]
+    dist.all_gather(all_sc, sc)
+    dist.all_gather(all_lb, lb)
+    if rank == 0:
+        s, y = torch.cat(all_sc).numpy().astype(np.float64), torch.cat(all_lb).numpy()
+        eps = 1e-7
+        logloss = float(-np.mean(y * np.log(np.clip(s, eps, 1)) + (1 - y) * np.log(np.clip(1 - s, eps, 1))))
+        acc = float(np.mean((s > 0.5) == (y > 0.5)))
+        print(f"Testing at - {steps}/{steps} of epoch 0, loss {logloss:.6f}, accuracy {acc * 100:.3f} %, "
+              f"auc {auc(y, s):.4f}; training {train_s:.2f} s, {train_s / max(steps, 1) * 1000:.2f} ms/step",
+              flush=True)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except sparq.Error as e:  # one line, and the job ends at once (the other ranks may wait for this one)
+        print(f"torchrec_dlrm: {e}", file=sys.stderr)
+        st.abort(1)

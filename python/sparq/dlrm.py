@@ -1,0 +1,129 @@
+"""sparq's data files and checkpoints for a DLRM in PyTorch: what
+examples/dlrm_ddp.py and examples/torchrec_dlrm.py need to train on the
+data of `sparq gen-data --format bin` and to start from a `sparq train
+--save` checkpoint, hashing categorical values to rows as sparq does.
+"""
+import json
+import os
+import zlib
+
+import numpy as np
+
+NUM_DENSE, NUM_SPARSE = 13, 26
+RECORD = np.dtype([("label", "<f4"), ("dense", "<f4", NUM_DENSE), ("sparse", "<u4", NUM_SPARSE)])
+
+
+def read_bin(path):
+    """sparq's binary format: a 64-byte header, then fixed-size records (memory-mapped)."""
+    with open(path, "rb") as f:
+        head = f.read(64)
+    if len(head) < 64 or head[:8] != b"SPARQCR1":
+        raise SystemExit(f"{path}: not a sparq binary data file (make one with `sparq gen-data --format bin`)")
+    count = int(np.frombuffer(head, "<u8", 1, 24)[0])
+    return np.memmap(path, RECORD, "r", 64, (count,))
+
+
+def read_data(path):
+    """The training and test sets of a `sparq gen-data --format bin` directory."""
+    return read_bin(os.path.join(path, "train.bin")), read_bin(os.path.join(path, "test.bin"))
+
+
+def rows_of(values, table, rows):
+    """sparq's categorical hash: fmix32(value ^ salt(table)) % rows."""
+    h = values.astype(np.uint64) ^ np.uint64((0x9E3779B9 * (table + 1)) & 0xFFFFFFFF)
+    for shift, mul in ((16, 0x85EBCA6B), (13, 0xC2B2AE35), (16, None)):
+        h ^= h >> np.uint64(shift)
+        if mul is not None:
+            h = (h * np.uint64(mul)) & np.uint64(0xFFFFFFFF)
+    return (h % np.uint64(rows)).astype(np.int64)
+
+
+def read_checkpoint(path, sizes, dim):
+    """A sparq checkpoint (`sparq train --save`, layout in
+    sparq/model/checkpoint.h), checked against this model's tables:
+    (meta, dense, tables) with the dense parameters in sparq's order
+    (bot.0.weight [out x in], bot.0.bias, ..., top...) as one float32 array
+    and every table as a (rows, dim) array."""
+    with open(path, "rb") as f:
+        data = f.read()
+
+    def bad(why):
+        raise SystemExit(f"{path}: {why}")
+
+    if data[:8] not in (b"SPARQCK1", b"SPARQCK2", b"SPARQCK4"):  # the model comes first in every layout
+        bad("not a sparq checkpoint")
+    if data[:8] == b"SPARQCK4":  # ends in the CRC-32 of every byte before it
+        if len(data) < 12 or zlib.crc32(data[:-4]) != int(np.frombuffer(data, "<u4", 1, len(data) - 4)[0]):
+            bad("checksum mismatch: the checkpoint is corrupt or truncated")
+    pos = 8
+
+    def u64():
+        nonlocal pos
+        if pos + 8 > len(data):
+            bad("truncated")
+        v = int(np.frombuffer(data, "<u8", 1, pos)[0])
+        pos += 8
+        return v
+
+    def floats(n):
+        nonlocal pos
+        if pos + 4 * n > len(data):
+            bad("truncated")
+        v = np.frombuffer(data, "<f4", n, pos)
+        pos += 4 * n
+        return v
+
+    n = u64()
+    if pos + n > len(data):
+        bad("truncated")
+    meta = json.loads(data[pos:pos + n].decode())
+    pos += n
+    dense = floats(u64())
+    if u64() != NUM_SPARSE:
+        bad(f"not {NUM_SPARSE} tables")
+    tables = []
+    for t in range(NUM_SPARSE):
+        rows, d = u64(), u64()
+        if rows != sizes[t] or d != dim:
+            bad(f"table {t} is {rows} x {d}, this model's is {sizes[t]} x {dim}")
+        if u64() != rows * d:
+            bad(f"table {t}: a size that is not rows x dim")
+        tables.append(floats(rows * d).reshape(rows, d))
+    return meta, dense, tables
+
+
+def copy_dense(path, dense, params):
+    """Copies sparq's dense parameters into `params` (torch tensors in sparq's order)."""
+    import torch
+    if len(dense) != sum(p.numel() for p in params):
+        raise SystemExit(f"{path}: {len(dense)} dense parameters, this model has {sum(p.numel() for p in params)} "
+                         "(other --arch flags?)")
+    off = 0
+    with torch.no_grad():
+        for p in params:
+            p.copy_(torch.from_numpy(dense[off:off + p.numel()].copy()).view_as(p))
+            off += p.numel()
+
+
+def auc(labels, scores):
+    """ROC AUC, ties counted half (the Mann-Whitney statistic, as sparq's metrics)."""
+    order = np.argsort(scores, kind="mergesort")
+    _, first, counts = np.unique(scores[order], return_index=True, return_counts=True)
+    ranks = np.empty(len(scores))
+    ranks[order] = np.repeat(first + (counts + 1) / 2, counts)  # tied scores share their mean rank
+    pos = labels > 0.5
+    npos, nneg = pos.sum(), (~pos).sum()
+    if npos == 0 or nneg == 0:
+        return float("nan")
+    return float((ranks[pos].sum() - npos * (npos + 1) / 2) / (npos * nneg))
+
+
+def assign_tables(sizes, nranks):
+    """Largest table first to the least loaded rank (sparq's table-wise rule)."""
+    load = [0] * nranks
+    owner = [0] * len(sizes)
+    for t in sorted(range(len(sizes)), key=lambda t: (-sizes[t], t)):
+        r = min(range(nranks), key=lambda r: (load[r], r))
+        owner[t] = r
+        load[r] += sizes[t]
+    return owner
