@@ -137,6 +137,8 @@ def main():
     ap.add_argument("--learning-rate", type=float, default=0.1)
     ap.add_argument("--num-batches", type=int, default=0, help="0 or more than an epoch's: one epoch")
     ap.add_argument("--print-freq", type=int, default=100)
+    ap.add_argument("--test-freq", type=int, default=0,
+                    help="test every N steps too (0: at the end only); the training time leaves the tests out")
     ap.add_argument("--hook", default="none", help="none | dct:ETA,L | q8|q4|q2[+ec] | topk:K/B")
     ap.add_argument("--emb-codec", default="fp32", help="FWD/BWD of the lookups alltoall, e.g. q4/q2 (fp32|q8|q4|q2)")
     ap.add_argument("--bucket-cap-mb", type=float, default=25,
@@ -205,7 +207,7 @@ def main():
     opt = torch.optim.SGD(list(ddp.parameters()), lr=args.learning_rate, foreach=True)
 
     start = load_sparq_checkpoint(args.load_sparq, model, weight, offset, sizes, dim) if args.load_sparq else 0
-    train, test = read_data(args.data_path)
+    train, test_set = read_data(args.data_path)
     batch = args.mini_batch_size
     if batch % size:
         raise SystemExit(f"--mini-batch-size {batch} does not divide over {size} ranks")
@@ -243,6 +245,38 @@ def main():
               f"mlp-precision {args.mlp_precision}, global batch {batch}, {steps} steps", flush=True)
     t0 = time.perf_counter()
     last_t, last_bytes, loss_sum, n_loss = t0, sent(), 0.0, 0
+    testing = 0.0  # seconds spent in tests, left out of the training time
+
+    def test(it):
+        """sparq train's test line, with the training time so far: every
+        rank scores its share of each test batch."""
+        nonlocal testing, last_t
+        at = time.perf_counter()
+        scores, labels = [], []
+        with torch.no_grad():
+            for s in range(0, len(test_set) - batch + 1, batch):
+                rec = test_set[s:s + batch]
+                share = rec[rank * local:(rank + 1) * local]
+                emb = lookups(rec["sparse"], False)[0]
+                scores.append(torch.sigmoid(model(torch.from_numpy(np.ascontiguousarray(share["dense"])), emb)))
+                labels.append(torch.from_numpy(np.ascontiguousarray(share["label"])))
+        sc, lb = torch.cat(scores), torch.cat(labels)
+        all_sc = [torch.empty_like(sc) for _ in range(size)]
+        all_lb = [torch.empty_like(lb) for _ in range(size)]
+        dist.all_gather(all_sc, sc)
+        dist.all_gather(all_lb, lb)
+        train_s = at - t0 - testing
+        if rank == 0:
+            s, y = torch.cat(all_sc).numpy().astype(np.float64), torch.cat(all_lb).numpy()
+            eps = 1e-7
+            logloss = float(-np.mean(y * np.log(np.clip(s, eps, 1)) + (1 - y) * np.log(np.clip(1 - s, eps, 1))))
+            acc = float(np.mean((s > 0.5) == (y > 0.5)))
+            print(f"Testing at - {it}/{steps} of epoch 0, loss {logloss:.6f}, accuracy {acc * 100:.3f} %, "
+                  f"auc {auc(y, s):.4f}; training {train_s:.2f} s, {train_s / max(it, 1) * 1000:.2f} ms/step",
+                  flush=True)
+        testing += time.perf_counter() - at
+        last_t += time.perf_counter() - at
+
     # Per-step phases; "hook" is the sparq exchange's time on its own thread
     # (it overlaps backward, so it is not a part of the step's sum).
     phase = dict.fromkeys(("data", "lookups", "fwd+bwd", "opt", "hook"), 0.0)
@@ -290,30 +324,9 @@ def main():
                       f"ms/step: {times}", flush=True)
             last_t, last_bytes, loss_sum, n_loss = now, b, 0.0, 0
             phase.update({key: 0.0 for key in ("data", "lookups", "fwd+bwd", "opt")})
-    train_s = time.perf_counter() - t0
-
-    # Test: every rank scores its share of each test batch.
-    scores, labels = [], []
-    with torch.no_grad():
-        tb = batch
-        for s in range(0, len(test) - tb + 1, tb):
-            rec = test[s:s + tb]
-            share = rec[rank * local:(rank + 1) * local]
-            emb = lookups(rec["sparse"], False)[0]
-            scores.append(torch.sigmoid(model(torch.from_numpy(np.ascontiguousarray(share["dense"])), emb)))
-            labels.append(torch.from_numpy(np.ascontiguousarray(share["label"])))
-    sc, lb = torch.cat(scores), torch.cat(labels)
-    all_sc = [torch.empty_like(sc) for _ in range(size)]
-    all_lb = [torch.empty_like(lb) for _ in range(size)]
-    dist.all_gather(all_sc, sc)
-    dist.all_gather(all_lb, lb)
-    if rank == 0:
-        s, y = torch.cat(all_sc).numpy(), torch.cat(all_lb).numpy()
-        eps = 1e-7
-        logloss = float(-np.mean(y * np.log(np.clip(s, eps, 1)) + (1 - y) * np.log(np.clip(1 - s, eps, 1))))
-        acc = float(np.mean((s > 0.5) == (y > 0.5)))
-        print(f"Testing at - {steps}/{steps} of epoch 0, loss {logloss:.6f}, accuracy {acc * 100:.3f} %, "
-              f"auc {auc(y, s):.4f}; training {train_s:.2f} s, {train_s / steps * 1000:.2f} ms/step", flush=True)
+        if args.test_freq and (it + 1) % args.test_freq == 0 and it + 1 != steps:
+            test(it + 1)
+    test(steps)
     if hook:
         hook.wait()
     a2a.barrier()

@@ -62,6 +62,8 @@ def parse_args():
     ap.add_argument("--learning-rate", type=float, default=0.1)
     ap.add_argument("--num-batches", type=int, default=0, help="0 or more than an epoch's: one epoch")
     ap.add_argument("--print-freq", type=int, default=100)
+    ap.add_argument("--test-freq", type=int, default=0,
+                    help="test every N steps too (0: at the end only); the training time leaves the tests out")
     ap.add_argument("--qcomms", default="none", choices=QCOMMS, help="TorchRec's codec of the embeddings' alltoall")
     ap.add_argument("--sparq-emb", default="none", help="sparq's codecs of the embeddings' alltoall, FWD/BWD, e.g. q4/q2")
     ap.add_argument("--hook", default="none", help="the dense gradients: none (torch's allreduce) | dct:ETA,L | "
@@ -215,7 +217,7 @@ def main():
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     dmp, dense_opt, hook, registry, sizes, start, plan = build(args, rank, size)
-    train, test = read_data(args.data_path)
+    train, test_set = read_data(args.data_path)
     batch = args.mini_batch_size
     if batch % size:
         raise SystemExit(f"--mini-batch-size {batch} does not divide over {size} ranks")
@@ -245,9 +247,19 @@ def main():
                 torch.from_numpy(np.ascontiguousarray(share["label"])))
 
     t0 = last = time.perf_counter()
+    testing = 0.0  # seconds spent in tests, left out of the training time
     loss_sum = correct = 0.0
     k = 0
     hook_bytes = 0
+
+    def test(it):
+        nonlocal testing, last
+        at = time.perf_counter()
+        evaluate(dmp, test_set, inputs, batch, size, rank, it, steps, at - t0 - testing)
+        dmp.train()
+        testing += time.perf_counter() - at
+        last += time.perf_counter() - at
+
     for it in range(start, steps):
         dense, ids, label = inputs(np.take(train, order[it * batch:(it + 1) * batch]))
         logits = dmp(dense, ids).squeeze(1)
@@ -274,15 +286,17 @@ def main():
                       f"loss {total[0].item() / size / k:.6f}, accuracy {100 * total[1].item() / size / k:.3f} %; "
                       f"kB/step sent (rank 0): {wgrad}, {computed} (computed)", flush=True)
             last, loss_sum, correct, k = now, 0.0, 0.0, 0
-    train_s = time.perf_counter() - t0
-    evaluate(dmp, test, inputs, batch, size, rank, steps, train_s)
+        if args.test_freq and (it + 1) % args.test_freq == 0 and it + 1 != steps:
+            test(it + 1)
+    test(steps)
     if hook:
         hook.wait()
     dist.destroy_process_group()
 
 
-def evaluate(dmp, test, inputs, batch, size, rank, steps, train_s):
-    """sparq train's test line: every rank scores its share of each test batch."""
+def evaluate(dmp, test, inputs, batch, size, rank, it, steps, train_s):
+    """sparq train's test line, with the training time so far: every rank
+    scores its share of each test batch."""
     scores, labels = [], []
     dmp.eval()
     with torch.no_grad():
@@ -300,8 +314,8 @@ def evaluate(dmp, test, inputs, batch, size, rank, steps, train_s):
         eps = 1e-7
         logloss = float(-np.mean(y * np.log(np.clip(s, eps, 1)) + (1 - y) * np.log(np.clip(1 - s, eps, 1))))
         acc = float(np.mean((s > 0.5) == (y > 0.5)))
-        print(f"Testing at - {steps}/{steps} of epoch 0, loss {logloss:.6f}, accuracy {acc * 100:.3f} %, "
-              f"auc {auc(y, s):.4f}; training {train_s:.2f} s, {train_s / max(steps, 1) * 1000:.2f} ms/step",
+        print(f"Testing at - {it}/{steps} of epoch 0, loss {logloss:.6f}, accuracy {acc * 100:.3f} %, "
+              f"auc {auc(y, s):.4f}; training {train_s:.2f} s, {train_s / max(it, 1) * 1000:.2f} ms/step",
               flush=True)
 
 
