@@ -30,6 +30,10 @@ import torch.distributed as dist
 
 from . import _sparq
 
+# The hooks use DDP's comm-hook and future APIs as of torch 2.0.
+if int(torch.__version__.split(".")[0]) < 2:
+    raise ImportError(f"sparq.torch needs torch 2.0 or later; this environment has torch {torch.__version__}")
+
 atexit.register(_sparq.mpi_finalize)  # after every rank's last MPI call: Open MPI wants it before exit
 _comm_lock = threading.Lock()
 _comm_counts = {}
