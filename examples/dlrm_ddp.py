@@ -16,8 +16,6 @@ reference's, with the bytes this rank sent per step (sparq's counters).
 """
 import argparse
 import ctypes
-import datetime
-import os
 import sys
 import time
 
@@ -29,7 +27,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 import sparq
 import sparq.torch as st
-from sparq.dlrm import NUM_SPARSE, assign_tables, auc, copy_dense, read_checkpoint, read_data, rows_of
+from sparq.dlrm import (NUM_SPARSE, add_args, assign_tables, copy_dense, init_distributed, read_checkpoint, read_data,
+                        report_test, rows_of)
 
 
 
@@ -128,35 +127,14 @@ class DenseDlrm(nn.Module):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data-path", required=True, help="directory with train.bin and test.bin")
-    ap.add_argument("--arch-sparse-feature-size", type=int, default=16)
-    ap.add_argument("--arch-mlp-bot", default="13-512-256-64-16")
-    ap.add_argument("--arch-mlp-top", default="512-256-1")
-    ap.add_argument("--arch-embedding-size", default="100000", help="rows per table: 26 dash-separated or one")
-    ap.add_argument("--mini-batch-size", type=int, default=2048, help="global batch")
-    ap.add_argument("--learning-rate", type=float, default=0.1)
-    ap.add_argument("--num-batches", type=int, default=0, help="0 or more than an epoch's: one epoch")
-    ap.add_argument("--print-freq", type=int, default=100)
-    ap.add_argument("--test-freq", type=int, default=0,
-                    help="test every N steps too (0: at the end only); the training time leaves the tests out")
+    add_args(ap)
     ap.add_argument("--hook", default="none", help="none | dct:ETA,L | q8|q4|q2[+ec] | topk:K/B")
     ap.add_argument("--emb-codec", default="fp32", help="FWD/BWD of the lookups alltoall, e.g. q4/q2 (fp32|q8|q4|q2)")
     ap.add_argument("--bucket-cap-mb", type=float, default=25,
                     help="DDP's bucket size: smaller buckets let the hook's exchanges overlap more of backward")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--mlp-precision", choices=("fp32", "bf16"), default="fp32",
-                    help="the MLPs' GEMMs in fp32, or in bf16 under torch.autocast (fast with AVX512_BF16)")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--no-shuffle", action="store_true", help="keep the training set's order")
-    ap.add_argument("--load-sparq", help="start from this sparq checkpoint (its parameters and step)")
     args = ap.parse_args()
 
-    # torchrun sets RANK/WORLD_SIZE; under mpiexec, Open MPI's variables stand in.
-    for var, ompi in (("RANK", "OMPI_COMM_WORLD_RANK"), ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE")):
-        if var not in os.environ and ompi in os.environ:
-            os.environ[var] = os.environ[ompi]
-    dist.init_process_group("gloo", timeout=datetime.timedelta(minutes=5))
-    rank, size = dist.get_rank(), dist.get_world_size()
+    rank, size = init_distributed()
     torch.set_num_threads(args.threads)
     # Debian's torch multiplies fp32 matrices with OpenBLAS, whose own thread
     # count set_num_threads() does not reach: left at one per core, 4 ranks
@@ -260,20 +238,7 @@ def main():
                 emb = lookups(rec["sparse"], False)[0]
                 scores.append(torch.sigmoid(model(torch.from_numpy(np.ascontiguousarray(share["dense"])), emb)))
                 labels.append(torch.from_numpy(np.ascontiguousarray(share["label"])))
-        sc, lb = torch.cat(scores), torch.cat(labels)
-        all_sc = [torch.empty_like(sc) for _ in range(size)]
-        all_lb = [torch.empty_like(lb) for _ in range(size)]
-        dist.all_gather(all_sc, sc)
-        dist.all_gather(all_lb, lb)
-        train_s = at - t0 - testing
-        if rank == 0:
-            s, y = torch.cat(all_sc).numpy().astype(np.float64), torch.cat(all_lb).numpy()
-            eps = 1e-7
-            logloss = float(-np.mean(y * np.log(np.clip(s, eps, 1)) + (1 - y) * np.log(np.clip(1 - s, eps, 1))))
-            acc = float(np.mean((s > 0.5) == (y > 0.5)))
-            print(f"Testing at - {it}/{steps} of epoch 0, loss {logloss:.6f}, accuracy {acc * 100:.3f} %, "
-                  f"auc {auc(y, s):.4f}; training {train_s:.2f} s, {train_s / max(it, 1) * 1000:.2f} ms/step",
-                  flush=True)
+        report_test(torch.cat(scores), torch.cat(labels), it, steps, at - t0 - testing)
         testing += time.perf_counter() - at
         last_t += time.perf_counter() - at
 

@@ -23,8 +23,6 @@ torch's gloo does not count, from the sizes the codecs give each block
 (marked "computed").
 """
 import argparse
-import datetime
-import os
 import sys
 import time
 
@@ -37,7 +35,8 @@ import sparq
 import sparq.torch as st
 import sparq.torchrec as sq
 from fbgemm_gpu.split_embedding_configs import EmbOptimType
-from sparq.dlrm import NUM_DENSE, NUM_SPARSE, auc, copy_dense, read_checkpoint, read_data, rows_of
+from sparq.dlrm import (NUM_DENSE, NUM_SPARSE, add_args, copy_dense, init_distributed, read_checkpoint, read_data,
+                        report_test, rows_of)
 from torchrec import EmbeddingBagCollection, EmbeddingBagConfig, KeyedJaggedTensor
 from torchrec.distributed import DistributedModelParallel
 from torchrec.distributed.embeddingbag import EmbeddingBagCollectionSharder
@@ -53,27 +52,11 @@ QCOMMS = ("none", "fp16", "bf16", "fp8", "int8", "mx4")
 
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data-path", required=True, help="directory with train.bin and test.bin")
-    ap.add_argument("--arch-sparse-feature-size", type=int, default=16)
-    ap.add_argument("--arch-mlp-bot", default="13-512-256-64-16")
-    ap.add_argument("--arch-mlp-top", default="512-256-1")
-    ap.add_argument("--arch-embedding-size", default="100000", help="rows per table: 26 dash-separated or one")
-    ap.add_argument("--mini-batch-size", type=int, default=2048, help="global batch")
-    ap.add_argument("--learning-rate", type=float, default=0.1)
-    ap.add_argument("--num-batches", type=int, default=0, help="0 or more than an epoch's: one epoch")
-    ap.add_argument("--print-freq", type=int, default=100)
-    ap.add_argument("--test-freq", type=int, default=0,
-                    help="test every N steps too (0: at the end only); the training time leaves the tests out")
+    add_args(ap)
     ap.add_argument("--qcomms", default="none", choices=QCOMMS, help="TorchRec's codec of the embeddings' alltoall")
     ap.add_argument("--sparq-emb", default="none", help="sparq's codecs of the embeddings' alltoall, FWD/BWD, e.g. q4/q2")
     ap.add_argument("--hook", default="none", help="the dense gradients: none (torch's allreduce) | dct:ETA,L | "
                     "q8|q4|q2[+ec] | topk:K/B (sparq's DDP hooks)")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--mlp-precision", choices=("fp32", "bf16"), default="fp32",
-                    help="the MLPs' GEMMs in fp32, or in bf16 under torch.autocast")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--no-shuffle", action="store_true", help="keep the training set's order")
-    ap.add_argument("--load-sparq", help="start from this sparq checkpoint (its parameters and step)")
     args = ap.parse_args()
     if args.qcomms != "none" and args.sparq_emb != "none":
         raise SystemExit("--qcomms and --sparq-emb both code the embeddings' alltoall: give one")
@@ -209,11 +192,7 @@ def block_bytes(registry, op_dir, n):
 
 def main():
     args = parse_args()
-    for var, ompi in (("RANK", "OMPI_COMM_WORLD_RANK"), ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE")):
-        if var not in os.environ and ompi in os.environ:  # under mpiexec, Open MPI's variables stand in
-            os.environ[var] = os.environ[ompi]
-    dist.init_process_group("gloo", timeout=datetime.timedelta(minutes=5))
-    rank, size = dist.get_rank(), dist.get_world_size()
+    rank, size = init_distributed()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     dmp, dense_opt, hook, registry, sizes, start, plan = build(args, rank, size)
@@ -255,7 +234,7 @@ def main():
     def test(it):
         nonlocal testing, last
         at = time.perf_counter()
-        evaluate(dmp, test_set, inputs, batch, size, rank, it, steps, at - t0 - testing)
+        evaluate(dmp, test_set, inputs, batch, it, steps, at - t0 - testing)
         dmp.train()
         testing += time.perf_counter() - at
         last += time.perf_counter() - at
@@ -294,7 +273,7 @@ def main():
     dist.destroy_process_group()
 
 
-def evaluate(dmp, test, inputs, batch, size, rank, it, steps, train_s):
+def evaluate(dmp, test, inputs, batch, it, steps, train_s):
     """sparq train's test line, with the training time so far: every rank
     scores its share of each test batch."""
     scores, labels = [], []
@@ -304,19 +283,7 @@ def evaluate(dmp, test, inputs, batch, size, rank, it, steps, train_s):
             dense, ids, label = inputs(test[s:s + batch])
             scores.append(torch.sigmoid(dmp(dense, ids).squeeze(1)))
             labels.append(label)
-    sc, lb = torch.cat(scores), torch.cat(labels)
-    all_sc = [torch.empty_like(sc) for _ in range(size)]
-    all_lb = [torch.empty_like(lb) for _ in range(size)]
-    dist.all_gather(all_sc, sc)
-    dist.all_gather(all_lb, lb)
-    if rank == 0:
-        s, y = torch.cat(all_sc).numpy().astype(np.float64), torch.cat(all_lb).numpy()
-        eps = 1e-7
-        logloss = float(-np.mean(y * np.log(np.clip(s, eps, 1)) + (1 - y) * np.log(np.clip(1 - s, eps, 1))))
-        acc = float(np.mean((s > 0.5) == (y > 0.5)))
-        print(f"Testing at - {it}/{steps} of epoch 0, loss {logloss:.6f}, accuracy {acc * 100:.3f} %, "
-              f"auc {auc(y, s):.4f}; training {train_s:.2f} s, {train_s / max(it, 1) * 1000:.2f} ms/step",
-              flush=True)
+    report_test(torch.cat(scores), torch.cat(labels), it, steps, train_s)
 
 
 if __name__ == "__main__":

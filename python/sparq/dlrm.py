@@ -3,6 +3,7 @@ examples/dlrm_ddp.py and examples/torchrec_dlrm.py need to train on the
 data of `sparq gen-data --format bin` and to start from a `sparq train
 --save` checkpoint, hashing categorical values to rows as sparq does.
 """
+import datetime
 import json
 import os
 import zlib
@@ -127,3 +128,56 @@ def assign_tables(sizes, nranks):
         owner[t] = r
         load[r] += sizes[t]
     return owner
+
+
+def add_args(ap):
+    """The flags the PyTorch examples share with `sparq train`."""
+    ap.add_argument("--data-path", required=True, help="directory with train.bin and test.bin")
+    ap.add_argument("--arch-sparse-feature-size", type=int, default=16)
+    ap.add_argument("--arch-mlp-bot", default="13-512-256-64-16")
+    ap.add_argument("--arch-mlp-top", default="512-256-1")
+    ap.add_argument("--arch-embedding-size", default="100000", help="rows per table: 26 dash-separated or one")
+    ap.add_argument("--mini-batch-size", type=int, default=2048, help="global batch")
+    ap.add_argument("--learning-rate", type=float, default=0.1)
+    ap.add_argument("--num-batches", type=int, default=0, help="0 or more than an epoch's: one epoch")
+    ap.add_argument("--print-freq", type=int, default=100)
+    ap.add_argument("--test-freq", type=int, default=0,
+                    help="test every N steps too (0: at the end only); the training time leaves the tests out")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--mlp-precision", choices=("fp32", "bf16"), default="fp32",
+                    help="the MLPs' GEMMs in fp32, or in bf16 under torch.autocast (fast with AVX512_BF16)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--no-shuffle", action="store_true", help="keep the training set's order")
+    ap.add_argument("--load-sparq", help="start from this sparq checkpoint (its parameters and step)")
+
+
+def init_distributed():
+    """torch.distributed on gloo, under torchrun or under mpiexec (whose
+    variables stand in for RANK and WORLD_SIZE). Returns (rank, size)."""
+    import torch.distributed as dist
+    for var, ompi in (("RANK", "OMPI_COMM_WORLD_RANK"), ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE")):
+        if var not in os.environ and ompi in os.environ:
+            os.environ[var] = os.environ[ompi]
+    dist.init_process_group("gloo", timeout=datetime.timedelta(minutes=5))
+    return dist.get_rank(), dist.get_world_size()
+
+
+def report_test(scores, labels, it, steps, train_s):
+    """Gathers every rank's test scores and labels (1-D tensors of its
+    shares) and prints `sparq train`'s test line on rank 0, with the
+    training time so far. Every rank calls it."""
+    import torch
+    import torch.distributed as dist
+    size = dist.get_world_size()
+    all_sc = [torch.empty_like(scores) for _ in range(size)]
+    all_lb = [torch.empty_like(labels) for _ in range(size)]
+    dist.all_gather(all_sc, scores)
+    dist.all_gather(all_lb, labels)
+    if dist.get_rank() != 0:
+        return
+    s, y = torch.cat(all_sc).numpy().astype(np.float64), torch.cat(all_lb).numpy()
+    eps = 1e-7
+    logloss = float(-np.mean(y * np.log(np.clip(s, eps, 1)) + (1 - y) * np.log(np.clip(1 - s, eps, 1))))
+    acc = float(np.mean((s > 0.5) == (y > 0.5)))
+    print(f"Testing at - {it}/{steps} of epoch 0, loss {logloss:.6f}, accuracy {acc * 100:.3f} %, "
+          f"auc {auc(y, s):.4f}; training {train_s:.2f} s, {train_s / max(it, 1) * 1000:.2f} ms/step", flush=True)
