@@ -402,8 +402,10 @@ def torchrun_jobs(nprocs):
     killed, which must end with the lost rank named, well within the
     Comm's timeout (torchrun stops the other workers when one fails)."""
     def cmd():
-        return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nprocs),
-                "--master-port", str(free_port()), os.path.abspath(__file__)]
+        # --standalone: the rendezvous binds a port the kernel picks (a probed
+        # free port could be taken by another test before torchrun binds it)
+        return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nprocs),
+                os.path.abspath(__file__)]
 
     rc = subprocess.run(cmd(), timeout=600).returncode
     if rc != 0:
