@@ -28,10 +28,20 @@ for cfg in "none fp32 fp32 none none 3e-5" "dct:0.98,1000 q4 q2 dct:0.98,1000 q4
   tol=$6
   a=$("$sparq" train "${common[@]}" --ranks 2 --emb-placement table-wise --emb-row-len 16 --load "$tmp/init.ck" \
         --dp-codec "$1" --emb-codec-fwd "$2" --emb-codec-bwd "$3" | loss_at_50)
-  # --standalone: the rendezvous binds a port the kernel picks (no probe another test could take first)
-  b=$("$py" -m torch.distributed.run --standalone --nproc-per-node 2 "$root/examples/torchrec_dlrm.py" \
-        "${common[@]}" --load-sparq "$tmp/init.ck" --hook "$4" --sparq-emb "$5" 2> "$tmp/err" | loss_at_50) ||
-    { cat "$tmp/err"; exit 1; }
+  # --standalone: the rendezvous binds a port the kernel picks (no probe another test could take first).
+  # A start that fails before any training line is tried once more, its error shown: under ctest -j2
+  # beside the other Python tests it failed within 15 s in 2 of 6 runs, not yet understood.
+  run_torchrec() {
+    "$py" -m torch.distributed.run --standalone --nproc-per-node 2 "$root/examples/torchrec_dlrm.py" \
+      "${common[@]}" --load-sparq "$tmp/init.ck" --hook "$4" --sparq-emb "$5" > "$tmp/out" 2> "$tmp/err"
+  }
+  if ! run_torchrec "$@"; then
+    grep -q "Finished training" "$tmp/out" && { cat "$tmp/out" "$tmp/err"; exit 1; }
+    echo "torchrec_dlrm.py failed to start ($cfg), trying once more; its error:" >&2
+    tail -30 "$tmp/err" >&2
+    run_torchrec "$@" || { cat "$tmp/out" "$tmp/err"; exit 1; }
+  fi
+  b=$(loss_at_50 < "$tmp/out")
   if "$py" -c 'import sys; a, b, tol = map(float, sys.argv[1:]); sys.exit(abs(a - b) > tol)' "$a" "$b" "$tol"; then
     echo "ok   $cfg: sparq train $a, torchrec_dlrm.py $b"
   else
