@@ -132,7 +132,6 @@ PlanOptions plan_options(const TrainArgs& a, int world) {
   p.optimizer.lr = a.lr, p.optimizer.dense = parse_dense_optim(a.optimizer), p.optimizer.schedule = lr_schedule(a);
   p.optimizer_name = a.optimizer, p.embedding_optimizer_name = a.emb_optim;
   p.dp = dp_options(a);
-  p.emb_codec_fwd = a.emb_codec_fwd, p.emb_codec_bwd = a.emb_codec_bwd;
   p.mp_codec = parse_mp_codec(a.mp_codec);
   p.mp_splits = a.mp_splits, p.micro_batches = a.micro_batches, p.mp_threshold_eta = a.mp_threshold_eta;
   p.drain = {a.ef_drain_every, a.ef_drain_fraction, a.seed};

@@ -60,7 +60,7 @@ class RowwiseCodec:
         if not isinstance(row_len, int) or row_len <= 0:
             raise _sparq.InputError(f"sparq.torchrec: row_len must be a positive integer, got {row_len!r}")
         self.codec, self.row_len, self.direction = codec, row_len, direction
-        self.bytes_encoded = 0  # by this rank, all steps: what it put on the wire
+        self.bytes_encoded = 0  # by this rank, all steps, the block it keeps included
 
     @property
     def quantized_dtype(self):

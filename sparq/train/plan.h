@@ -43,7 +43,6 @@ struct PlanOptions {
   OptimizerOptions optimizer;
   std::string optimizer_name = "sgd", embedding_optimizer_name = "sgd";  // as given, for checkpoints and reports
   DataParallelOptions dp;  // the dense gradients' codec; the tables' placement and alltoall codecs
-  std::string emb_codec_fwd = "fp32", emb_codec_bwd = "fp32";  // as given, for reports
   // Model parallelism: the cuts (plan_stages; empty: none), micro-batches,
   // what crosses a cut, and the sparsity whose X_act threshold is tracked.
   std::string mp_splits;

@@ -59,8 +59,8 @@ class DataParallelPlan final : public Plan {
                       fmt::format("rank 0; --dp-codec {}, --emb-placement {}{}", d.codec.text,
                                   emb_placement_name(d.placement),
                                   d.placement == EmbPlacement::TableWise
-                                      ? fmt::format(", --emb-codec-fwd {} --emb-codec-bwd {}", o_.emb_codec_fwd,
-                                                    o_.emb_codec_bwd)
+                                      ? fmt::format(", --emb-codec-fwd {} --emb-codec-bwd {}", d.emb_fwd.name(),
+                                                    d.emb_bwd.name())
                                       : ""),
                       out);
   }
