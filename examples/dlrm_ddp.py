@@ -27,8 +27,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 import sparq
 import sparq.torch as st
-from sparq.dlrm import (NUM_SPARSE, add_args, assign_tables, copy_dense, init_distributed, read_checkpoint, read_data,
-                        report_test, rows_of)
+from sparq.dlrm import (NUM_SPARSE, ThreadClock, add_args, assign_tables, copy_dense, init_distributed, read_checkpoint,
+                        read_data, report_test, rows_of)
 
 
 
@@ -224,11 +224,13 @@ def main():
     t0 = time.perf_counter()
     last_t, last_bytes, loss_sum, n_loss = t0, sent(), 0.0, 0
     testing = 0.0  # seconds spent in tests, left out of the training time
+    clock = ThreadClock()
 
     def test(it):
         """sparq train's test line, with the training time so far: every
         rank scores its share of each test batch."""
         nonlocal testing, last_t
+        clock.pause()
         at = time.perf_counter()
         scores, labels = [], []
         with torch.no_grad():
@@ -241,6 +243,7 @@ def main():
         report_test(torch.cat(scores), torch.cat(labels), it, steps, at - t0 - testing)
         testing += time.perf_counter() - at
         last_t += time.perf_counter() - at
+        clock.resume()
 
     # Per-step phases; "hook" is the sparq exchange's time on its own thread
     # (it overlaps backward, so it is not a part of the step's sum).
@@ -292,6 +295,7 @@ def main():
         if args.test_freq and (it + 1) % args.test_freq == 0 and it + 1 != steps:
             test(it + 1)
     test(steps)
+    clock.report(steps - start)
     if hook:
         hook.wait()
     a2a.barrier()

@@ -35,8 +35,8 @@ import sparq
 import sparq.torch as st
 import sparq.torchrec as sq
 from fbgemm_gpu.split_embedding_configs import EmbOptimType
-from sparq.dlrm import (NUM_DENSE, NUM_SPARSE, add_args, copy_dense, init_distributed, read_checkpoint, read_data,
-                        report_test, rows_of)
+from sparq.dlrm import (NUM_DENSE, NUM_SPARSE, ThreadClock, add_args, copy_dense, init_distributed, read_checkpoint,
+                        read_data, report_test, rows_of)
 from torchrec import EmbeddingBagCollection, EmbeddingBagConfig, KeyedJaggedTensor
 from torchrec.distributed import DistributedModelParallel
 from torchrec.distributed.embeddingbag import EmbeddingBagCollectionSharder
@@ -57,6 +57,8 @@ def parse_args():
     ap.add_argument("--sparq-emb", default="none", help="sparq's codecs of the embeddings' alltoall, FWD/BWD, e.g. q4/q2")
     ap.add_argument("--hook", default="none", help="the dense gradients: none (torch's allreduce) | dct:ETA,L | "
                     "q8|q4|q2[+ec] | topk:K/B (sparq's DDP hooks)")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="rank 0 prints torch.profiler's CPU ops of N steps (from step 20 on), by self time")
     args = ap.parse_args()
     if args.qcomms != "none" and args.sparq_emb != "none":
         raise SystemExit("--qcomms and --sparq-emb both code the embeddings' alltoall: give one")
@@ -230,16 +232,27 @@ def main():
     loss_sum = correct = 0.0
     k = 0
     hook_bytes = 0
+    clock = ThreadClock()
 
     def test(it):
         nonlocal testing, last
+        clock.pause()
         at = time.perf_counter()
         evaluate(dmp, test_set, inputs, batch, it, steps, at - t0 - testing)
         dmp.train()
+        clock.resume()
         testing += time.perf_counter() - at
         last += time.perf_counter() - at
 
+    profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) if args.profile else None
     for it in range(start, steps):
+        if profiler and it == start + 20:
+            profiler.start()
+        if profiler and it == start + 20 + args.profile:
+            profiler.stop()
+            if rank == 0:
+                print(f"torch.profiler, rank 0, steps {it - args.profile + 1}-{it}:\n"
+                      + profiler.key_averages().table(sort_by="self_cpu_time_total", row_limit=30), flush=True)
         dense, ids, label = inputs(np.take(train, order[it * batch:(it + 1) * batch]))
         logits = dmp(dense, ids).squeeze(1)
         loss = nn.functional.binary_cross_entropy_with_logits(logits, label)
@@ -268,6 +281,7 @@ def main():
         if args.test_freq and (it + 1) % args.test_freq == 0 and it + 1 != steps:
             test(it + 1)
     test(steps)
+    clock.report(steps - start)
     if hook:
         hook.wait()
     dist.destroy_process_group()

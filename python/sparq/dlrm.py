@@ -181,3 +181,57 @@ def report_test(scores, labels, it, steps, train_s):
     acc = float(np.mean((s > 0.5) == (y > 0.5)))
     print(f"Testing at - {it}/{steps} of epoch 0, loss {logloss:.6f}, accuracy {acc * 100:.3f} %, "
           f"auc {auc(y, s):.4f}; training {train_s:.2f} s, {train_s / max(it, 1) * 1000:.2f} ms/step", flush=True)
+
+
+class ThreadClock:
+    """CPU time of this process by thread name (Linux /proc/self/task), counted
+    while running: `pause()` around what the training time leaves out (tests).
+    The main thread is "main"; threads of one other name are summed (torch's
+    gloo threads, for one); a thread that ended while running is lost, as
+    /proc no longer lists it."""
+
+    def __init__(self):
+        self.total, self.running = {}, self._now()
+
+    @staticmethod
+    def _now():
+        tick, main = os.sysconf("SC_CLK_TCK"), str(os.getpid())
+        out = {}
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{tid}/stat") as f:
+                    stat = f.read()
+            except FileNotFoundError:  # the thread ended meanwhile
+                continue
+            name = "main" if tid == main else stat[stat.index("(") + 1:stat.rindex(")")]
+            fields = stat[stat.rindex(")") + 2:].split()
+            out[tid] = (name, (int(fields[11]) + int(fields[12])) / tick)  # utime + stime
+        return out
+
+    def pause(self):
+        for tid, (name, cpu) in self._now().items():
+            start = self.running.get(tid, (name, 0.0))[1]
+            self.total[name] = self.total.get(name, 0.0) + cpu - start
+        self.running = None
+
+    def resume(self):
+        self.running = self._now()
+
+    def report(self, steps):
+        """Prints on rank 0 the CPU ms per step by thread name, summed over
+        the ranks (on one machine, over the cores' time they shared). Every
+        rank calls it, after pause()."""
+        import torch.distributed as dist
+        every = [None] * dist.get_world_size()
+        dist.all_gather_object(every, self.total)
+        if dist.get_rank() != 0:
+            return
+        total = {}
+        for rank_total in every:
+            for name, cpu in rank_total.items():
+                total[name] = total.get(name, 0.0) + cpu
+        parts = ", ".join(f"{n} {s / steps * 1000:.1f}" for n, s in sorted(total.items(), key=lambda kv: -kv[1])
+                          if s >= 0.0005 * steps)
+        print(f"CPU ms/step by thread, {len(every)} ranks together: {sum(total.values()) / steps * 1000:.1f} "
+              f"({parts})", flush=True)
+
