@@ -28,6 +28,7 @@ expect_error "N must be 2..64" up 1 1gbit
 expect_error "bad RATE '1gbt'" up 2 1gbt
 expect_error "RATE missing" up 2
 expect_error "no cluster is up" run -- true
+expect_error "no cluster is up" cut 0
 [ -z "$(leftovers)" ] || fail "refused commands left namespaces: $(leftovers)"
 
 # An `up` that fails half-way (an address ip refuses) removes what it made.
@@ -39,6 +40,25 @@ expect_error "already up" up 2 1gbit
 [ "$(leftovers | wc -l)" -eq 3 ] || fail "a refused second up must keep the first cluster: $(leftovers)"
 "$CLUSTER" exec 1 -- ip -br addr > "$D/out" || fail "exec"
 grep -q "10.250.77.2/24" "$D/out" || fail "host 1 has 10.250.77.2: $(cat "$D/out")"
+
+# Faults: a host cut off and healed, a link reshaped and restored.
+expect_error "I must be a host 0..1, got '2'" cut 2
+expect_error "I must be a host 0..1, got 'x'" heal x
+expect_error "bad RATE '1gbt'" rate 0 1gbt
+expect_error "RATE missing" rate 0
+reach() {  # host 1 answers a connection from host 0 (nothing listens: it refuses)
+  "$CLUSTER" exec 0 -- timeout 2 bash -c "echo > /dev/tcp/10.250.77.2/9" > "$D/reach" 2>&1
+  grep -q "refused" "$D/reach"
+}
+reach || fail "host 1 must answer host 0 (a refused connection) before the cut"
+"$CLUSTER" cut 1 2> /dev/null || fail "cut 1"
+reach && fail "a cut host must not answer"
+"$CLUSTER" heal 1 2> /dev/null || fail "heal 1"
+reach || fail "a healed host must answer again"
+"$CLUSTER" rate 1 100mbit 2> /dev/null || fail "rate 1 100mbit"
+"$CLUSTER" exec 1 -- tc qdisc show | grep -q "rate 100Mbit" || fail "host 1's link must be at 100 Mbit/s"
+"$CLUSTER" rate 1 up 2> /dev/null || fail "rate 1 up"
+"$CLUSTER" exec 1 -- tc qdisc show | grep -q tbf && fail "rate up restores an unshaped host: no tbf"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 CLUSTER_TIMEOUT=300 "$CLUSTER" run -- "$SPARQ" train --data-generation random \
