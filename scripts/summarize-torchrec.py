@@ -75,6 +75,12 @@ def ms_per_step(tests):
     return 1e3 * (t1 - t0) / (s1 - s0)
 
 
+def last3(tests):
+    """The mean test loss of the last three tests: one test's loss moves by
+    up to a few tenths of a percent from one step to the next at this rate."""
+    return statistics.mean(loss for _, _, loss in tests[-3:])
+
+
 def time_to(tests, target):
     for _, t, loss in tests:
         if loss <= target:
@@ -92,7 +98,17 @@ def summarize(d):
         run = read(os.path.join(d, name))
         if run[0]:
             runs[(m[1], m[3])][int(m[2])] = run
+    # sparq train takes the epoch's last, partial batch as one more step (489
+    # of 2048 in the default set), the PyTorch examples leave it: every run
+    # is read up to the PyTorch runs' last step, so all compare after the
+    # same steps.
+    last = min((r[1] for (c, _), by_seed in runs.items() if c != "sparq-train" for r in by_seed.values()), default=None)
+    if last:
+        for by_seed in runs.values():
+            for seed, (tests, steps, kb, cpu) in by_seed.items():
+                by_seed[seed] = ([t for t in tests if t[0] <= last], min(steps, last), kb, cpu)
     ref = {seed: r[0][-1][2] for seed, r in runs.get(("torchrec-fp32", "fp32"), {}).items()}
+    ref3 = {seed: last3(r[0]) for seed, r in runs.get(("torchrec-fp32", "fp32"), {}).items()}
     rows = []
     for (config, prec), by_seed in sorted(runs.items(), key=lambda kv: (kv[0][1] != "fp32", kv[0][0])):
         seeds = sorted(s for s in by_seed if s in ref)
@@ -102,6 +118,7 @@ def summarize(d):
         reach = [time_to(by_seed[s][0], ref[s]) for s in seeds]
         got = [t for t in reach if t is not None]
         rel = [100 * (by_seed[s][0][-1][2] / ref[s] - 1) for s in seeds]
+        rel3 = [100 * (last3(by_seed[s][0]) / ref3[s] - 1) for s in seeds]
         cpus = [r[3] for r in rs if r[3] is not None]
         rows.append({
             "config": config, "prec": prec, "seeds": len(rs),
@@ -110,6 +127,7 @@ def summarize(d):
             "reached": f"{len(got)}/{len(rs)}",
             "final_loss": statistics.median(r[0][-1][2] for r in rs),
             "rel_median": statistics.median(rel), "rel_worst": max(rel),
+            "rel3_median": statistics.median(rel3), "rel3_worst": max(rel3),
             "kb": {e: statistics.median(r[2].get(e, 0) for r in rs) for e in rs[0][2]},
             "cpu": statistics.median(cpus) if cpus else None,
             "curves": [[(t, loss) for _, t, loss in r[0]] for r in rs],
@@ -119,14 +137,16 @@ def summarize(d):
 
 def table(rows):
     out = ["| configuration | MLPs | seeds | ms/step | CPU ms/step, ranks together | s to TorchRec-fp32's loss "
-           "| final test loss | vs TorchRec fp32: median, worst seed | kB/step sent by rank 0 |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "| final test loss | vs TorchRec fp32: median, worst seed | last 3 tests' mean vs TorchRec fp32's "
+           "| kB/step sent by rank 0 |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         reach = f"{r['time_to_target_s']:.1f}" if r["time_to_target_s"] is not None else f"not reached ({r['reached']})"
         cpu = f"{r['cpu']:.1f}" if r["cpu"] is not None else "-"
         kb = ", ".join(f"{e} {v:.1f}" for e, v in r["kb"].items())
         out.append(f"| {r['config']} | {r['prec']} | {r['seeds']} | {r['ms_per_step']:.1f} | {cpu} | {reach} | "
-                   f"{r['final_loss']:.6f} | {r['rel_median']:+.3f} %, {r['rel_worst']:+.3f} % | {kb} |")
+                   f"{r['final_loss']:.6f} | {r['rel_median']:+.3f} %, {r['rel_worst']:+.3f} % | "
+                   f"{r['rel3_median']:+.3f} %, {r['rel3_worst']:+.3f} % | {kb} |")
     return "\n".join(out)
 
 
@@ -160,9 +180,10 @@ def goals(rows):
     elif first:
         out.append(f"- to TorchRec fp32's loss: {name(first)} in {first['time_to_target_s']:.1f} s; no TorchRec "
                    "configuration reached it in every seed")
-    over = [f"{name(r)} {r['rel_worst']:+.3f} %" for r in rows if r["config"] != "torchrec-fp32" and r["rel_worst"] > 0.1]
-    out.append("- test loss within +0.1 % of TorchRec fp32 in every seed: "
-               + ("all" if not over else "all but " + ", ".join(over)))
+    for key, what in (("rel_worst", "final test loss"), ("rel3_worst", "mean of the last 3 tests")):
+        over = [f"{name(r)} {r[key]:+.3f} %" for r in rows if r["config"] != "torchrec-fp32" and r[key] > 0.1]
+        out.append(f"- {what} within +0.1 % of TorchRec fp32's in every seed: "
+                   + ("all" if not over else "all but " + ", ".join(over)))
     return "\n".join(out)
 
 
