@@ -30,6 +30,13 @@ MpiSession::MpiSession(int* argc, char*** argv) {
 MpiSession::~MpiSession() { MPI_Finalize(); }
 
 void MpiSession::abort_job(int code) {
+  // MPI_Abort asks the launcher to kill the job; where the launcher cannot
+  // reach this host (its network cut) it may never come back. The rank ends
+  // itself after a grace period all the same, so nothing of the job is left.
+  std::thread([code] {
+    std::this_thread::sleep_for(kAbortGrace);
+    std::_Exit(code);
+  }).detach();
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);  // MPI_Abort does not return; this is for the compiler
 }

@@ -6,6 +6,8 @@
 // non-blocking ones run on one communication thread that owns the transport.
 // SERIALIZED allows that thread to be other than main (FUNNELED would not),
 // without paying MPI_THREAD_MULTIPLE's locking on every call.
+#include <chrono>
+
 #include <mpi.h>
 
 #include "sparq/transport/transport.h"
@@ -21,8 +23,10 @@ class MpiSession {
   MpiSession& operator=(const MpiSession&) = delete;
 
   // Kills every rank of the job (MPI_Abort) with `code`: used by the CLI when
-  // this rank fails, so that the others do not wait for it.
+  // this rank fails, so that the others do not wait for it. This rank ends
+  // within kAbortGrace even if MPI_Abort does not return.
   [[noreturn]] static void abort_job(int code);
+  static constexpr std::chrono::seconds kAbortGrace{10};
 
   // True when this process was started by mpiexec/mpirun (Open MPI or PMIx).
   static bool launched_by_mpiexec();
