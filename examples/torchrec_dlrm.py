@@ -244,6 +244,9 @@ def main():
         testing += time.perf_counter() - at
         last += time.perf_counter() - at
 
+    if args.profile and steps - start < 20 + args.profile:
+        raise SystemExit(f"--profile {args.profile}: the run has {steps - start} steps, the profile needs "
+                         f"{20 + args.profile} (it starts at step 20)")
     profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) if args.profile else None
     for it in range(start, steps):
         if profiler and it == start + 20:

@@ -26,7 +26,7 @@ import statistics
 
 TEST = re.compile(r"Testing at - (\d+)/(\d+) of epoch 0, loss ([0-9.]+).*; training ([0-9.]+) s")
 TORCHREC_BYTES = re.compile(r"kB/step sent \(rank 0\): (.*) \(computed\)$")
-CPU = re.compile(r"CPU ms/step by thread, (\d+) ranks together: ([0-9.]+) \((.*)\)")
+CPU = re.compile(r"CPU ms/step by thread, \d+ ranks together: ([0-9.]+)")
 DDP_BYTES = re.compile(r"([0-9.]+) kB/step sent(?: \+ ([0-9.]+) kB torch allreduce)?")
 NAME = re.compile(r"(.+)-s(\d+)-(fp32|bf16)\.(log|jsonl)$")
 
@@ -39,7 +39,7 @@ def read_log(path):
         for line in f:
             m = CPU.search(line)
             if m:
-                cpu = float(m[2])
+                cpu = float(m[1])
             m = TEST.search(line)
             if m:
                 tests.append((int(m[1]), float(m[4]), float(m[3])))
@@ -107,8 +107,9 @@ def summarize(d):
         for by_seed in runs.values():
             for seed, (tests, steps, kb, cpu) in by_seed.items():
                 by_seed[seed] = ([t for t in tests if t[0] <= last], min(steps, last), kb, cpu)
-    ref = {seed: r[0][-1][2] for seed, r in runs.get(("torchrec-fp32", "fp32"), {}).items()}
-    ref3 = {seed: last3(r[0]) for seed, r in runs.get(("torchrec-fp32", "fp32"), {}).items()}
+    base = runs.get(("torchrec-fp32", "fp32"), {})
+    ref = {seed: r[0][-1][2] for seed, r in base.items()}
+    ref3 = {seed: last3(r[0]) for seed, r in base.items()}
     rows = []
     for (config, prec), by_seed in sorted(runs.items(), key=lambda kv: (kv[0][1] != "fp32", kv[0][0])):
         seeds = sorted(s for s in by_seed if s in ref)
