@@ -16,8 +16,10 @@ reference's, with the bytes this rank sent per step (sparq's counters).
 """
 import argparse
 import ctypes
+import datetime
 import sys
 import time
+import traceback
 
 import numpy as np
 import torch
@@ -28,7 +30,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 import sparq
 import sparq.torch as st
 from sparq.dlrm import (NUM_SPARSE, ThreadClock, add_args, assign_tables, copy_dense, init_distributed, read_checkpoint,
-                        read_data, report_test, rows_of)
+                        read_data, report_test, rows_of, write_checkpoint)
 
 
 
@@ -44,6 +46,29 @@ def load_sparq_checkpoint(path, model, weight, offset, sizes, dim):
             if t in offset:
                 weight[offset[t]:offset[t] + sizes[t]].copy_(torch.from_numpy(w.copy()))
     return int(meta.get("step", 0))
+
+
+def save_model(path, model, weight, owned, sizes, dim, step):
+    """Writes the model as a sparq checkpoint on rank 0 (read back with
+    --load-sparq): the dense parameters in sparq's order, every table from
+    the rank that owns it."""
+    rank, size = dist.get_rank(), dist.get_world_size()
+    if rank != 0:
+        dist.send(weight, 0)
+        return
+    tables = {}
+    for r in range(size):
+        w = weight
+        if r:
+            w = torch.empty(sum(sizes[t] for t in owned[r]), dim)
+            dist.recv(w, r)
+        rows = 0
+        for t in owned[r]:  # a rank's tables lie in its weight in table order
+            tables[t], rows = w[rows:rows + sizes[t]].numpy(), rows + sizes[t]
+    dense = torch.cat([p.detach().reshape(-1) for layer in list(model.bot) + list(model.top)
+                       if isinstance(layer, nn.Linear) for p in (layer.weight, layer.bias)])
+    write_checkpoint(path, {"step": step, "writer": "examples/dlrm_ddp.py"}, dense.numpy(),
+                     [tables[t] for t in range(NUM_SPARSE)])
 
 
 def mlp(widths, relu_last):
@@ -132,9 +157,11 @@ def main():
     ap.add_argument("--emb-codec", default="fp32", help="FWD/BWD of the lookups alltoall, e.g. q4/q2 (fp32|q8|q4|q2)")
     ap.add_argument("--bucket-cap-mb", type=float, default=25,
                     help="DDP's bucket size: smaller buckets let the hook's exchanges overlap more of backward")
+    ap.add_argument("--save", help="write the trained model here (rank 0; a sparq checkpoint, atomically)")
     args = ap.parse_args()
 
-    rank, size = init_distributed()
+    rank, size = init_distributed(args.timeout)
+    timeout = datetime.timedelta(seconds=args.timeout)
     torch.set_num_threads(args.threads)
     # Debian's torch multiplies fp32 matrices with OpenBLAS, whose own thread
     # count set_num_threads() does not reach: left at one per core, 4 ranks
@@ -175,13 +202,14 @@ def main():
     hook = None
     if args.hook != "none":
         codec = args.hook
-        hook = st.Hook(codec, allreduce="ring" if codec.startswith("q") else "auto", model=ddp)
+        hook = st.Hook(codec, allreduce="ring" if codec.startswith("q") else "auto", model=ddp,
+                       comm=st.connect(timeout=timeout))
         ddp.register_comm_hook(None, hook)
     fwd, bwd = (args.emb_codec.split("/") + [args.emb_codec])[:2]
     bits = {"fp32": 32, "q8": 8, "q4": 4, "q2": 2}
     if fwd not in bits or bwd not in bits:
         raise SystemExit(f"--emb-codec {args.emb_codec}: fp32, q8, q4, q2, or FWD/BWD of them")
-    a2a = st.connect()
+    a2a = st.connect(timeout=timeout)
     opt = torch.optim.SGD(list(ddp.parameters()), lr=args.learning_rate, foreach=True)
 
     start = load_sparq_checkpoint(args.load_sparq, model, weight, offset, sizes, dim) if args.load_sparq else 0
@@ -298,6 +326,8 @@ def main():
     clock.report(steps - start)
     if hook:
         hook.wait()
+    if args.save:
+        save_model(args.save, model, weight, owned, sizes, dim, steps)
     a2a.barrier()
     dist.destroy_process_group()
 
@@ -305,6 +335,9 @@ def main():
 if __name__ == "__main__":
     try:
         main()
-    except sparq.Error as e:  # one line, and the job ends at once (the other ranks may wait for this one)
-        print(f"dlrm_ddp: {e}", file=sys.stderr)
+    except (sparq.Error, dist.DistError) as e:  # one line, and the job ends at once (the others may wait for this rank)
+        print(f"dlrm_ddp: rank {dist.get_rank() if dist.is_initialized() else '?'}: {e}", file=sys.stderr)
+        st.abort(1)
+    except Exception:  # a bug: its traceback, and the job ends all the same
+        traceback.print_exc()
         st.abort(1)

@@ -23,6 +23,7 @@ torch's gloo does not count, from the sizes the codecs give each block
 (marked "computed").
 """
 import argparse
+import datetime
 import sys
 import time
 
@@ -155,7 +156,8 @@ def build(args, rank, size):
     hook = None
     wrapper = None
     if args.hook != "none":
-        hook = st.Hook(args.hook, allreduce="ring" if args.hook.startswith("q") else "auto")
+        hook = st.Hook(args.hook, allreduce="ring" if args.hook.startswith("q") else "auto",
+                       comm=st.connect(timeout=datetime.timedelta(seconds=args.timeout)))
         wrapper = sq.data_parallel_wrapper(hook)
     dmp = DistributedModelParallel(model, device=torch.device("cpu"), plan=plan, sharders=[sharder],
                                    data_parallel_wrapper=wrapper)
@@ -194,7 +196,7 @@ def block_bytes(registry, op_dir, n):
 
 def main():
     args = parse_args()
-    rank, size = init_distributed()
+    rank, size = init_distributed(args.timeout)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     dmp, dense_opt, hook, registry, sizes, start, plan = build(args, rank, size)

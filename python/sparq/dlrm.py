@@ -93,6 +93,36 @@ def read_checkpoint(path, sizes, dim):
     return meta, dense, tables
 
 
+def write_checkpoint(path, meta, dense, tables):
+    """Writes a model in sparq's checkpoint layout (SPARQCK4, no optimizer or
+    codec state: what read_checkpoint reads back): `dense` one float32 array
+    in sparq's order, `tables` (rows, dim) arrays. Atomic as sparq's own:
+    "<path>.tmp", fsynced, renamed over `path`, the directory fsynced."""
+    def u64(v):
+        return np.array([v], "<u8").tobytes()
+
+    body = json.dumps(meta).encode()
+    parts = [b"SPARQCK4", u64(len(body)), body, u64(len(dense)), np.asarray(dense, "<f4").tobytes(), u64(len(tables))]
+    for w in tables:
+        parts += [u64(w.shape[0]), u64(w.shape[1]), u64(w.size), np.ascontiguousarray(w, "<f4").tobytes()]
+    parts += [u64(0), u64(0)]  # no optimizer states, no codec states
+    crc = 0
+    for part in parts:
+        crc = zlib.crc32(part, crc)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        for part in parts + [np.array([crc], "<u4").tobytes()]:
+            f.write(part)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def copy_dense(path, dense, params):
     """Copies sparq's dense parameters into `params` (torch tensors in sparq's order)."""
     import torch
@@ -149,16 +179,19 @@ def add_args(ap):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--no-shuffle", action="store_true", help="keep the training set's order")
     ap.add_argument("--load-sparq", help="start from this sparq checkpoint (its parameters and step)")
+    ap.add_argument("--timeout", type=float, default=300,
+                    help="seconds a rank waits for another (torch's gloo and sparq's exchanges) before the job ends")
 
 
-def init_distributed():
+def init_distributed(timeout_s=300):
     """torch.distributed on gloo, under torchrun or under mpiexec (whose
-    variables stand in for RANK and WORLD_SIZE). Returns (rank, size)."""
+    variables stand in for RANK and WORLD_SIZE), a collective waiting at most
+    `timeout_s` for a rank. Returns (rank, size)."""
     import torch.distributed as dist
     for var, ompi in (("RANK", "OMPI_COMM_WORLD_RANK"), ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE")):
         if var not in os.environ and ompi in os.environ:
             os.environ[var] = os.environ[ompi]
-    dist.init_process_group("gloo", timeout=datetime.timedelta(minutes=5))
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=timeout_s))
     return dist.get_rank(), dist.get_world_size()
 
 
@@ -224,7 +257,7 @@ class ThreadClock:
         import torch.distributed as dist
         every = [None] * dist.get_world_size()
         dist.all_gather_object(every, self.total)
-        if dist.get_rank() != 0:
+        if dist.get_rank() != 0 or steps == 0:  # none: a run loaded at its last step only tests
             return
         total = {}
         for rank_total in every:

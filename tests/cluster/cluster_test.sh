@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # scripts/cluster end to end: its one-line errors, cleanup after a failed
-# `up`, and 2 unshaped hosts training 20 steps on 2 ranks through `run`.
+# `up`, faults, 2 unshaped hosts training 20 steps on 2 ranks through `run`,
+# and an allreduce over torch's gloo through `torchrun` (where TORCHRUN exists).
 # Needs root, ip and tc; otherwise it says why and is skipped (exit 77).
-#   tests/cluster/cluster_test.sh path/to/scripts/cluster path/to/sparq
+#   tests/cluster/cluster_test.sh path/to/scripts/cluster path/to/sparq [path/to/torchrun]
 set -uo pipefail
 CLUSTER=$1
 SPARQ=$2
+TORCHRUN=${3:-}
 export CLUSTER_PREFIX=sqct  # its own objects: a cluster of the user's stays untouched
 D=$(mktemp -d)
 trap '"$CLUSTER" down > /dev/null 2>&1; rm -rf "$D"' EXIT
@@ -28,6 +30,7 @@ expect_error "N must be 2..64" up 1 1gbit
 expect_error "bad RATE '1gbt'" up 2 1gbt
 expect_error "RATE missing" up 2
 expect_error "no cluster is up" run -- true
+expect_error "no cluster is up" torchrun -- x.py
 expect_error "no cluster is up" cut 0
 [ -z "$(leftovers)" ] || fail "refused commands left namespaces: $(leftovers)"
 
@@ -66,6 +69,32 @@ CLUSTER_TIMEOUT=300 "$CLUSTER" run -- "$SPARQ" train --data-generation random \
   --emb-placement table-wise --emb-codec-fwd q4 > "$D/out" 2> "$D/err" || fail "2-host training: $(tail -5 "$D/err")"
 grep -q "data parallel: 2 ranks" "$D/out" || fail "two ranks, one per host: $(cat "$D/out")"
 grep -q "Finished training it 20/20" "$D/out" || fail "20 steps: $(cat "$D/out")"
+
+expect_error "the script to run is missing" torchrun --
+TORCHRUN=/nonexistent/torchrun expect_error "'/nonexistent/torchrun' not found" torchrun -- x.py
+if [ -x "$TORCHRUN" ]; then
+  cat > "$D/sum.py" << 'EOF'
+import torch
+import torch.distributed as dist
+dist.init_process_group("gloo")
+t = torch.tensor([dist.get_rank() + 1.0])
+dist.all_reduce(t)
+print(f"rank {dist.get_rank()} of {dist.get_world_size()}: {t.item():g}")
+EOF
+  TORCHRUN=$TORCHRUN "$CLUSTER" torchrun -- "$D/sum.py" > "$D/out" 2> "$D/err" || fail "torchrun: $(tail -5 "$D/err")"
+  [ "$(grep -oE "rank [01] of 2: 3" "$D/out" | sort -u | wc -l)" -eq 2 ] || fail "torchrun: both ranks sum 1 + 2: $(cat "$D/out")"
+  # Host 1's agent gone: host 0's, its worker done, would wait 300 s in torchrun's exit barrier;
+  # it gets CLUSTER_GRACE seconds.
+  printf 'import os, signal\nif os.environ["RANK"] == "1":\n    os.kill(os.getppid(), signal.SIGKILL)\n' > "$D/lost.py"
+  SECONDS=0
+  CLUSTER_GRACE=2 TORCHRUN=$TORCHRUN "$CLUSTER" torchrun -- "$D/lost.py" > "$D/out" 2> "$D/err" &&
+    fail "torchrun: a lost agent must fail the job"
+  ((SECONDS < 60)) || fail "torchrun: host 0's agent was not ended 2 s after host 1's ($SECONDS s)"
+  grep -q "torchrun on host 0 still running 2 s after another host's ended: ended" "$D/err" ||
+    fail "torchrun: the ended host must be named: $(tail -3 "$D/err")"
+else
+  echo "no torchrun at '$TORCHRUN': scripts/cluster torchrun untested (scripts/setup makes .venv)"
+fi
 
 "$CLUSTER" down 2> "$D/err" || fail "down: $(cat "$D/err")"
 [ -z "$(leftovers)" ] || fail "down left: $(leftovers)"
