@@ -81,7 +81,13 @@ t = torch.tensor([dist.get_rank() + 1.0])
 dist.all_reduce(t)
 print(f"rank {dist.get_rank()} of {dist.get_world_size()}: {t.item():g}")
 EOF
-  TORCHRUN=$TORCHRUN "$CLUSTER" torchrun -- "$D/sum.py" > "$D/out" 2> "$D/err" || fail "torchrun: $(tail -5 "$D/err")"
+  # Tried once more where it fails: torchrun's second agent failed its exit barrier (a store
+  # connection closed) after both ranks had printed their sum, in 3 of 7 runs under load or on a
+  # fresh .venv (inside torch, not yet understood).
+  if ! TORCHRUN=$TORCHRUN "$CLUSTER" torchrun -- "$D/sum.py" > "$D/out" 2> "$D/err"; then
+    echo "torchrun failed, once more; its error: $(grep -m3 -E "Error|failed" "$D/err")"
+    TORCHRUN=$TORCHRUN "$CLUSTER" torchrun -- "$D/sum.py" > "$D/out" 2> "$D/err" || fail "torchrun: $(tail -5 "$D/err")"
+  fi
   [ "$(grep -oE "rank [01] of 2: 3" "$D/out" | sort -u | wc -l)" -eq 2 ] || fail "torchrun: both ranks sum 1 + 2: $(cat "$D/out")"
   # Host 1's agent gone: host 0's, its worker done, would wait 300 s in torchrun's exit barrier;
   # it gets CLUSTER_GRACE seconds.
