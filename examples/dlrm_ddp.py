@@ -34,13 +34,18 @@ from sparq.dlrm import (NUM_SPARSE, ThreadClock, add_args, assign_tables, copy_d
 
 
 
+def dense_params(model):
+    """The MLPs' parameters in sparq's checkpoint order (bot.0.weight, bot.0.bias, ..., top...)."""
+    return [p for layer in list(model.bot) + list(model.top) if isinstance(layer, nn.Linear)
+            for p in (layer.weight, layer.bias)]
+
+
 def load_sparq_checkpoint(path, model, weight, offset, sizes, dim):
     """Loads a sparq checkpoint: the dense parameters into the model's MLPs
     (sparq's order), and this rank's own tables (rows offset[t] on of
     `weight`). Returns the saved step."""
     meta, dense, tables = read_checkpoint(path, sizes, dim)
-    copy_dense(path, dense, [p for layer in list(model.bot) + list(model.top) if isinstance(layer, nn.Linear)
-                             for p in (layer.weight, layer.bias)])
+    copy_dense(path, dense, dense_params(model))
     with torch.no_grad():
         for t, w in enumerate(tables):
             if t in offset:
@@ -65,8 +70,7 @@ def save_model(path, model, weight, owned, sizes, dim, step):
         rows = 0
         for t in owned[r]:  # a rank's tables lie in its weight in table order
             tables[t], rows = w[rows:rows + sizes[t]].numpy(), rows + sizes[t]
-    dense = torch.cat([p.detach().reshape(-1) for layer in list(model.bot) + list(model.top)
-                       if isinstance(layer, nn.Linear) for p in (layer.weight, layer.bias)])
+    dense = torch.cat([p.detach().reshape(-1) for p in dense_params(model)])
     write_checkpoint(path, {"step": step, "writer": "examples/dlrm_ddp.py"}, dense.numpy(),
                      [tables[t] for t in range(NUM_SPARSE)])
 

@@ -3,6 +3,7 @@ examples/dlrm_ddp.py and examples/torchrec_dlrm.py need to train on the
 data of `sparq gen-data --format bin` and to start from a `sparq train
 --save` checkpoint, hashing categorical values to rows as sparq does.
 """
+import argparse
 import datetime
 import json
 import os
@@ -160,6 +161,17 @@ def assign_tables(sizes, nranks):
     return owner
 
 
+def _seconds(text):
+    """An argparse type: a positive number of seconds."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = 0.0
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a positive number of seconds")
+    return v
+
+
 def add_args(ap):
     """The flags the PyTorch examples share with `sparq train`."""
     ap.add_argument("--data-path", required=True, help="directory with train.bin and test.bin")
@@ -179,7 +191,7 @@ def add_args(ap):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--no-shuffle", action="store_true", help="keep the training set's order")
     ap.add_argument("--load-sparq", help="start from this sparq checkpoint (its parameters and step)")
-    ap.add_argument("--timeout", type=float, default=300,
+    ap.add_argument("--timeout", type=_seconds, default=300,
                     help="seconds a rank waits for another (torch's gloo and sparq's exchanges) before the job ends")
 
 

@@ -7,7 +7,7 @@
 # why and is skipped (exit 77).
 #   tests/cluster/net_faults_test.sh path/to/scripts/net-fault-trials path/to/sparq
 set -uo pipefail
-TRIALS=$1
+NET_FAULT_TRIALS=$1
 SPARQ=$2
 [ "$(id -u)" -eq 0 ] || { echo "skipped: not root (network namespaces need it)"; exit 77; }
 command -v ip > /dev/null && command -v tc > /dev/null || { echo "skipped: ip or tc not installed"; exit 77; }
@@ -19,7 +19,7 @@ fail() { echo "FAIL: $*"; cat "$D/table"; exit 1; }
 
 # Its own objects and addresses: a cluster of the user's stays untouched.
 CLUSTER_PREFIX=sqft CLUSTER_NET=10.250.79 HOSTS=3 PLANS=mp FAULTS="cut-train flap" OUT=$D \
-  "$TRIALS" 1 "$SPARQ" > "$D/table" 2>&1 || fail "net-fault-trials failed"
+  "$NET_FAULT_TRIALS" 1 "$SPARQ" > "$D/table" 2>&1 || fail "net-fault-trials failed"
 cat "$D/table"
 # Columns: plan fault trials "ended ok" "max end s" "names rank" "no leftover" "max s" "ckpt ==" "resume =="
 awk '$1 == "mp" && $2 == "cut-train" && $4 == "1/1" && $6 == "1/1" && $7 == "1/1"' "$D/table" | grep -q . ||
