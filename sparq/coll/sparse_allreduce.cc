@@ -7,6 +7,7 @@
 #include "sparq/coll/allgather.h"
 #include "sparq/coll/allreduce.h"
 #include "sparq/coll/blob_allgather.h"
+#include "sparq/coll/sparse_allgather.h"
 #include "sparq/coll/patterns.h"
 #include "sparq/compress/stream_codec.h"
 
@@ -51,17 +52,8 @@ using compress::ValueFormat;
 // operands' counts (compress::sum), which both partners of an exchange hold;
 // a concatenation from the gathered ranges' counts, which every rank holds;
 // and a sender decides alone, from the exact size of the stream in hand, but
-// then changes that stream itself (encode below), so what it keeps is what
-// its peers decode.
-//
-// s on the wire, dense first if that encodes smaller.
-Blob encode(SparseStream& s, ValueFormat vf) {
-  compress::densify_if_smaller(s, vf);
-  Blob b(compress::encoded_size(s, vf));
-  compress::encode_stream(s, b, vf);
-  return b;
-}
-
+// then changes that stream itself (detail::encode_for_wire), so what it keeps
+// is what its peers decode.
 SparseStream decode_checked(const Blob& b, std::size_t dim, int from) {
   SparseStream s = compress::decode_stream(b);
   SPARQ_CHECK_AS(WireError, s.dim() == dim, "sparse allreduce: rank {} sent a stream of dimension {}, expected {}",
@@ -85,37 +77,8 @@ SparseStream extract(const SparseStream& s, std::size_t lo, std::size_t len) {
   return SparseStream::sparse(len, std::move(local), std::vector<float>(vals.begin(), vals.end()));
 }
 
-// Joins the reduced ranges (range j of dimension part.len(j)) into one stream
-// of dimension N: sparse while the total fits sparse_capacity(N, vf).
-SparseStream concat(std::size_t n, const pattern::Partition& part, const std::vector<SparseStream>& ranges,
-                    ValueFormat vf) {
-  std::size_t nnz = 0;
-  bool any_dense = false;
-  for (const auto& r : ranges) {
-    nnz += r.nnz();
-    any_dense |= r.is_dense();
-  }
-  if (any_dense || nnz > compress::sparse_capacity(n, vf)) {
-    std::vector<float> dense(n);
-    for (int j = 0; j < part.parts; ++j)
-      ranges[j].to_dense(std::span<float>(dense).subspan(part.offset(j), part.len(j)));
-    return SparseStream::dense(std::move(dense));
-  }
-  std::vector<std::uint32_t> idx;
-  std::vector<float> val;
-  idx.reserve(nnz);
-  val.reserve(nnz);
-  for (int j = 0; j < part.parts; ++j) {
-    const auto off = static_cast<std::uint32_t>(part.offset(j));
-    for (std::uint32_t i : ranges[j].indices()) idx.push_back(i + off);
-    const auto v = ranges[j].values();
-    val.insert(val.end(), v.begin(), v.end());
-  }
-  return SparseStream::sparse(n, std::move(idx), std::move(val));
-}
-
 SparseStream exchange(Call& c, SparseStream& mine, int peer, std::size_t dim, ValueFormat vf) {
-  const Blob out = encode(mine, vf);
+  const Blob out = detail::encode_for_wire(mine, vf);
   Request send = c.isend(peer, std::span<const std::byte>(out));
   Request recv = c.irecv_message(peer);
   c.wait(recv);
@@ -136,7 +99,7 @@ SparseStream recursive_double(Call& c, const SparseStream& in, ValueFormat vf) {
   SparseStream acc = in;
   if (r < 2 * fold.rem) {
     if (nr < 0) {
-      const Blob out = encode(acc, vf);
+      const Blob out = detail::encode_for_wire(acc, vf);
       Request s = c.isend(r + 1, std::span<const std::byte>(out));
       c.wait(s);
     } else {
@@ -160,7 +123,7 @@ SparseStream recursive_double(Call& c, const SparseStream& in, ValueFormat vf) {
       acc = decode_checked(q.take_message(), n, r + 1);
     } else {
       compress::round_values(acc, vf);
-      const Blob out = encode(acc, vf);
+      const Blob out = detail::encode_for_wire(acc, vf);
       Request s = c.isend(r - 1, std::span<const std::byte>(out));
       c.wait(s);
     }
@@ -180,7 +143,7 @@ SparseStream split(Call& c, const SparseStream& in, const pattern::Partition& pa
   for (int s = 1; s < p; ++s) {  // staggered destinations: no rank is everyone's first
     const int j = pattern::mod(r + s, p);
     SparseStream piece = extract(in, part.offset(j), part.len(j));
-    out[j] = encode(piece, vf);
+    out[j] = detail::encode_for_wire(piece, vf);
     sends.push_back(c.isend(j, std::span<const std::byte>(out[j])));
   }
   SparseStream acc;
@@ -203,11 +166,7 @@ SparseStream split(Call& c, const SparseStream& in, const pattern::Partition& pa
 // Every rank, the owner included, decodes the same gathered ranges.
 SparseStream split_allgather_sparse(Call& c, const SparseStream& in, ValueFormat vf) {
   const pattern::Partition part{in.dim(), c.size()};
-  SparseStream mine = split(c, in, part, vf);
-  std::vector<Blob> blobs = allgather_blobs(c, encode(mine, vf));
-  std::vector<SparseStream> ranges(c.size());
-  for (int j = 0; j < c.size(); ++j) ranges[j] = decode_checked(blobs[j], part.len(j), j);
-  return concat(in.dim(), part, ranges, vf);
+  return detail::gather_ranges(c, split(c, in, part, vf), in.dim(), vf);
 }
 
 SparseStream split_allgather_dense(Call& c, const SparseStream& in, const SparseAllreduceOptions& opts) {
