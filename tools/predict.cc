@@ -25,6 +25,7 @@
 #include "sparq/train/pipeline.h"
 #include "sparq/transport/launch.h"
 #include "tools/commands.h"
+#include "tools/linear.h"
 #include "sparq/train/evaluate.h"
 
 namespace sparq::cli {
@@ -38,6 +39,19 @@ struct PredictArgs {
 };
 
 }  // namespace
+
+void write_scores(const std::string& path, std::span<const float> scores) {
+  // Written beside the target and renamed: a failure leaves no partial file.
+  const std::string tmp = path + ".tmp";
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(tmp.c_str(), "w"), std::fclose);
+  SPARQ_CHECK_AS(InputError, f != nullptr, "cannot create '{}': {}", tmp, std::strerror(errno));
+  for (float s : scores) fmt::print(f.get(), "{}\n", s);
+  const bool ok = std::ferror(f.get()) == 0 && std::fclose(f.release()) == 0;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    SPARQ_THROW(InputError, "cannot write '{}': {}", path, std::strerror(errno));
+  }
+}
 
 std::optional<TrainedCuts> forward_cuts(const std::string& meta, const std::string& path) {
   const auto j = nlohmann::json::parse(meta, nullptr, false);
@@ -57,6 +71,7 @@ void run_predict(const PredictArgs& a) {
   set_blas_threads(a.threads);
   set_compute_threads(a.threads);
   const std::string meta = read_checkpoint_meta(a.load);
+  if (is_linear_model(meta)) return predict_linear(a.load, a.data_path, a.out);
   const DlrmConfig cfg = checkpoint_config(meta, a.load);
   Dlrm<float> model(cfg, 0);
   load_checkpoint(a.load, model, nullptr);
@@ -89,16 +104,7 @@ void run_predict(const PredictArgs& a) {
         },
         data, cfg, a.batch);
   }
-  // Written beside the target and renamed: a failure leaves no partial file.
-  const std::string tmp = a.out + ".tmp";
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(tmp.c_str(), "w"), std::fclose);
-  SPARQ_CHECK_AS(InputError, f != nullptr, "cannot create '{}': {}", tmp, std::strerror(errno));
-  for (float s : scores) fmt::print(f.get(), "{}\n", s);
-  const bool ok = std::ferror(f.get()) == 0 && std::fclose(f.release()) == 0;
-  if (!ok || std::rename(tmp.c_str(), a.out.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    SPARQ_THROW(InputError, "cannot write '{}': {}", a.out, std::strerror(errno));
-  }
+  write_scores(a.out, scores);
   fmt::print("model: {}{}\n", cfg.describe(),
              cuts ? fmt::format(", run as trained: --mp-codec {} at --mp-splits {}", cuts->codec.text, cuts->splits)
                   : "");
@@ -113,8 +119,8 @@ void run_predict(const PredictArgs& a) {
 void add_predict(CLI::App& app, Run& run) {
   auto a = std::make_shared<PredictArgs>();
   auto* c = app.add_subcommand("predict", "Click probabilities of a checkpoint's model for a data file");
-  c->add_option("--load", a->load, "Checkpoint (sparq train --save)")->required();
-  c->add_option("--data-path", a->data_path, "Data file: TSV, sparq binary or the reference's .npz")->required();
+  c->add_option("--load", a->load, "Checkpoint (sparq train --save, or sparq linear --save)")->required();
+  c->add_option("--data-path", a->data_path, "Data file: TSV, sparq binary or the reference's .npz (libsvm for a linear model)")->required();
   c->add_option("--out", a->out, "Scores, one per line in data order")->required();
   c->add_option("--test-mini-batch-size,--test-batch", a->batch, "Samples per forward pass")->capture_default_str();
   c->add_option("--threads", a->threads, "Threads of the forward pass")->capture_default_str();

@@ -105,9 +105,15 @@ void sync_dir(const std::string& path) {
   SPARQ_CHECK_AS(InputError, rc == 0 || err == EINVAL, "cannot sync directory '{}': {}", dir, std::strerror(err));
 }
 
-void write_checkpoint(const std::string& tmp, const Dlrm<float>& model, Optimizer<float>& opt, const std::string& meta,
-                      std::span<const std::vector<std::byte>> rank_states) {
-  for (const auto& t : model.tables()) SPARQ_CHECK(t.held(), "a checkpoint needs every table: gather them first");
+// What a checkpoint holds, whichever model wrote it.
+struct Parts {
+  std::span<const float> dense;
+  std::vector<const EmbeddingBag<float>*> tables;
+  std::vector<std::span<const float>> states;
+  std::span<const std::vector<std::byte>> rank_states;
+};
+
+void write_checkpoint(const std::string& tmp, const Parts& parts, const std::string& meta) {
   std::FILE* raw = std::fopen(tmp.c_str(), "wb");
   SPARQ_CHECK_AS(InputError, raw != nullptr, "cannot create '{}': {}", tmp, std::strerror(errno));
   std::unique_ptr<std::FILE, Closer> f(raw);
@@ -115,17 +121,17 @@ void write_checkpoint(const std::string& tmp, const Dlrm<float>& model, Optimize
   o.bytes(kMagic, 8);
   o.u64(meta.size());
   o.bytes(meta.data(), meta.size());
-  o.floats(model.dense().params());
-  o.u64(model.tables().size());
-  for (const auto& t : model.tables()) {
-    o.u64(t.rows());
-    o.u64(t.dim());
-    o.floats(t.weights());
+  o.floats(parts.dense);
+  o.u64(parts.tables.size());
+  for (const auto* t : parts.tables) {
+    o.u64(t->rows());
+    o.u64(t->dim());
+    o.floats(t->weights());
   }
-  o.u64(opt.state().size());
-  for (const auto& s : opt.state()) o.floats(s);
-  o.u64(rank_states.size());
-  for (const auto& b : rank_states) {
+  o.u64(parts.states.size());
+  for (const auto& s : parts.states) o.floats(s);
+  o.u64(parts.rank_states.size());
+  for (const auto& b : parts.rank_states) {
     o.u64(b.size());
     o.bytes(b.data(), b.size());
   }
@@ -135,13 +141,11 @@ void write_checkpoint(const std::string& tmp, const Dlrm<float>& model, Optimize
   // fclose can still report a failed write-back (ENOSPC, EIO, NFS).
   SPARQ_CHECK_AS(InputError, std::fclose(f.release()) == 0, "write error on '{}': {}", tmp, std::strerror(errno));
 }
-}  // namespace
 
-void save_checkpoint(const std::string& path, const Dlrm<float>& model, Optimizer<float>& opt, const std::string& meta,
-                     std::span<const std::vector<std::byte>> rank_states) {
+void save_parts(const std::string& path, const Parts& parts, const std::string& meta) {
   const std::string tmp = path + ".tmp";
   try {
-    write_checkpoint(tmp, model, opt, meta, rank_states);
+    write_checkpoint(tmp, parts, meta);
   } catch (const Error&) {
     std::remove(tmp.c_str());  // half a file would take the space a full disk needs for the next save
     throw;
@@ -149,6 +153,22 @@ void save_checkpoint(const std::string& path, const Dlrm<float>& model, Optimize
   SPARQ_CHECK_AS(InputError, std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename '{}' to '{}': {}", tmp, path,
                  std::strerror(errno));
   sync_dir(path);
+}
+}  // namespace
+
+void save_checkpoint(const std::string& path, const Dlrm<float>& model, Optimizer<float>& opt, const std::string& meta,
+                     std::span<const std::vector<std::byte>> rank_states) {
+  Parts parts{model.dense().params(), {}, {}, rank_states};
+  for (const auto& t : model.tables()) {
+    SPARQ_CHECK(t.held(), "a checkpoint needs every table: gather them first");
+    parts.tables.push_back(&t);
+  }
+  for (const auto& st : opt.state()) parts.states.push_back(st);
+  save_parts(path, parts, meta);
+}
+
+void save_weights_checkpoint(const std::string& path, std::span<const float> weights, const std::string& meta) {
+  save_parts(path, Parts{weights, {}, {}, {}}, meta);
 }
 
 namespace {
@@ -235,6 +255,20 @@ std::string load_checkpoint(const std::string& path, Dlrm<float>& model, Optimiz
     }
   }
   SPARQ_CHECK_AS(InputError, in.left() == 0, "'{}': {} bytes after the end of the checkpoint", path, in.left());
+  return meta;
+}
+
+std::string load_weights_checkpoint(const std::string& path, std::vector<float>& weights) {
+  In in{nullptr, path, 0, 0};
+  const auto f = open_read(path, in);
+  in.f = f.get();
+  std::string meta = read_meta(in);
+  const std::uint64_t n = in.u64();
+  SPARQ_CHECK_AS(InputError, n <= in.left() / sizeof(float), "'{}': truncated checkpoint ({} weights)", path, n);
+  weights.resize(n);
+  in.bytes(weights.data(), n * sizeof(float));
+  SPARQ_CHECK_AS(InputError, in.version == 4 && in.u64() == 0 && in.u64() == 0 && in.u64() == 0 && in.left() == 0,
+                 "'{}' holds more than one weight vector (a DLRM checkpoint?)", path);
   return meta;
 }
 

@@ -45,6 +45,13 @@ void save_checkpoint(const std::string& path, const Dlrm<float>& model, Optimize
 std::string load_checkpoint(const std::string& path, Dlrm<float>& model, Optimizer<float>* opt,
                             std::vector<std::vector<std::byte>>* rank_states = nullptr);
 
+// A linear model (sparq/model/linear.h) in the same layout, checked the same
+// way: its weights as the dense parameters, no tables, no optimizer state.
+void save_weights_checkpoint(const std::string& path, std::span<const float> weights, const std::string& meta);
+// Fills `weights` (resized to the file's count) and returns meta; a
+// checkpoint with tables or optimizer state is an InputError.
+std::string load_weights_checkpoint(const std::string& path, std::vector<float>& weights);
+
 // The metadata alone (for tools that need the configuration first).
 std::string read_checkpoint_meta(const std::string& path);
 

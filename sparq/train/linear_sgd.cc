@@ -1,0 +1,128 @@
+// Mini-batch SGD over a sparse allreduce of the batch gradients (linear_trainer.h).
+#include <algorithm>
+#include <numeric>
+
+#include "sparq/coll/allreduce.h"
+#include "sparq/core/rng.h"
+#include "sparq/train/linear_steps.h"
+
+namespace sparq {
+
+namespace {
+
+using compress::SparseStream;
+
+class SgdSteps final : public LinearSteps {
+ public:
+  SgdSteps(Transport& t, const SparseRows& rows, const LinearTrainOptions& o)
+      : t_(t), rows_(rows), o_(o), clock_(t), grad_(rows.num_features), order_(rows.rows()) {
+    auto n = static_cast<std::int64_t>(rows.rows());
+    allreduce(t, std::span<std::int64_t>(&n, 1), AllreduceOptions{.op = ReduceOp::Max});
+    steps_ = (static_cast<std::size_t>(n) + o.batch - 1) / o.batch;  // every rank takes as many steps; a short shard's last batches are empty
+  }
+
+  void epoch(LinearModel& m, std::size_t e, EpochTally& tally) override {
+    Rng rng(o_.seed, 0x5eed0000 + e * 1000003 + static_cast<std::uint64_t>(t_.rank()));
+    std::iota(order_.begin(), order_.end(), std::size_t{0});
+    for (std::size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[rng.below(i)]);
+    for (std::size_t s = 0; s < steps_; ++s) {
+      const double lr = o_.lr / (1 + o_.lr_decay * (static_cast<double>(e) + static_cast<double>(s) / steps_));
+      step(m, s, lr, tally);
+    }
+  }
+
+ private:
+  void step(LinearModel& m, std::size_t s, double lr, EpochTally& tally) {
+    const double t0 = clock_.now();
+    const std::size_t lo = std::min(s * o_.batch, order_.size()), hi = std::min(lo + o_.batch, order_.size());
+    const std::span<const std::size_t> batch = std::span(order_).subspan(lo, hi - lo);
+    margins_.resize(batch.size());
+    linear_margins(m, rows_, batch, margins_);
+    for (std::size_t k = 0; k < batch.size(); ++k) {
+      const float y = rows_.labels[batch[k]], z = margins_[k];
+      tally.loss_sum += linear_loss(o_.loss, y, z);
+      tally.correct += (z > 0) == (y > 0);
+      grad_.add_row(rows_.row_indices(batch[k]), rows_.row_values(batch[k]), linear_dloss(o_.loss, y, z));
+    }
+    tally.rows += batch.size();
+    const auto pairs = local_.start_pairs(grad_.dim(), grad_.capacity());
+    local_.finish_pairs(grad_.drain(pairs.indices, pairs.values));
+    const double t1 = clock_.now();
+    const CollStats st = exchange();
+    const double t2 = clock_.now();
+    apply(m, lr);
+    const double t3 = clock_.now();
+    tally.compute_s += (t1 - t0) + (t3 - t2);
+    tally.exchange_s += t2 - t1;
+    tally.sent += st.wire.bytes_sent;
+    const std::uint64_t p = static_cast<std::uint64_t>(t_.size());
+    tally.dense_sent += 2 * (p - 1) * grad_.dim() * sizeof(float) / p;
+    tally.algo = st.algo;
+    ++tally.steps;
+  }
+
+  CollStats exchange() {
+    if (t_.size() == 1) {  // nothing to sum with
+      std::swap(sum_, local_);
+      summed_dense_ = false;
+      CollStats none;
+      none.algo = "none";
+      return none;
+    }
+    summed_dense_ = o_.exchange.dense;
+    if (!o_.exchange.dense) {
+      SparseAllreduceOptions so;
+      so.algo = o_.exchange.sparse;
+      so.timeout = o_.timeout;
+      so.auto_rule = o_.auto_rule;
+      so.history = &history_;
+      return sparse_allreduce(t_, local_, sum_, so);
+    }
+    dense_.assign(grad_.dim(), 0.0f);
+    local_.to_dense(dense_);
+    AllreduceOptions ao;
+    ao.algo = o_.exchange.dense_algo;
+    ao.timeout = o_.timeout;
+    CollStats st = allreduce(t_, std::span<float>(dense_), ao);
+    st.algo = "dense/" + st.algo;
+    return st;
+  }
+
+  // The same update whichever exchange ran: features with no gradient are
+  // added -0, which leaves them as they are, so a dense sum that equals the
+  // sparse one gives the same model bit for bit.
+  void apply(LinearModel& m, double lr) {
+    m.decay(1 - lr * o_.l2);
+    const double step = -lr / (static_cast<double>(o_.batch) * t_.size());
+    if (summed_dense_) {
+      for (std::size_t j = 0; j < dense_.size(); ++j) m.add(j, step * dense_[j]);
+    } else if (sum_.is_dense()) {
+      const auto v = sum_.values();
+      for (std::size_t j = 0; j < v.size(); ++j) m.add(j, step * v[j]);
+    } else {
+      const auto idx = sum_.indices();
+      const auto v = sum_.values();
+      for (std::size_t k = 0; k < idx.size(); ++k) m.add(idx[k], step * v[k]);
+    }
+  }
+
+  Transport& t_;
+  const SparseRows& rows_;
+  const LinearTrainOptions& o_;
+  RunClock clock_;
+  SparseGradient grad_;
+  std::vector<std::size_t> order_;
+  std::vector<float> margins_, dense_;
+  SparseStream local_, sum_;
+  SparseAutoHistory history_;
+  std::size_t steps_ = 0;
+  bool summed_dense_ = false;  // this step's sum is in dense_
+};
+
+}  // namespace
+
+std::unique_ptr<LinearSteps> make_sgd_steps(Transport& t, const SparseRows& rows, const LinearTrainOptions& o) {
+  return std::make_unique<SgdSteps>(t, rows, o);
+}
+
+}  // namespace sparq

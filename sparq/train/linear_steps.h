@@ -1,0 +1,47 @@
+#pragma once
+// The two algorithms of the linear trainer (linear_trainer.h), one epoch at
+// a time, and what an epoch measured on this rank.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "sparq/train/linear_trainer.h"
+
+namespace sparq {
+
+// The run's clock: the rank's virtual clock on a modelled network, else wall time.
+class RunClock {
+ public:
+  explicit RunClock(const Transport& t) : t_(t) {}
+  double now() const {
+    if (auto v = t_.virtual_time()) return *v;
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+
+ private:
+  const Transport& t_;
+};
+
+struct EpochTally {
+  double loss_sum = 0;        // progressive training loss (sgd), summed over rows
+  std::size_t correct = 0, rows = 0;
+  double compute_s = 0, exchange_s = 0;
+  std::uint64_t sent = 0;     // bytes this rank sent (the transport's counters)
+  std::uint64_t dense_sent = 0;  // what the dense ring would have sent: 2(P-1)/P d 4 a step (sgd), (d - own range) 4 (scd)
+  std::size_t steps = 0;
+  std::string algo;           // the exchange that ran (the last step's)
+};
+
+// One algorithm's state across epochs.
+class LinearSteps {
+ public:
+  virtual ~LinearSteps() = default;
+  virtual void epoch(LinearModel& m, std::size_t e, EpochTally& tally) = 0;
+};
+
+std::unique_ptr<LinearSteps> make_sgd_steps(Transport& t, const SparseRows& rows, const LinearTrainOptions& o);
+std::unique_ptr<LinearSteps> make_scd_steps(Transport& t, const LinearModel& m, const SparseRows& rows,
+                                            const LinearTrainOptions& o);
+
+}  // namespace sparq

@@ -1,0 +1,158 @@
+#include "sparq/train/linear_trainer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "sparq/coll/allgather.h"
+#include "sparq/core/error.h"
+#include "sparq/core/memory.h"
+#include "sparq/model/checkpoint.h"
+#include "sparq/model/metrics.h"
+#include "sparq/train/linear_steps.h"
+
+namespace sparq {
+
+LinearAlgo parse_linear_algo(std::string_view s) {
+  if (s == "sgd") return LinearAlgo::Sgd;
+  if (s == "scd") return LinearAlgo::Scd;
+  SPARQ_THROW(InputError, "--algo must be sgd or scd, got '{}'", s);
+}
+
+LinearExchange parse_linear_exchange(std::string_view s, LinearAlgo algo) {
+  LinearExchange x;
+  if (s == "dense" || s.starts_with("dense:")) {
+    x.dense = true;
+    if (s != "dense") {
+      SPARQ_CHECK_AS(InputError, algo == LinearAlgo::Sgd,
+                     "--exchange {}: scd's dense exchange is an allgatherv, it has no allreduce algorithm", s);
+      x.dense_algo = parse_allreduce_algo(s.substr(6));
+    }
+    return x;
+  }
+  if (algo == LinearAlgo::Scd) {
+    SPARQ_CHECK_AS(InputError, s == "auto" || s == "sparse",
+                   "--exchange {}: scd exchanges by a sparse allgather (auto or sparse) or dense", s);
+    return x;
+  }
+  SPARQ_CHECK_AS(InputError, s != "sparse", "--exchange sparse: name sgd's sparse allreduce algorithm, or auto");
+  x.sparse = parse_sparse_algo(s);
+  SPARQ_CHECK_AS(InputError, x.sparse != SparseAlgo::Dense,
+                 "--exchange dense is the dense allreduce of the densified gradient; the sparse algorithms are "
+                 "ssar-recursive-double, ssar-split-allgather, dsar-split-allgather (or auto)");
+  return x;
+}
+
+std::string linear_exchange_name(const LinearExchange& x, LinearAlgo algo) {
+  if (x.dense) return algo == LinearAlgo::Scd ? "dense" : fmt::format("dense:{}", allreduce_algo_name(x.dense_algo));
+  return algo == LinearAlgo::Scd ? "sparse" : std::string(sparse_algo_name(x.sparse));
+}
+
+LinearScore evaluate_linear(Transport& t, const LinearModel& m, LinearLoss loss, const SparseRows& rows) {
+  std::vector<std::size_t> all(rows.rows());
+  std::iota(all.begin(), all.end(), std::size_t{0});
+  std::vector<float> z(rows.rows());
+  linear_margins(m, rows, all, z);
+  double sums[2] = {0, 0};  // loss, correct
+  for (std::size_t i = 0; i < z.size(); ++i) {
+    sums[0] += linear_loss(loss, rows.labels[i], z[i]);
+    sums[1] += (z[i] > 0) == (rows.labels[i] > 0);
+  }
+  allreduce(t, std::span<double>(sums, 2));
+  // Every rank's margins and labels, for the exact AUC.
+  std::vector<std::size_t> counts(t.size());
+  const auto mine = static_cast<std::int64_t>(rows.rows());
+  std::vector<std::int64_t> all_counts(t.size());
+  allgather(t, std::span<const std::int64_t>(&mine, 1), std::span<std::int64_t>(all_counts));
+  std::copy(all_counts.begin(), all_counts.end(), counts.begin());
+  const std::size_t n = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+  std::vector<float> scores(n), labels(n);
+  allgatherv(t, std::span<const float>(z), std::span<float>(scores), std::span<const std::size_t>(counts));
+  allgatherv(t, std::span<const float>(rows.labels), std::span<float>(labels), std::span<const std::size_t>(counts));
+  for (float& y : labels) y = y > 0 ? 1.0f : 0.0f;
+  LinearScore s;
+  s.rows = n;
+  if (n == 0) return s;
+  s.loss = sums[0] / static_cast<double>(n);
+  s.accuracy = sums[1] / static_cast<double>(n);
+  s.auc = roc_auc(scores, labels);
+  return s;
+}
+
+namespace {
+
+// Every rank's tally summed (rows, loss, correct), the fastest rank's
+// exchange time as the communication, this rank's time beyond it as waiting.
+struct EpochReport {
+  LinearScore train;
+  double compute_s, comm_s, wait_s;
+  std::uint64_t sent, dense_sent;
+};
+
+EpochReport reduce_tally(Transport& t, const EpochTally& e) {
+  double sums[3] = {e.loss_sum, static_cast<double>(e.correct), static_cast<double>(e.rows)};
+  allreduce(t, std::span<double>(sums, 3));
+  double fastest = e.exchange_s;
+  allreduce(t, std::span<double>(&fastest, 1), AllreduceOptions{.op = ReduceOp::Min});
+  EpochReport r{};
+  r.train.rows = static_cast<std::size_t>(sums[2]);
+  r.train.loss = sums[2] > 0 ? sums[0] / sums[2] : 0;
+  r.train.accuracy = sums[2] > 0 ? sums[1] / sums[2] : 0;
+  r.compute_s = e.compute_s;
+  r.comm_s = fastest;
+  r.wait_s = e.exchange_s - fastest;
+  r.sent = e.sent;
+  r.dense_sent = e.dense_sent;
+  return r;
+}
+
+void report_epoch(TrainerSink& sink, std::size_t e, const LinearTrainOptions& o, const EpochReport& r,
+                  const LinearScore* test, const EpochTally& tally) {
+  std::string line = fmt::format("epoch {}/{}: train loss {:.6f} accuracy {:.3f} %", e + 1, o.epochs, r.train.loss,
+                                 100 * r.train.accuracy);
+  if (test) line += fmt::format(" | test loss {:.6f} accuracy {:.3f} % auc {:.4f}", test->loss, 100 * test->accuracy, test->auc);
+  const double total = r.compute_s + r.comm_s + r.wait_s;
+  line += fmt::format(" | {:.0f} ms: compute {:.0f}, communication {:.0f}, waiting {:.0f}", 1e3 * total,
+                      1e3 * r.compute_s, 1e3 * r.comm_s, 1e3 * r.wait_s);
+  line += fmt::format(" | sent {:.2f} MB, dense {:.2f} MB ({:.1f}x) | {} steps, {}\n", r.sent / 1e6, r.dense_sent / 1e6,
+                      r.sent ? static_cast<double>(r.dense_sent) / r.sent : 0.0, tally.steps, tally.algo);
+  sink.line(line);
+  nlohmann::json ev = {{"event", "epoch"},        {"epoch", e + 1},         {"train_loss", r.train.loss},
+                       {"train_accuracy", r.train.accuracy}, {"ms", 1e3 * total}, {"compute_ms", 1e3 * r.compute_s},
+                       {"comm_ms", 1e3 * r.comm_s}, {"wait_ms", 1e3 * r.wait_s}, {"bytes_sent", r.sent},
+                       {"dense_bytes", r.dense_sent}, {"steps", tally.steps}, {"exchange", tally.algo},
+                       {"peak_rss_bytes", peak_resident_memory()}};
+  if (test) ev.update({{"test_loss", test->loss}, {"test_accuracy", test->accuracy}, {"test_auc", test->auc}});
+  sink.event(ev);
+}
+
+}  // namespace
+
+void train_linear(Transport& t, LinearModel& model, const SparseRows& train, const SparseRows& test,
+                  const LinearTrainOptions& o, TrainerSink& sink) {
+  SPARQ_CHECK_AS(InputError, model.dim() == train.num_features, "the model has {} weights, the data {} features",
+                 model.dim(), train.num_features);
+  SPARQ_CHECK_AS(InputError, o.batch > 0 && o.coords > 0, "--mini-batch-size and --coords must be positive");
+  std::unique_ptr<LinearSteps> steps =
+      o.algo == LinearAlgo::Sgd ? make_sgd_steps(t, train, o) : make_scd_steps(t, model, train, o);
+  auto test_rows = static_cast<std::int64_t>(test.rows());
+  allreduce(t, std::span<std::int64_t>(&test_rows, 1));
+  for (std::size_t e = 0; e < o.epochs; ++e) {
+    EpochTally tally;
+    steps->epoch(model, e, tally);
+    const EpochReport r = reduce_tally(t, tally);
+    std::optional<LinearScore> ts;
+    if (test_rows > 0) ts = evaluate_linear(t, model, o.loss, test);
+    if (t.rank() == 0) {
+      report_epoch(sink, e, o, r, ts ? &*ts : nullptr, tally);
+      if (!o.save.empty()) {
+        nlohmann::json meta = o.save_meta;
+        meta["epoch"] = e + 1;
+        save_weights_checkpoint(o.save, model.weights(), meta.dump());
+      }
+    }
+  }
+}
+
+}  // namespace sparq

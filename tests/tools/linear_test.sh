@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# `sparq linear` end to end on a small URL-like set: it learns (test accuracy
+# near the teacher's), one rank per mpiexec process trains the same model bit
+# for bit as in-process ranks, the sparse and dense exchanges give the same
+# model on 2 ranks, --save/--load/predict round-trip, and bad input (files,
+# flags) is a one-line error naming file:line.
+#   tests/tools/linear_test.sh path/to/sparq [mpiexec]
+set -uo pipefail
+SPARQ=$1
+MPIEXEC=${2:-}
+D=$(mktemp -d)
+trap 'rm -rf "$D"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$SPARQ" gen-data --format libsvm --like url --scale 0.002 --out "$D/u" > /dev/null || fail "gen-data"
+train() { "$SPARQ" linear --data-path "$D/u/train.svm" --test-data-path "$D/u/test.svm" --bias --epochs 3 \
+  --mini-batch-size 50 --learning-rate 0.5 --l2 1e-5 "$@"; }
+
+if [ -n "$MPIEXEC" ]; then
+  # Open MPI's ranks read their shards and sum over the MPI transport: the
+  # same model as the same ranks in-process.
+  train --ranks 3 --save "$D/local.ck" > "$D/local.out" || fail "in-process: $(cat "$D/local.out")"
+  "$MPIEXEC" -n 3 --oversubscribe --bind-to none --mca mpi_yield_when_idle 1 "$SPARQ" linear \
+    --data-path "$D/u/train.svm" --test-data-path "$D/u/test.svm" --bias --epochs 3 --mini-batch-size 50 \
+    --learning-rate 0.5 --l2 1e-5 --save "$D/mpi.ck" > "$D/mpi.out" 2>&1 || fail "mpiexec: $(cat "$D/mpi.out")"
+  grep -q "3 ranks (mpi)" "$D/mpi.out" || fail "runs on the MPI transport: $(head -3 "$D/mpi.out")"
+  cmp -s "$D/local.ck" "$D/mpi.ck" || fail "mpiexec and in-process models differ"
+  "$MPIEXEC" -n 2 --oversubscribe --bind-to none "$SPARQ" linear --data-path "$D/u/train.svm" --algo scd \
+    --exchange dense --epochs 1 --save "$D/mpi_scd_dense.ck" > /dev/null 2>&1 || fail "mpiexec scd dense"
+  "$MPIEXEC" -n 2 --oversubscribe --bind-to none "$SPARQ" linear --data-path "$D/u/train.svm" --algo scd \
+    --epochs 1 --save "$D/mpi_scd.ck" > /dev/null 2>&1 || fail "mpiexec scd"
+  cmp -s "$D/mpi_scd.ck" "$D/mpi_scd_dense.ck" || fail "scd: sparse and dense allgather models differ under mpiexec"
+  echo "PASS (mpiexec)"
+  exit 0
+fi
+
+train --save "$D/one.ck" > "$D/one.out" || fail "one rank: $(cat "$D/one.out")"
+acc=$(grep "^epoch 3/3" "$D/one.out" | sed 's/.*test loss [0-9.]* accuracy \([0-9.]*\) %.*/\1/')
+teacher=$(python3 -c "import json; print(100 * json.load(open('$D/u/teacher.json'))['teacher_test']['accuracy'])")
+python3 -c "import sys; sys.exit(not (float('$acc') > float('$teacher') - 12))" || fail "learns: test accuracy $acc against the teacher's $teacher"
+
+# 2 ranks: every sparse allreduce algorithm gives the dense exchange's model (one addition per sum).
+train --ranks 2 --exchange dense:ring --save "$D/dense.ck" > /dev/null || fail "dense"
+for x in ssar-recursive-double ssar-split-allgather dsar-split-allgather; do
+  train --ranks 2 --exchange $x --save "$D/$x.ck" > "$D/$x.out" || fail "$x: $(cat "$D/$x.out")"
+  grep -q "$x" "$D/$x.out" || fail "$x runs"
+  cmp -s "$D/dense.ck" "$D/$x.ck" || fail "$x and the dense exchange give different models"
+done
+train --ranks 2 --algo scd --exchange dense --save "$D/scd_dense.ck" > /dev/null || fail "scd dense"
+train --ranks 2 --algo scd --save "$D/scd.ck" > "$D/scd.out" || fail "scd: $(cat "$D/scd.out")"
+grep -q "sparse-allgather" "$D/scd.out" || fail "scd exchanges by the sparse allgather"
+cmp -s "$D/scd.ck" "$D/scd_dense.ck" || fail "scd: sparse and dense allgather models differ"
+
+# predict scores the saved model as the last epoch's test did; --load resumes from it.
+"$SPARQ" predict --load "$D/one.ck" --data-path "$D/u/test.svm" --out "$D/p.txt" > "$D/p.out" || fail "predict: $(cat "$D/p.out")"
+[ "$(wc -l < "$D/p.txt")" -eq "$(wc -l < "$D/u/test.svm")" ] || fail "a score a test row"
+grep -q "accuracy $acc %" "$D/p.out" || fail "predict's accuracy equals training's last test: $(cat "$D/p.out") vs $acc"
+"$SPARQ" linear --data-path "$D/u/train.svm" --test-data-path "$D/u/test.svm" --bias --load "$D/one.ck" \
+  --learning-rate 1e-9 > "$D/load.out" || fail "--load: $(cat "$D/load.out")"
+grep -q "accuracy $acc %" "$D/load.out" || fail "--load starts from the saved model: $(cat "$D/load.out")"
+
+# Bad input: one line naming the file and line, non-zero exit.
+bad() {  # EXPECT: text the error must contain
+  "$SPARQ" linear "$@" > "$D/out" 2> "$D/err" && fail "must fail: $*"
+  [ "$(wc -l < "$D/err")" -eq 1 ] || fail "one-line error for $*: $(cat "$D/err")"
+  grep -q -- "$EXPECT" "$D/err" || fail "error for $* names '$EXPECT': $(cat "$D/err")"
+}
+printf '+1 1:1 3:2\n-1 2:1\n+1 3:1 2:1\n' > "$D/unsorted.svm"
+EXPECT="unsorted.svm:3:" bad --data-path "$D/unsorted.svm"
+printf '+1 1:1\n-1 0:1\n' > "$D/zero.svm"
+EXPECT="zero.svm:2:" bad --data-path "$D/zero.svm"
+printf '+1 1:1\n2 2:1\n' > "$D/label.svm"
+EXPECT="label.svm:2:" bad --data-path "$D/label.svm"
+printf '+1 1:1\n-1 9:1\n' > "$D/beyond.svm"
+EXPECT="beyond.svm:2:" bad --data-path "$D/beyond.svm" --num-features 5
+printf '+1 1:1\n-1 2:x\n' > "$D/value.svm"
+EXPECT="value.svm:2:" bad --data-path "$D/value.svm"
+printf '1 1:1\n0 2:1\n-1 3:1\n' > "$D/mixed.svm"
+EXPECT="mixed.svm" bad --data-path "$D/mixed.svm"
+EXPECT="--skip-bad-lines" "$SPARQ" linear --data-path "$D/zero.svm" --skip-bad-lines > "$D/skip.out" 2>&1 ||
+  fail "--skip-bad-lines trains: $(cat "$D/skip.out")"
+grep -q "skipped 1 bad lines" "$D/skip.out" || fail "counts skipped lines: $(cat "$D/skip.out")"
+EXPECT="cannot open" bad --data-path "$D/missing.svm"
+EXPECT="--loss" bad --data-path "$D/u/train.svm" --loss squared
+EXPECT="--algo scd" bad --data-path "$D/u/train.svm" --algo scd --loss hinge
+EXPECT="--exchange" bad --data-path "$D/u/train.svm" --algo scd --exchange ssar-recursive-double
+EXPECT="--learning-rate" bad --data-path "$D/u/train.svm" --learning-rate 0
+EXPECT="--data-path" bad --epochs 1
+EXPECT="not a sparq checkpoint" bad --data-path "$D/u/train.svm" --load "$D/u/teacher.json"
+EXPECT="weights" bad --data-path "$D/u/train.svm" --load "$D/one.ck"  # no --bias: one weight fewer
+echo PASS

@@ -1,0 +1,260 @@
+// `sparq linear`: linear models on naturally sparse data (SparCML's MPI-OPT):
+// logistic regression or a linear SVM, mini-batch SGD over the sparse
+// allreduce or coordinate descent over the sparse allgather, on libsvm files.
+// One rank, --ranks P in-process (on a virtual clock with --net), or one
+// rank per mpiexec process. Each rank reads only its shard of the files.
+//
+//   epoch e/E: train loss L accuracy A % | test loss L accuracy A % auc U | T ms: compute C, communication M, waiting W | sent S MB, dense D MB (Rx) | N steps, algorithm
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "sparq/coll/allreduce.h"
+#include "sparq/core/error.h"
+#include "sparq/core/memory.h"
+#include "sparq/data/libsvm.h"
+#include "sparq/model/checkpoint.h"
+#include "sparq/model/parallel.h"
+#include "sparq/train/linear_trainer.h"
+#include "sparq/transport/launch.h"
+#include "sparq/transport/local_transport.h"
+#include "tools/commands.h"
+#include "tools/linear.h"
+
+namespace sparq::cli {
+
+namespace {
+
+struct LinearArgs {
+  std::string data_path, test_data_path, loss = "logistic", algo = "sgd", exchange = "auto";
+  std::size_t num_features = 0, batch = 1000, coords = 100, epochs = 1;
+  double lr = 1.0, lr_decay = 0, l2 = 0, timeout_s = 300;
+  bool bias = false, skip_bad_lines = false;
+  int threads = 1, ranks = 0;
+  std::uint64_t seed = 1;
+  std::string net, auto_net, metrics, save, load;
+};
+
+class LinearSink final : public TrainerSink {
+ public:
+  explicit LinearSink(const std::string& metrics) {
+    if (metrics.empty()) return;
+    out_.open(metrics);
+    SPARQ_CHECK_AS(InputError, out_.good(), "cannot create '{}'", metrics);
+  }
+  void line(const std::string& text) override { std::fputs(text.c_str(), stdout); }
+  void event(const nlohmann::json& e) override {
+    if (out_.is_open()) out_ << e.dump() << "\n" << std::flush;
+  }
+
+ private:
+  std::ofstream out_;
+};
+
+LinearTrainOptions train_options(const LinearArgs& a) {
+  LinearTrainOptions o;
+  o.loss = parse_linear_loss(a.loss);
+  o.algo = parse_linear_algo(a.algo);
+  o.exchange = parse_linear_exchange(a.exchange, o.algo);
+  SPARQ_CHECK_AS(InputError, a.batch >= 1 && a.coords >= 1 && a.epochs >= 1,
+                 "--mini-batch-size, --coords and --epochs must be >= 1");
+  SPARQ_CHECK_AS(InputError, std::isfinite(a.lr) && a.lr > 0, "--learning-rate must be > 0, got {}", a.lr);
+  SPARQ_CHECK_AS(InputError, std::isfinite(a.lr_decay) && a.lr_decay >= 0, "--lr-decay must be >= 0");
+  SPARQ_CHECK_AS(InputError, std::isfinite(a.l2) && a.l2 >= 0, "--l2 must be >= 0");
+  SPARQ_CHECK_AS(InputError, a.threads >= 1, "--threads must be >= 1");
+  o.batch = a.batch, o.coords = a.coords, o.epochs = a.epochs;
+  o.lr = a.lr, o.lr_decay = a.lr_decay, o.l2 = a.l2, o.seed = a.seed;
+  o.timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
+  const std::string plan = !a.auto_net.empty() ? a.auto_net : a.net;
+  if (!plan.empty()) o.auto_rule.net = parse_net_model(plan);
+  o.save = a.save;
+  o.save_meta = {{"model", "linear"}, {"loss", a.loss}, {"algo", a.algo}, {"bias", a.bias}, {"l2", a.l2}};
+  return o;
+}
+
+struct Shards {
+  SparseRows train, test;
+};
+
+// Every rank reads its shard; the ranks agree on the feature count (the
+// largest index of any shard, or --num-features) and the label convention.
+Shards read_shards(Transport& t, const LinearArgs& a) {
+  LibsvmOptions lo;
+  lo.num_features = a.num_features, lo.skip_bad_lines = a.skip_bad_lines;
+  lo.shard = t.rank(), lo.shards = t.size();
+  LibsvmRead tr = read_libsvm(a.data_path, lo);
+  // The max of each: the feature count, and the OR of the two label bits.
+  std::int64_t agree[3] = {static_cast<std::int64_t>(tr.rows.num_features), tr.label_kinds & 1u, (tr.label_kinds >> 1) & 1u};
+  allreduce(t, std::span<std::int64_t>(agree, 3), AllreduceOptions{.op = ReduceOp::Max});
+  SPARQ_CHECK_AS(InputError, !(agree[1] && agree[2]),
+                 "'{}' has labels 0 and -1: it mixes the 0/1 and -1/+1 conventions", a.data_path);
+  Shards s;
+  s.train = std::move(tr.rows);
+  s.train.num_features = static_cast<std::size_t>(agree[0]);
+  report_bad_lines(t, a.data_path, tr);
+  if (!a.test_data_path.empty()) {
+    lo.num_features = s.train.num_features;
+    lo.drop_beyond = true;  // features the training data never had have weight 0
+    LibsvmRead te = read_libsvm(a.test_data_path, lo);
+    report_bad_lines(t, a.test_data_path, te);
+    s.test = std::move(te.rows);
+  }
+  s.test.num_features = s.train.num_features;
+  if (a.bias) {
+    append_constant_feature(s.train);
+    append_constant_feature(s.test);
+  }
+  return s;
+}
+
+void run_linear(const LinearArgs& a) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  SPARQ_CHECK_AS(InputError, !a.data_path.empty(), "--data-path is required (a libsvm file, plain or .gz)");
+  const LinearTrainOptions base = train_options(a);
+  LaunchOptions lo;
+  lo.ranks = a.ranks;
+  lo.timeout = base.timeout;
+  if (!a.net.empty()) {
+    SPARQ_CHECK_AS(InputError, a.ranks > 0 && launch_mode() == "local",
+                   "--net emulates the network between in-process ranks: give --ranks P");
+    lo.net = parse_net_model(a.net);
+    lo.cpu_scale = 1;
+  }
+  set_compute_threads(a.ranks > 1 || lo.net ? 1 : a.threads);  // in-process ranks: a core each
+  launch(lo, [&](Transport& t) {
+    Shards s = read_shards(t, a);
+    LinearModel model(s.train.num_features);
+    if (!a.load.empty()) load_model(a.load, model);
+    LinearTrainOptions o = base;
+    o.save_meta["num_features"] = s.train.num_features;
+    LinearSink sink(t.rank() == 0 ? a.metrics : "");
+    if (t.rank() == 0)
+      sink.line(fmt::format("linear: {} ranks ({}), {} features{}, loss {}, algo {}, exchange {}\n", t.size(), t.name(),
+                            s.train.num_features, a.bias ? " (last: the bias)" : "", a.loss, a.algo,
+                            linear_exchange_name(o.exchange, o.algo)));
+    train_linear(t, model, s.train, s.test, o, sink);
+    if (t.rank() == 0)
+      sink.line(fmt::format("peak memory {:.1f} MiB (this process: {} rank{})\n", peak_resident_memory() / 1048576.0,
+                            a.ranks > 1 ? a.ranks : 1, a.ranks > 1 ? "s" : ""));
+  });
+}
+
+}  // namespace
+
+void report_bad_lines(Transport& t, const std::string& path, const LibsvmRead& r) {
+  std::int64_t counts[2] = {static_cast<std::int64_t>(r.bad_lines), static_cast<std::int64_t>(r.dropped)};
+  allreduce(t, std::span<std::int64_t>(counts, 2));
+  if (t.rank() != 0) return;
+  if (counts[0] > 0)
+    std::fputs(fmt::format("'{}': skipped {} bad lines{}\n", path, counts[0],
+                           r.first_bad.empty() ? "" : " (rank 0's first: " + r.first_bad + ")")
+                   .c_str(),
+               stdout);
+  if (counts[1] > 0)
+    std::fputs(fmt::format("'{}': dropped {} entries of features the training data does not have\n", path, counts[1])
+                   .c_str(),
+               stdout);
+}
+
+void append_constant_feature(SparseRows& r) {
+  const auto j = static_cast<std::uint32_t>(r.num_features);
+  SparseRows out;
+  out.num_features = r.num_features + 1;
+  out.labels = std::move(r.labels);
+  out.offsets.reserve(r.offsets.size());
+  out.indices.reserve(r.nnz() + out.labels.size());
+  out.values.reserve(r.nnz() + out.labels.size());
+  for (std::size_t i = 0; i + 1 < r.offsets.size(); ++i) {
+    out.indices.insert(out.indices.end(), r.indices.begin() + static_cast<std::ptrdiff_t>(r.offsets[i]),
+                       r.indices.begin() + static_cast<std::ptrdiff_t>(r.offsets[i + 1]));
+    out.values.insert(out.values.end(), r.values.begin() + static_cast<std::ptrdiff_t>(r.offsets[i]),
+                      r.values.begin() + static_cast<std::ptrdiff_t>(r.offsets[i + 1]));
+    out.indices.push_back(j);
+    out.values.push_back(1.0f);
+    out.offsets.push_back(out.indices.size());
+  }
+  r = std::move(out);
+}
+
+void load_model(const std::string& path, LinearModel& m) {
+  std::vector<float> w;
+  const auto meta = nlohmann::json::parse(load_weights_checkpoint(path, w), nullptr, false);
+  SPARQ_CHECK_AS(InputError, meta.is_object() && meta.value("model", "") == "linear",
+                 "'{}' is not a linear model (sparq linear --save writes one)", path);
+  SPARQ_CHECK_AS(InputError, w.size() == m.dim(), "'{}' has {} weights, the data {} features (bias included)", path,
+                 w.size(), m.dim());
+  m.set_weights(w);
+}
+
+bool is_linear_model(const std::string& meta) {
+  const auto j = nlohmann::json::parse(meta, nullptr, false);
+  return j.is_object() && j.value("model", "") == "linear";
+}
+
+void predict_linear(const std::string& load, const std::string& data_path, const std::string& out) {
+  std::vector<float> w;
+  const auto meta = nlohmann::json::parse(load_weights_checkpoint(load, w), nullptr, false);
+  const bool bias = meta.value("bias", false);
+  const LinearLoss loss = parse_linear_loss(meta.value("loss", "logistic"));
+  LibsvmOptions lo;
+  lo.num_features = w.size() - (bias ? 1 : 0);
+  lo.drop_beyond = true;
+  LibsvmRead r = read_libsvm(data_path, lo);
+  if (r.dropped > 0) fmt::print("'{}': dropped {} entries of features the model does not have\n", data_path, r.dropped);
+  if (bias) append_constant_feature(r.rows);
+  LinearModel m(w.size());
+  m.set_weights(w);
+  std::vector<float> scores(r.rows.rows());
+  for (std::size_t i = 0; i < scores.size(); ++i) {
+    const float z = m.margin(r.rows.row_indices(i), r.rows.row_values(i));
+    scores[i] = loss == LinearLoss::Logistic ? 1 / (1 + std::exp(-z)) : z;
+  }
+  write_scores(out, scores);
+  fmt::print("model: linear, {} loss, {} features{}\n", linear_loss_name(loss), w.size(), bias ? " (last: the bias)" : "");
+  LinearScore s;
+  run_local(1, [&](Transport& t) { s = evaluate_linear(t, m, loss, r.rows); });
+  fmt::print("{} samples of {}: loss {:.6f}, accuracy {:.3f} %, auc {:.6f}\n", s.rows, data_path, s.loss,
+             100 * s.accuracy, s.auc);
+  fmt::print("scores: {}\n", out);
+}
+
+void add_linear(CLI::App& app, Run& run) {
+  auto a = std::make_shared<LinearArgs>();
+  auto* c = app.add_subcommand("linear", "Train a linear classifier on sparse libsvm data (SparCML's MPI-OPT)");
+  c->add_option("--data-path", a->data_path, "Training data: a libsvm/svmlight file, plain or gzip");
+  c->add_option("--test-data-path", a->test_data_path, "Test data (libsvm), scored after every epoch");
+  c->add_option("--num-features", a->num_features, "Feature count (0: the largest index in the training data)")
+      ->capture_default_str();
+  c->add_flag("--bias", a->bias, "Append a constant feature 1 to every row (as liblinear -B 1)");
+  c->add_flag("--skip-bad-lines", a->skip_bad_lines, "Count and skip malformed lines instead of failing");
+  c->add_option("--loss", a->loss, "logistic or hinge (linear SVM)")->capture_default_str();
+  c->add_option("--algo", a->algo, "sgd (mini-batch SGD) or scd (coordinate descent, logistic loss)")
+      ->capture_default_str();
+  c->add_option("--mini-batch-size", a->batch, "sgd: rows per rank and step (SparCML: 1000)")->capture_default_str();
+  c->add_option("--coords", a->coords, "scd: features each rank updates per iteration (SparCML: 100)")
+      ->capture_default_str();
+  c->add_option("--learning-rate", a->lr, "sgd: step size; scd: multiplier of the Newton step")->capture_default_str();
+  c->add_option("--lr-decay", a->lr_decay, "Step at e epochs done: lr / (1 + lr-decay * e)")->capture_default_str();
+  c->add_option("--l2", a->l2, "L2 penalty on the mean loss: mean loss + l2/2 |w|^2 (liblinear's C = 1/(l2 n))")
+      ->capture_default_str();
+  c->add_option("--epochs", a->epochs, "Passes over the data")->capture_default_str();
+  c->add_option("--exchange", a->exchange,
+                "auto, ssar-recursive-double, ssar-split-allgather, dsar-split-allgather, dense[:ring|rabenseifner|"
+                "recursive-doubling|native] (sgd); auto|sparse or dense (scd)")
+      ->capture_default_str();
+  c->add_option("--threads", a->threads, "Threads per rank (one rank: margins in parallel)")->capture_default_str();
+  c->add_option("--ranks", a->ranks, "In-process ranks (0: 1, or the mpiexec world)")->capture_default_str();
+  c->add_option("--net", a->net, "Virtual clock for in-process ranks: a network such as 10gbit,20us");
+  c->add_option("--auto-net", a->auto_net, "The network `auto` plans for (default: --net, else 10gbit,20us)");
+  c->add_option("--seed", a->seed, "Seed of the shuffles and coordinate orders")->capture_default_str();
+  c->add_option("--timeout", a->timeout_s, "Seconds an exchange may wait for a peer")->capture_default_str();
+  c->add_option("--metrics", a->metrics, "JSON lines: one event per epoch");
+  c->add_option("--save", a->save, "Write the model here after every epoch (atomic)");
+  c->add_option("--load", a->load, "Start from this model (sparq linear --save)");
+  c->callback([a, &run] { run = [a] { run_linear(*a); }; });
+}
+
+}  // namespace sparq::cli
