@@ -8,10 +8,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 
+#include "sparq/coll/allgather.h"
 #include "sparq/coll/allreduce.h"
 #include "sparq/core/error.h"
 #include "sparq/core/memory.h"
@@ -30,7 +32,7 @@ namespace {
 
 struct LinearArgs {
   std::string data_path, test_data_path, loss = "logistic", algo = "sgd", exchange = "auto";
-  std::size_t num_features = 0, batch = 1000, coords = 100, epochs = 1;
+  std::size_t num_features = 0, batch = 1000, coords = 100, epochs = 1, num_batches = 0;
   double lr = 1.0, lr_decay = 0, l2 = 0, timeout_s = 300;
   bool bias = false, skip_bad_lines = false;
   int threads = 1, ranks = 0;
@@ -65,7 +67,7 @@ LinearTrainOptions train_options(const LinearArgs& a) {
   SPARQ_CHECK_AS(InputError, std::isfinite(a.lr_decay) && a.lr_decay >= 0, "--lr-decay must be >= 0");
   SPARQ_CHECK_AS(InputError, std::isfinite(a.l2) && a.l2 >= 0, "--l2 must be >= 0");
   SPARQ_CHECK_AS(InputError, a.threads >= 1, "--threads must be >= 1");
-  o.batch = a.batch, o.coords = a.coords, o.epochs = a.epochs;
+  o.batch = a.batch, o.coords = a.coords, o.epochs = a.epochs, o.max_steps = a.num_batches;
   o.lr = a.lr, o.lr_decay = a.lr_decay, o.l2 = a.l2, o.seed = a.seed;
   o.timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
   const std::string plan = !a.auto_net.empty() ? a.auto_net : a.net;
@@ -110,6 +112,22 @@ Shards read_shards(Transport& t, const LinearArgs& a) {
   return s;
 }
 
+// Every process's peak resident memory: one rank's under mpiexec, all the
+// in-process ranks' together otherwise.
+void report_peak_memory(Transport& t, TrainerSink& sink, bool in_process) {
+  const auto mine = static_cast<std::int64_t>(peak_resident_memory());
+  std::vector<std::int64_t> all(t.size());
+  allgather(t, std::span<const std::int64_t>(&mine, 1), std::span<std::int64_t>(all));
+  if (t.rank() != 0) return;
+  if (in_process) {
+    sink.line(fmt::format("peak memory {:.1f} MiB (one process, {} ranks)\n", mine / 1048576.0, t.size()));
+    return;
+  }
+  const auto [lo, hi] = std::minmax_element(all.begin(), all.end());
+  sink.line(fmt::format("peak memory per rank {:.1f} - {:.1f} MiB\n", *lo / 1048576.0, *hi / 1048576.0));
+  sink.event({{"event", "memory"}, {"peak_rss_bytes_per_rank", all}});
+}
+
 void run_linear(const LinearArgs& a) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   SPARQ_CHECK_AS(InputError, !a.data_path.empty(), "--data-path is required (a libsvm file, plain or .gz)");
@@ -136,9 +154,7 @@ void run_linear(const LinearArgs& a) {
                             s.train.num_features, a.bias ? " (last: the bias)" : "", a.loss, a.algo,
                             linear_exchange_name(o.exchange, o.algo)));
     train_linear(t, model, s.train, s.test, o, sink);
-    if (t.rank() == 0)
-      sink.line(fmt::format("peak memory {:.1f} MiB (this process: {} rank{})\n", peak_resident_memory() / 1048576.0,
-                            a.ranks > 1 ? a.ranks : 1, a.ranks > 1 ? "s" : ""));
+    report_peak_memory(t, sink, a.ranks > 1);
   });
 }
 
@@ -241,6 +257,9 @@ void add_linear(CLI::App& app, Run& run) {
   c->add_option("--l2", a->l2, "L2 penalty on the mean loss: mean loss + l2/2 |w|^2 (liblinear's C = 1/(l2 n))")
       ->capture_default_str();
   c->add_option("--epochs", a->epochs, "Passes over the data")->capture_default_str();
+  c->add_option("--num-batches", a->num_batches,
+                "Steps (sgd) or iterations (scd) per epoch, for timing part of a pass (0: the whole pass)")
+      ->capture_default_str();
   c->add_option("--exchange", a->exchange,
                 "auto, ssar-recursive-double, ssar-split-allgather, dsar-split-allgather, dense[:ring|rabenseifner|"
                 "recursive-doubling|native] (sgd); auto|sparse or dense (scd)")

@@ -63,7 +63,9 @@ class ScdSteps final : public LinearSteps {
     std::iota(perm_.begin(), perm_.end(), lo_);
     for (std::size_t i = perm_.size(); i > 1; --i) std::swap(perm_[i - 1], perm_[rng.below(i)]);
     const std::size_t iters = (part_.max_len() + o_.coords - 1) / o_.coords;
-    for (std::size_t it = 0; it < iters; ++it) {
+    const std::size_t run = o_.max_steps ? std::min(o_.max_steps, iters) : iters;
+    tally.pass_steps = iters;
+    for (std::size_t it = 0; it < run; ++it) {
       const double lr = o_.lr / (1 + o_.lr_decay * (static_cast<double>(e) + static_cast<double>(it) / iters));
       iteration(m, it, lr, tally);
     }
@@ -98,10 +100,15 @@ class ScdSteps final : public LinearSteps {
     tally.sent += st.wire.bytes_sent;
     tally.dense_sent += (rows_.num_features - part_.len(t_.rank())) * sizeof(float);
     tally.algo = st.algo;
+    tally.summed_nnz += o_.exchange.dense || gathered_.is_dense() ? rows_.num_features : gathered_.nnz();
     ++tally.steps;
   }
 
-  // One Newton step for w_j on the mean logistic loss of my rows plus l2.
+  // One Newton step for w_j on the mean logistic loss of my rows plus l2,
+  // at most kMaxStep long: a feature that few rows hold has almost no
+  // curvature where those rows are already classified confidently, and an
+  // uncapped step would jump towards infinity (they are separable).
+  static constexpr double kMaxStep = 1.0;
   float newton_step(const LinearModel& m, std::size_t j, double lr) const {
     double g = 0, h = 0;
     for (std::size_t k = cols_.begin(j); k < cols_.end(j); ++k) {
@@ -114,7 +121,7 @@ class ScdSteps final : public LinearSteps {
     const double n = static_cast<double>(rows_.rows()), w = m.weight(j);
     g = g / n + o_.l2 * w;
     h = h / n + o_.l2;
-    return static_cast<float>(h > 0 ? -lr * g / h : 0.0);
+    return static_cast<float>(h > 0 ? -lr * std::clamp(g / h, -kMaxStep, kMaxStep) : 0.0);
   }
 
   CollStats exchange() {

@@ -25,7 +25,9 @@ class SgdSteps final : public LinearSteps {
     Rng rng(o_.seed, 0x5eed0000 + e * 1000003 + static_cast<std::uint64_t>(t_.rank()));
     std::iota(order_.begin(), order_.end(), std::size_t{0});
     for (std::size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[rng.below(i)]);
-    for (std::size_t s = 0; s < steps_; ++s) {
+    const std::size_t steps = o_.max_steps ? std::min(o_.max_steps, steps_) : steps_;
+    tally.pass_steps = steps_;
+    for (std::size_t s = 0; s < steps; ++s) {
       const double lr = o_.lr / (1 + o_.lr_decay * (static_cast<double>(e) + static_cast<double>(s) / steps_));
       step(m, s, lr, tally);
     }
@@ -58,6 +60,7 @@ class SgdSteps final : public LinearSteps {
     const std::uint64_t p = static_cast<std::uint64_t>(t_.size());
     tally.dense_sent += 2 * (p - 1) * grad_.dim() * sizeof(float) / p;
     tally.algo = st.algo;
+    tally.summed_nnz += summed_dense_ || sum_.is_dense() ? grad_.dim() : sum_.nnz();
     ++tally.steps;
   }
 

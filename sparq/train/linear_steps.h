@@ -30,6 +30,8 @@ struct EpochTally {
   std::uint64_t sent = 0;     // bytes this rank sent (the transport's counters)
   std::uint64_t dense_sent = 0;  // what the dense ring would have sent: 2(P-1)/P d 4 a step (sgd), (d - own range) 4 (scd)
   std::size_t steps = 0;
+  std::size_t pass_steps = 0;    // the steps (iterations) of a whole pass, --num-batches aside
+  std::uint64_t summed_nnz = 0;  // non-zeros of every step's sum (sgd) or gathered changes (scd)
   std::string algo;           // the exchange that ran (the last step's)
 };
 

@@ -108,20 +108,22 @@ EpochReport reduce_tally(Transport& t, const EpochTally& e) {
 }
 
 void report_epoch(TrainerSink& sink, std::size_t e, const LinearTrainOptions& o, const EpochReport& r,
-                  const LinearScore* test, const EpochTally& tally) {
+                  const LinearScore* test, const EpochTally& tally, std::size_t dim) {
   std::string line = fmt::format("epoch {}/{}: train loss {:.6f} accuracy {:.3f} %", e + 1, o.epochs, r.train.loss,
                                  100 * r.train.accuracy);
   if (test) line += fmt::format(" | test loss {:.6f} accuracy {:.3f} % auc {:.4f}", test->loss, 100 * test->accuracy, test->auc);
   const double total = r.compute_s + r.comm_s + r.wait_s;
   line += fmt::format(" | {:.0f} ms: compute {:.0f}, communication {:.0f}, waiting {:.0f}", 1e3 * total,
                       1e3 * r.compute_s, 1e3 * r.comm_s, 1e3 * r.wait_s);
-  line += fmt::format(" | sent {:.2f} MB, dense {:.2f} MB ({:.1f}x) | {} steps, {}\n", r.sent / 1e6, r.dense_sent / 1e6,
-                      r.sent ? static_cast<double>(r.dense_sent) / r.sent : 0.0, tally.steps, tally.algo);
+  const double density = tally.steps ? static_cast<double>(tally.summed_nnz) / tally.steps / dim : 0;
+  line += fmt::format(" | sent {:.2f} MB, dense {:.2f} MB ({:.1f}x) | {} steps, {}, sum density {:.3f} %\n", r.sent / 1e6,
+                      r.dense_sent / 1e6, r.sent ? static_cast<double>(r.dense_sent) / r.sent : 0.0, tally.steps,
+                      tally.algo, 100 * density);
   sink.line(line);
   nlohmann::json ev = {{"event", "epoch"},        {"epoch", e + 1},         {"train_loss", r.train.loss},
                        {"train_accuracy", r.train.accuracy}, {"ms", 1e3 * total}, {"compute_ms", 1e3 * r.compute_s},
                        {"comm_ms", 1e3 * r.comm_s}, {"wait_ms", 1e3 * r.wait_s}, {"bytes_sent", r.sent},
-                       {"dense_bytes", r.dense_sent}, {"steps", tally.steps}, {"exchange", tally.algo},
+                       {"dense_bytes", r.dense_sent}, {"steps", tally.steps}, {"pass_steps", tally.pass_steps}, {"exchange", tally.algo}, {"sum_density", density},
                        {"peak_rss_bytes", peak_resident_memory()}};
   if (test) ev.update({{"test_loss", test->loss}, {"test_accuracy", test->accuracy}, {"test_auc", test->auc}});
   sink.event(ev);
@@ -145,7 +147,7 @@ void train_linear(Transport& t, LinearModel& model, const SparseRows& train, con
     std::optional<LinearScore> ts;
     if (test_rows > 0) ts = evaluate_linear(t, model, o.loss, test);
     if (t.rank() == 0) {
-      report_epoch(sink, e, o, r, ts ? &*ts : nullptr, tally);
+      report_epoch(sink, e, o, r, ts ? &*ts : nullptr, tally, model.dim());
       if (!o.save.empty()) {
         nlohmann::json meta = o.save_meta;
         meta["epoch"] = e + 1;

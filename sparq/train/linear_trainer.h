@@ -68,6 +68,7 @@ struct LinearTrainOptions {
   double lr_decay = 0;
   double l2 = 0;             // on the mean loss: objective = mean loss + l2/2 |w|^2
   std::size_t epochs = 1;
+  std::size_t max_steps = 0;  // steps (sgd) or iterations (scd) per epoch; 0 = a whole pass
   std::uint64_t seed = 1;
   Millis timeout{0};              // of every exchange; 0 = the transport's
   SparseAutoRule auto_rule{};     // sgd's `auto`: the network it plans for
