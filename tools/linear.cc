@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 
 #include "sparq/coll/allgather.h"
 #include "sparq/coll/allreduce.h"
@@ -23,6 +22,7 @@
 #include "sparq/train/linear_trainer.h"
 #include "sparq/transport/launch.h"
 #include "sparq/transport/local_transport.h"
+#include "tools/cli_sink.h"
 #include "tools/commands.h"
 #include "tools/linear.h"
 
@@ -38,22 +38,6 @@ struct LinearArgs {
   int threads = 1, ranks = 0;
   std::uint64_t seed = 1;
   std::string net, auto_net, metrics, save, load;
-};
-
-class LinearSink final : public TrainerSink {
- public:
-  explicit LinearSink(const std::string& metrics) {
-    if (metrics.empty()) return;
-    out_.open(metrics);
-    SPARQ_CHECK_AS(InputError, out_.good(), "cannot create '{}'", metrics);
-  }
-  void line(const std::string& text) override { std::fputs(text.c_str(), stdout); }
-  void event(const nlohmann::json& e) override {
-    if (out_.is_open()) out_ << e.dump() << "\n" << std::flush;
-  }
-
- private:
-  std::ofstream out_;
 };
 
 LinearTrainOptions train_options(const LinearArgs& a) {
@@ -148,7 +132,7 @@ void run_linear(const LinearArgs& a) {
     if (!a.load.empty()) load_model(a.load, model);
     LinearTrainOptions o = base;
     o.save_meta["num_features"] = s.train.num_features;
-    LinearSink sink(t.rank() == 0 ? a.metrics : "");
+    CliSink sink(t.rank() == 0 ? a.metrics : "");
     if (t.rank() == 0)
       sink.line(fmt::format("linear: {} ranks ({}), {} features{}, loss {}, algo {}, exchange {}\n", t.size(), t.name(),
                             s.train.num_features, a.bias ? " (last: the bias)" : "", a.loss, a.algo,

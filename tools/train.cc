@@ -19,37 +19,19 @@
 
 #include <cstdio>
 #include <ctime>
-#include <fstream>
 
 #include "sparq/core/error.h"
 #include "sparq/model/blas.h"
 #include "sparq/model/parallel.h"
 #include "sparq/train/trainer.h"
 #include "sparq/transport/launch.h"
+#include "tools/cli_sink.h"
 #include "tools/train_data.h"
 #include "tools/train_options.h"
 
 namespace sparq::cli {
 
 namespace {
-
-// Progress lines to stdout; metrics events to the --metrics file, opened by
-// the rank that writes it.
-class CliSink final : public TrainerSink {
- public:
-  explicit CliSink(const std::string& metrics) {
-    if (metrics.empty()) return;
-    metrics_.open(metrics);
-    SPARQ_CHECK_AS(InputError, metrics_.good(), "cannot create '{}'", metrics);
-  }
-  void line(const std::string& text) override { std::fputs(text.c_str(), stdout); }
-  void event(const nlohmann::json& e) override {
-    if (metrics_.is_open()) metrics_ << e.dump() << "\n" << std::flush;
-  }
-
- private:
-  std::ofstream metrics_;
-};
 
 // The first line of a --metrics file: the run's whole configuration, every
 // flag of `sparq train` by its name (without the dashes) under "flags", the

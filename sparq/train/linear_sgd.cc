@@ -78,8 +78,16 @@ class SgdSteps final : public LinearSteps {
       so.algo = o_.exchange.sparse;
       so.timeout = o_.timeout;
       so.auto_rule = o_.auto_rule;
-      so.history = &history_;
-      return sparse_allreduce(t_, local_, sum_, so);
+      // `auto` plans from this step's largest nnz (agreed: one 8-byte
+      // allreduce) and the last step's union, which every rank holds alike.
+      // Its own history would derive the nnz from the union as if indices
+      // were uniform; a power law's frequent features overlap, so the real
+      // nnz is ~3x that on URL-like data, and the plan picked recursive
+      // doubling where the split allgather was 1.45x faster.
+      if (last_union_ > 0) so.auto_rule.result_density = static_cast<double>(last_union_) / grad_.dim();
+      CollStats st = sparse_allreduce(t_, local_, sum_, so);
+      last_union_ = sum_.is_dense() ? 0 : sum_.nnz();
+      return st;
     }
     dense_.assign(grad_.dim(), 0.0f);
     local_.to_dense(dense_);
@@ -117,7 +125,7 @@ class SgdSteps final : public LinearSteps {
   std::vector<std::size_t> order_;
   std::vector<float> margins_, dense_;
   SparseStream local_, sum_;
-  SparseAutoHistory history_;
+  std::size_t last_union_ = 0;  // the last sparse sum's nnz (0: none yet, or it went dense)
   std::size_t steps_ = 0;
   bool summed_dense_ = false;  // this step's sum is in dense_
 };

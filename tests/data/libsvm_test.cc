@@ -46,14 +46,6 @@ SparseRows reference(const std::string& text) {
   return r;
 }
 
-std::string gzip_file(const test::TempDir& d, const std::string& name, const std::string& text) {
-  const auto p = (d.path / name).string();
-  gzFile f = gzopen(p.c_str(), "wb");
-  gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
-  gzclose(f);
-  return p;
-}
-
 // Same rows, values compared bit for bit (-0 is not 0).
 void expect_same(const SparseRows& a, const SparseRows& b, const std::string& what) {
   ASSERT_EQ(a.labels, b.labels) << what;
@@ -147,7 +139,7 @@ TEST(LibsvmRandom, MatchesReferencePlainAndGzipForShards1To8) {
     const auto text = gen.text(n, seed % 7 != 3);
     const auto want = reference(text);
     ASSERT_EQ(want.rows(), n);
-    for (const auto& path : {d.file("a.svm", text), gzip_file(d, "a.svm.z", text)}) {
+    for (const auto& path : {d.file("a.svm", text), d.gzip_file("a.svm.z", text)}) {
       const auto what = fmt::format("seed {} {}", seed, path);
       const auto one = read_libsvm(path, {});
       expect_same(one.rows, want, what);
@@ -186,7 +178,7 @@ TEST(LibsvmShards, LinesLongerThanABlockCrossReads) {
     text += r == 2 ? "\r\n" : "\n";
   }
   const auto want = reference(text);
-  for (const auto& path : {d.file("a.svm", text), gzip_file(d, "b", text)})
+  for (const auto& path : {d.file("a.svm", text), d.gzip_file("b", text)})
     for (int S = 1; S <= 8; ++S) expect_same(read_shards(path, S).rows, want, fmt::format("{} S {}", path, S));
 }
 
@@ -254,7 +246,7 @@ const std::vector<BadCase> kBadCases = {
 TEST(LibsvmErrors, EveryBadLineNamesFileAndLineAndSkipCountsIt) {
   test::TempDir d;
   for (const auto& c : kBadCases) {
-    for (const auto& path : {d.file("bad.svm", with_bad_line(c.line)), gzip_file(d, "bad.gz", with_bad_line(c.line))}) {
+    for (const auto& path : {d.file("bad.svm", with_bad_line(c.line)), d.gzip_file("bad.gz", with_bad_line(c.line))}) {
       try {
         read_libsvm(path, {});
         ADD_FAILURE() << "no error for '" << c.line << "'";
@@ -278,7 +270,7 @@ TEST(LibsvmErrors, LineNumberIsTheWholeFilesInAnyShard) {
   test::TempDir d;
   std::string text;
   for (int i = 1; i <= 100; ++i) text += i == 70 ? "+1 5:bad!\n" : "-1 5:0.25\n";  // 10 bytes each
-  for (const auto& path : {d.file("a.svm", text), gzip_file(d, "a.gz", text)}) {
+  for (const auto& path : {d.file("a.svm", text), d.gzip_file("a.gz", text)}) {
     LibsvmOptions o;
     o.shards = 4;
     for (o.shard = 0; o.shard < 4; ++o.shard) {
@@ -364,7 +356,7 @@ TEST(LibsvmNumFeatures, FromFileBoundAndDropBeyond) {
 
 TEST(LibsvmRead, EmptyFileHasNoRowsInAnyShard) {
   test::TempDir d;
-  for (const auto& path : {d.file("empty.svm", ""), gzip_file(d, "empty.gz", "")}) {
+  for (const auto& path : {d.file("empty.svm", ""), d.gzip_file("empty.gz", "")}) {
     for (int S = 1; S <= 8; ++S) {
       const auto all = read_shards(path, S);
       EXPECT_EQ(all.lines, 0u);
@@ -380,7 +372,7 @@ TEST(LibsvmRead, MissingFileTruncatedGzipAndBadShardAreInputErrors) {
   EXPECT_THROW(read_libsvm((d.path / "nope.svm").string(), {}), InputError);
   std::string text;
   for (int i = 0; i < 20000; ++i) text += fmt::format("+1 {}:{}\n", i + 1, i);
-  const auto gz = gzip_file(d, "t.gz", text);
+  const auto gz = d.gzip_file("t.gz", text);
   std::filesystem::resize_file(gz, std::filesystem::file_size(gz) / 2);
   EXPECT_THROW(read_libsvm(gz, {}), InputError);
   EXPECT_THROW(read_libsvm(gz, {.shard = 1, .shards = 2}), InputError);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <unistd.h>
+#include <zlib.h>
 
 namespace sparq::test {
 
@@ -23,6 +24,14 @@ struct TempDir {
   std::string file(const std::string& name, const std::string& content) const {
     const auto p = (path / name).string();
     std::ofstream(p, std::ios::binary) << content;
+    return p;
+  }
+  // The same, gzip-compressed.
+  std::string gzip_file(const std::string& name, const std::string& content) const {
+    const auto p = (path / name).string();
+    gzFile f = gzopen(p.c_str(), "wb");
+    gzwrite(f, content.data(), static_cast<unsigned>(content.size()));
+    gzclose(f);
     return p;
   }
 };

@@ -152,18 +152,10 @@ TEST(TsvStream, MaxRecords) {
 namespace sparq {
 namespace {
 
-std::string gzip_file(const test::TempDir& d, const std::string& name, const std::string& text) {
-  const auto p = (d.path / name).string();
-  gzFile f = gzopen(p.c_str(), "wb");
-  gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
-  gzclose(f);
-  return p;
-}
-
 TEST(TsvStream, GzipReadsLikePlain) {
   test::TempDir d;
   const auto text = lines(5000);
-  TsvStream plain({d.file("a.tsv", text)}, {}), gz({gzip_file(d, "a.tsv.gz", text)}, {});
+  TsvStream plain({d.file("a.tsv", text)}, {}), gz({d.gzip_file("a.tsv.gz", text)}, {});
   EXPECT_EQ(ids(plain), ids(gz));
 }
 
@@ -171,7 +163,7 @@ TEST(TsvStream, TruncatedGzipIsAnErrorNamingTheFile) {
   test::TempDir d;
   std::string bytes;
   {
-    std::ifstream in(gzip_file(d, "a.gz", lines(20000)), std::ios::binary);
+    std::ifstream in(d.gzip_file("a.gz", lines(20000)), std::ios::binary);
     bytes.assign(std::istreambuf_iterator<char>(in), {});
   }
   const auto cut = d.file("cut.gz", bytes.substr(0, bytes.size() / 2));
@@ -255,7 +247,7 @@ TEST(CriteoSplit, TerabyteDayFilesPlainOrGzip) {
   test::TempDir d;
   const auto prefix = (d.path / "day").string();
   d.file("day_0", lines(10));
-  gzip_file(d, "day_1.gz", lines(7));
+  d.gzip_file("day_1.gz", lines(7));
   d.file("day_2", lines(9));
   const CriteoSplit s = plan_criteo_split(CriteoSet::Terabyte, prefix, 3);
   EXPECT_EQ(s.train_files, (std::vector<std::string>{prefix + "_0", prefix + "_1.gz"}));

@@ -1,0 +1,209 @@
+#!/usr/bin/python3
+"""Tables of scripts/reproduce-linear's runs.
+
+    summarize-linear.py DATA_DIR RESULTS_MD
+
+Reads DATA_DIR/cluster-<rate>/<config>_r<k>.jsonl and virtual-p<P>/*.jsonl
+(sparq linear --metrics), reference/{accuracy,speed}.jsonl
+(scripts/linear-reference.py) and memory/webspam-p8.log, and replaces the
+block between '<!-- linear:begin -->' and '<!-- linear:end -->' in RESULTS_MD.
+
+A run's epoch time is its measured time over the steps it ran, times the
+steps of a whole pass (runs with --num-batches time part of a pass); a
+configuration's figure is the median over its repetitions. Speed-ups are
+against the fastest dense exchange of the same model and data (sparq's ring,
+Open MPI's default allreduce, Open MPI's ring), end to end and for the
+communication alone.
+"""
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+GROUPS = [  # (prefix, what)
+    ("url-lr", "logistic regression, SGD, URL-like"),
+    ("url-svm", "linear SVM (hinge), SGD, URL-like"),
+    ("webspam-lr", "logistic regression, SGD, Webspam-like"),
+    ("url-scd", "logistic regression, SCD, URL-like"),
+]
+EXCHANGE = {
+    "dense-ring": "dense: sparq ring allreduce", "dense-ompi": "dense: Open MPI allreduce (its default)",
+    "dense-ompi-ring": "dense: Open MPI ring allreduce", "split": "SSAR_Split_allgather",
+    "rd": "SSAR_Recursive_double", "auto": "auto", "dense": "dense: allgatherv of every range",
+    "sparse": "sparse allgather",
+}
+
+
+def events(path, kind="epoch"):
+    with open(path) as f:
+        return [e for e in map(json.loads, filter(str.strip, f)) if e.get("event") == kind]
+
+
+def per_pass(e):
+    """Times of one epoch event scaled to a whole pass."""
+    k = e["pass_steps"] / e["steps"]
+    return {"ms": e["ms"] * k, "comm": e["comm_ms"] * k, "compute": e["compute_ms"] * k, "wait": e["wait_ms"] * k,
+            "mb_step": e["bytes_sent"] / e["steps"] / 1e6, "density": e["sum_density"],
+            "acc": e.get("test_accuracy"), "exchange": e["exchange"], "steps": e["steps"],
+            "pass_steps": e["pass_steps"]}
+
+
+def median_runs(paths):
+    runs = [per_pass(e[-1]) for e in map(events, paths) if e]  # finished runs only
+    out = {k: statistics.median(r[k] for r in runs) for k in ("ms", "comm", "compute", "wait", "mb_step", "density")}
+    out.update(n=len(runs), exchange=runs[0]["exchange"], steps=runs[0]["steps"], pass_steps=runs[0]["pass_steps"],
+               acc=statistics.median(r["acc"] for r in runs) if runs[0]["acc"] is not None else None)
+    return out
+
+
+def command_of(dirpath, name):
+    path = os.path.join(dirpath, "runs.tsv")
+    if not os.path.exists(path):
+        return ""
+    with open(path) as f:
+        for line in f:
+            fields = line.rstrip("\n").split("\t")
+            n, cmd = fields[0], fields[-1]
+            if n == name:
+                return re.sub(r" --metrics \S+", "", cmd)
+    return ""
+
+
+def cluster_table(dirpath, rate):
+    rows = [f"#### 8 hosts, {'1 Gbit/s' if rate == '1gbit' else 'links not limited'}", "",
+            "| model | exchange | epoch ms | compute | communication | waiting | MB sent a step | sum density "
+            "| test acc. | speed-up (comm.) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for prefix, what in GROUPS:
+        found = {}
+        for p in sorted(glob.glob(os.path.join(dirpath, prefix + "-*_r*.jsonl"))):
+            key = re.sub(r"_r\d+\.jsonl$", "", os.path.basename(p))[len(prefix) + 1:]
+            found.setdefault(key, []).append(p)
+        if not found:
+            continue
+        stats = {k: median_runs(v) for k, v in found.items()}
+        dense = [s for k, s in stats.items() if k.startswith("dense")]
+        best_ms, best_comm = min(s["ms"] for s in dense), min(s["comm"] for s in dense)
+        for k in sorted(stats, key=lambda k: list(EXCHANGE).index(k) if k in EXCHANGE else len(EXCHANGE)):
+            s = stats[k]
+            acc = f"{100 * s['acc']:.2f} %" if s["acc"] is not None else "-"
+            sent = f"{s['mb_step']:.3f}" if "ompi" not in k else "(MPI's own)"
+            part = f" ({s['steps']} of {s['pass_steps']} steps)" if s["steps"] != s["pass_steps"] else ""
+            rows.append(f"| {what}{part} | {EXCHANGE.get(k, k)} ({s['exchange']}) | {s['ms']:.0f} | {s['compute']:.0f} "
+                        f"| {s['comm']:.0f} | {s['wait']:.0f} | {sent} | {100 * s['density']:.3f} % | {acc} "
+                        f"| **{best_ms / s['ms']:.2f}x** ({best_comm / s['comm']:.2f}x) |")
+    example = command_of(dirpath, "url-lr-split")
+    rows += ["", f"Medians of the repetitions; raw runs in `{dirpath}`, every command in its runs.tsv, e.g. `{example}`."]
+    return rows
+
+
+def virtual_table(data):
+    rows = ["| network | ranks | data | exchange | modelled epoch ms | communication | speed-up vs the dense ring (comm.) "
+            "| `auto` picked | auto vs the best |", "|---|---|---|---|---|---|---|---|---|"]
+    for pdir in sorted(glob.glob(os.path.join(data, "virtual-*-p*")), reverse=True):
+        net, p = re.match(r"virtual-(.*)-p(\d+)$", os.path.basename(pdir)).groups()
+        for setname in ("url", "webspam"):
+            stats = {}
+            for path in glob.glob(os.path.join(pdir, f"{setname}-lr-*.jsonl")):
+                key = os.path.basename(path)[len(setname) + 4:-6]
+                stats[key] = median_runs([path])
+            if "dense-ring" not in stats:
+                continue
+            best = min(s["ms"] for k, s in stats.items() if k != "auto")
+            auto = stats.get("auto")
+            for k in ("dense-ring", "ssar-split-allgather", "ssar-recursive-double", "dsar-split-allgather", "auto"):
+                if k not in stats:
+                    continue
+                s = stats[k]
+                picked = auto["exchange"] if auto and k == "auto" else ""
+                versus = f"{100 * (auto['ms'] / best - 1):+.1f} %" if auto and k == "auto" else ""
+                dr = stats["dense-ring"]
+                rows.append(f"| {net} | {p} | {setname} | {k} | {s['ms']:.0f} | {s['comm']:.0f} | "
+                            f"{dr['ms'] / s['ms']:.2f}x ({dr['comm'] / s['comm']:.2f}x) | {picked} | {versus} |")
+    cmd = command_of(os.path.join(data, "virtual-10gbit-p32"), "url-lr-auto")
+    return rows + ["", f"Command (one per cell; --exchange and the data vary): `{cmd}`."]
+
+
+def reference_tables(data):
+    rows = []
+    acc = os.path.join(data, "reference", "accuracy.jsonl")
+    if os.path.exists(acc):
+        rows += ["| data | loss | C (l2 = 1/(C n)) | liblinear | sparq | difference | sparq's command |",
+                 "|---|---|---|---|---|---|---|"]
+        for r in map(json.loads, open(acc)):
+            d = r["sparq"]["accuracy"] - r["liblinear"]["accuracy"]
+            rows.append(f"| {r['data']} ({r['train_rows']} rows) | {r['loss']} | {r['C']} | "
+                        f"{r['liblinear']['accuracy']:.2f} % | {r['sparq']['accuracy']:.2f} % | {d:+.2f} | "
+                        f"`{r['sparq']['command']}` |")
+        rows.append("")
+    spd = os.path.join(data, "reference", "speed.jsonl")
+    if os.path.exists(spd):
+        runs = list(map(json.loads, open(spd)))
+        tools = list(dict.fromkeys(r["tool"] for r in runs))
+        med = {t: statistics.median(r["train_seconds"] for r in runs if r["tool"] == t) for t in tools}
+        fastest_vw = min(v for t, v in med.items() if t.startswith("vw"))
+        rows += ["| tool | seconds for the passes (median) | per pass | against the faster VW | final train loss |",
+                 "|---|---|---|---|---|"]
+        for t in tools:
+            last = [r for r in runs if r["tool"] == t][-1]
+            rows.append(f"| {t} | {med[t]:.2f} | {med[t] / last['passes']:.3f} | {fastest_vw / med[t]:.2f}x "
+                        f"| {last['train_loss']:.4f} |")
+        rows += ["", "Commands: " + "; ".join(f"`{[r for r in runs if r['tool'] == t][-1]['command']}`"
+                                              for t in tools) + "."]
+    return rows
+
+
+def exact_table(data):
+    path = os.path.join(data, "exact", "compare.json")
+    if not os.path.exists(path):
+        return []
+    cmp = json.load(open(path))
+    rows = ["| ranks | exchange | weights against the dense ring's | test accuracy (dense ring's) |", "|---|---|---|---|"]
+    for name, c in cmp.items():
+        p, exchange = name.split("-", 1)
+        acc = events(os.path.join(data, "exact", name + ".jsonl"))[-1]["test_accuracy"]
+        base = events(os.path.join(data, "exact", p + "-dense-ring.jsonl"))[-1]["test_accuracy"]
+        same = "identical bits" if c["identical_bits"] else f"within {c['max_rel_difference']:.1e} (relative)"
+        rows.append(f"| {p[1:]} | {exchange} | {same} | {100 * acc:.3f} % ({100 * base:.3f} %) |")
+    cmd = command_of(os.path.join(data, "exact"), "p8-ssar-split-allgather")
+    return rows + ["", f"3 epochs of url-0.1 each: `{cmd}` (raw: `{data}/exact`)."]
+
+
+def memory_line(data):
+    log = os.path.join(data, "memory", "webspam-p8.log")
+    if not os.path.exists(log):
+        return []
+    text = open(log).read()
+    m = re.search(r"peak memory ([0-9.]+) MiB \(one process, (\d+) ranks\)", text)
+    feats = re.search(r"(\d+) features", text)
+    cmd = open(os.path.join(data, "memory", "command.txt")).read().strip()
+    return [f"A Webspam-sized model ({feats.group(1)} weights with the bias) on {m.group(2)} in-process ranks: peak "
+            f"resident memory {float(m.group(1)):.0f} MiB for the whole process, {float(m.group(1)) / int(m.group(2)):.0f} "
+            f"MiB a rank, the data's shards included (`{cmd}`)."] if m and feats else []
+
+
+def main():
+    data, md = sys.argv[1], sys.argv[2]
+    body = ["<!-- linear:begin -->",
+            "<!-- written by scripts/summarize-linear.py from docs/data/linear; re-run scripts/reproduce-linear to refresh -->",
+            ""]
+    for rate in ("1gbit", "none"):
+        d = os.path.join(data, f"cluster-{rate}")
+        if os.path.isdir(d):
+            body += cluster_table(d, rate) + [""]
+    body += ["#### Virtual clock: a core per rank (10 Gbit/s: SparCML's Piz Daint rows)", ""] + virtual_table(data) + [""]
+    body += ["#### The sparse exchange gives the dense exchange's model", ""] + exact_table(data) + [""]
+    body += ["#### Against liblinear and Vowpal Wabbit", ""] + reference_tables(data) + [""] + memory_line(data)
+    body += ["", "<!-- linear:end -->"]
+    text = open(md).read()
+    begin, end = text.find("<!-- linear:begin -->"), text.find("<!-- linear:end -->")
+    if begin < 0 or end < 0:
+        sys.exit("summarize-linear: no linear:begin/end block in " + md)
+    text = text[:begin] + "\n".join(body) + text[end + len("<!-- linear:end -->"):]
+    with open(md, "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    main()
