@@ -99,7 +99,7 @@ class ScdSteps final : public LinearSteps {
     tally.exchange_s += t2 - t1;
     tally.sent += st.wire.bytes_sent;
     tally.dense_sent += (rows_.num_features - part_.len(t_.rank())) * sizeof(float);
-    tally.algo = st.algo;
+    ++tally.algos[st.algo];
     tally.summed_nnz += o_.exchange.dense || gathered_.is_dense() ? rows_.num_features : gathered_.nnz();
     ++tally.steps;
   }

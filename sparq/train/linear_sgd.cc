@@ -59,7 +59,7 @@ class SgdSteps final : public LinearSteps {
     tally.sent += st.wire.bytes_sent;
     const std::uint64_t p = static_cast<std::uint64_t>(t_.size());
     tally.dense_sent += 2 * (p - 1) * grad_.dim() * sizeof(float) / p;
-    tally.algo = st.algo;
+    ++tally.algos[st.algo];
     tally.summed_nnz += summed_dense_ || sum_.is_dense() ? grad_.dim() : sum_.nnz();
     ++tally.steps;
   }

@@ -3,6 +3,7 @@
 // a time, and what an epoch measured on this rank.
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -32,7 +33,7 @@ struct EpochTally {
   std::size_t steps = 0;
   std::size_t pass_steps = 0;    // the steps (iterations) of a whole pass, --num-batches aside
   std::uint64_t summed_nnz = 0;  // non-zeros of every step's sum (sgd) or gathered changes (scd)
-  std::string algo;           // the exchange that ran (the last step's)
+  std::map<std::string, std::size_t> algos;  // the exchanges that ran: steps each (`auto` may change its pick)
 };
 
 // One algorithm's state across epochs.

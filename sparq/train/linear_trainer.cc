@@ -116,14 +116,17 @@ void report_epoch(TrainerSink& sink, std::size_t e, const LinearTrainOptions& o,
   line += fmt::format(" | {:.0f} ms: compute {:.0f}, communication {:.0f}, waiting {:.0f}", 1e3 * total,
                       1e3 * r.compute_s, 1e3 * r.comm_s, 1e3 * r.wait_s);
   const double density = tally.steps ? static_cast<double>(tally.summed_nnz) / tally.steps / dim : 0;
+  std::string algos;  // "name" when one exchange ran every step, else "name x n, ..."
+  for (const auto& [name, n] : tally.algos)
+    algos += (algos.empty() ? "" : ", ") + (tally.algos.size() == 1 ? name : fmt::format("{} x{}", name, n));
   line += fmt::format(" | sent {:.2f} MB, dense {:.2f} MB ({:.1f}x) | {} steps, {}, sum density {:.3f} %\n", r.sent / 1e6,
                       r.dense_sent / 1e6, r.sent ? static_cast<double>(r.dense_sent) / r.sent : 0.0, tally.steps,
-                      tally.algo, 100 * density);
+                      algos, 100 * density);
   sink.line(line);
   nlohmann::json ev = {{"event", "epoch"},        {"epoch", e + 1},         {"train_loss", r.train.loss},
                        {"train_accuracy", r.train.accuracy}, {"ms", 1e3 * total}, {"compute_ms", 1e3 * r.compute_s},
                        {"comm_ms", 1e3 * r.comm_s}, {"wait_ms", 1e3 * r.wait_s}, {"bytes_sent", r.sent},
-                       {"dense_bytes", r.dense_sent}, {"steps", tally.steps}, {"pass_steps", tally.pass_steps}, {"exchange", tally.algo}, {"sum_density", density},
+                       {"dense_bytes", r.dense_sent}, {"steps", tally.steps}, {"pass_steps", tally.pass_steps}, {"exchange", algos}, {"exchanges", tally.algos}, {"sum_density", density},
                        {"peak_rss_bytes", peak_resident_memory()}};
   if (test) ev.update({{"test_loss", test->loss}, {"test_accuracy", test->accuracy}, {"test_auc", test->auc}});
   sink.event(ev);
