@@ -62,11 +62,11 @@ def liblinear(data, solver, tmp):
 def sparq_linear(sparq, data, loss, n, tmp, extra=()):
     metrics = os.path.join(tmp, "m.jsonl")
     cmd = [sparq, "linear", "--data-path", f"{data}/train.svm", "--test-data-path", f"{data}/test.svm",
-           "--bias", "--loss", loss, "--l2", repr(1 / (C * n)), "--metrics", metrics, *extra]
-    _, secs = run(cmd)
+           "--bias", "--loss", loss, "--l2", f"{1 / (C * n):.6g}", *extra]
+    _, secs = run(cmd + ["--metrics", metrics])
     with open(metrics) as f:
         epochs = [e for e in map(json.loads, filter(str.strip, f)) if e["event"] == "epoch"]
-    return epochs, secs, " ".join(cmd[:-2])
+    return epochs, secs, " ".join(cmd)
 
 
 def accuracy(args, data, tmp):
@@ -106,7 +106,8 @@ def vw_seconds(text, cache, flags):
             f"--passes {SPEED_PASSES} --quiet {flags}")
     out, _ = run([sys.executable, "-c", code, args])
     secs, loss = out.split()
-    return float(secs), float(loss), f"vw {args}"
+    shown = args.replace(os.path.dirname(text) + "/", "").replace(" --quiet", "")  # train.vw: train.svm in VW's format
+    return float(secs), float(loss), f"vw {shown}"
 
 
 def speed(args, data, tmp):
