@@ -26,7 +26,9 @@ GROUPS = [  # (prefix, what)
     ("url-lr", "logistic regression, SGD, URL-like"),
     ("url-svm", "linear SVM (hinge), SGD, URL-like"),
     ("webspam-lr", "logistic regression, SGD, Webspam-like"),
+    ("webspam-svm", "linear SVM (hinge), SGD, Webspam-like"),
     ("url-scd", "logistic regression, SCD, URL-like"),
+    ("webspam-scd", "logistic regression, SCD, Webspam-like"),
 ]
 EXCHANGE = {
     "dense-ring": "dense: sparq ring allreduce", "dense-ompi": "dense: Open MPI allreduce (its default)",
