@@ -107,7 +107,7 @@ def virtual_table(data):
              "dsar-split-allgather", "auto")
     for pdir in sorted(glob.glob(os.path.join(data, "virtual-*-p*")), reverse=True):
         net, p = re.match(r"virtual-(.*)-p(\d+)$", os.path.basename(pdir)).groups()
-        for setname in ("url", "webspam"):
+        for setname in ("url", "url-z1.4", "webspam"):
             stats = {k: median_runs([os.path.join(pdir, f"{setname}-lr-{k}.jsonl")]) for k in order
                      if os.path.exists(os.path.join(pdir, f"{setname}-lr-{k}.jsonl"))}
             dense = [s for k, s in stats.items() if k.startswith("dense")]
@@ -170,6 +170,25 @@ def exact_table(data):
     return rows + ["", f"3 epochs of url-0.1 each: `{cmd}` (raw: `{data}/exact`)."]
 
 
+def sweep_table(data):
+    d = os.path.join(data, "zipf-1gbit")
+    if not os.path.isdir(d):
+        return []
+    rows = ["| Zipf exponent | sum density | bytes, dense ring / sparse | epoch speed-up | communication speed-up |",
+            "|---|---|---|---|---|"]
+    main = os.path.join(data, "cluster-1gbit")
+    sets = [("1.0 (the rows above)", main, "url-lr-dense-ompi-ring", "url-lr-split")]
+    sets += [(z, d, f"z{z}-dense-native", f"z{z}-ssar-split-allgather") for z in ("1.2", "1.4")]
+    for z, where, dense_key, sparse_key in sets:
+        dense = median_runs(glob.glob(os.path.join(where, dense_key + "_r*.jsonl")))
+        sparse = median_runs(glob.glob(os.path.join(where, sparse_key + "_r*.jsonl")))
+        ring_mb = 2 * 7 / 8 * 3231962 * 4 / 1e6  # what the dense ring sends a step (Open MPI's bypasses our counters)
+        rows.append(f"| {z} | {100 * sparse['density']:.2f} % | {ring_mb / sparse['mb_step']:.1f}x | "
+                    f"{dense['ms'] / sparse['ms']:.2f}x | {dense['comm'] / sparse['comm']:.2f}x |")
+    cmd = command_of(d, "z1.4-ssar-split-allgather")
+    return rows + ["", f"8 hosts at 1 Gbit/s, Open MPI's ring against the split allgather, medians of 3 (`{cmd}`)."]
+
+
 def memory_line(data):
     log = os.path.join(data, "memory", "webspam-p8.log")
     if not os.path.exists(log):
@@ -193,6 +212,7 @@ def main():
         if os.path.isdir(d):
             body += cluster_table(d, rate) + [""]
     body += ["#### Virtual clock: a core per rank (10 Gbit/s: SparCML's Piz Daint rows)", ""] + virtual_table(data) + [""]
+    body += ["#### The speed-up against the data's fill-in", ""] + sweep_table(data) + [""]
     body += ["#### The sparse exchange gives the dense exchange's model", ""] + exact_table(data) + [""]
     body += ["#### Against liblinear and Vowpal Wabbit", ""] + reference_tables(data) + [""] + memory_line(data)
     body += ["", "<!-- linear:end -->"]
