@@ -23,12 +23,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <numeric>
 #include <set>
 
 #include "sparq/core/error.h"
 #include "sparq/data/binary_format.h"
+#include "sparq/data/libsvm.h"
 #include "sparq/data/libsvm_synthetic.h"
 #include "sparq/model/blas.h"
 #include "sparq/model/parallel.h"
@@ -120,15 +120,6 @@ void write_split(Teacher& t, std::uint64_t first, std::size_t count, const std::
   else f->close();
 }
 
-// One libsvm line: "+1 3:1 17:0.25" (1-based ids; values as the shortest
-// text that reads back as the same float).
-void append_libsvm_line(const LibsvmRow& r, std::string& out) {
-  out += r.label > 0 ? "+1" : "-1";
-  for (std::size_t i = 0; i < r.indices.size(); ++i)
-    fmt::format_to(std::back_inserter(out), " {}:{}", r.indices[i] + 1, r.values[i]);
-  out += '\n';
-}
-
 // Samples first .. first + count - 1 to path, in order: each chunk is cut into
 // one contiguous part per thread, formatted in parallel, written in order, so
 // the file does not depend on the thread count. Returns the non-zeros.
@@ -149,7 +140,7 @@ std::size_t write_libsvm_split(const LibsvmSynthetic& g, std::uint64_t first, st
         text[t].clear();
         for (std::size_t i = n * t / parts; i < n * (t + 1) / parts; ++i) {
           g.sample(first + done + i, row);
-          append_libsvm_line(row, text[t]);
+          format_libsvm_row(row.label, row.indices, row.values, text[t]);
           nnz[t] += row.indices.size();
           p[t].push_back(row.probability);
           y[t].push_back(row.label > 0 ? 1.0f : 0.0f);

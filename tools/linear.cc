@@ -4,7 +4,7 @@
 // One rank, --ranks P in-process (on a virtual clock with --net), or one
 // rank per mpiexec process. Each rank reads only its shard of the files.
 //
-//   epoch e/E: train loss L accuracy A % | test loss L accuracy A % auc U | T ms: compute C, communication M, waiting W | sent S MB, dense D MB (Rx) | N steps, algorithm
+//   epoch e/E: train loss L accuracy A % | test loss L accuracy A % auc U | T ms: compute C, communication M, waiting W | sent S MB, dense D MB (Rx) | N steps, EXCHANGE, sum density X %
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -18,6 +18,7 @@
 #include "sparq/core/memory.h"
 #include "sparq/data/libsvm.h"
 #include "sparq/model/checkpoint.h"
+#include "sparq/model/loss.h"
 #include "sparq/model/parallel.h"
 #include "sparq/train/linear_trainer.h"
 #include "sparq/transport/launch.h"
@@ -181,8 +182,7 @@ void append_constant_feature(SparseRows& r) {
 
 void load_model(const std::string& path, LinearModel& m) {
   std::vector<float> w;
-  const auto meta = nlohmann::json::parse(load_weights_checkpoint(path, w), nullptr, false);
-  SPARQ_CHECK_AS(InputError, meta.is_object() && meta.value("model", "") == "linear",
+  SPARQ_CHECK_AS(InputError, is_linear_model(load_weights_checkpoint(path, w)),
                  "'{}' is not a linear model (sparq linear --save writes one)", path);
   SPARQ_CHECK_AS(InputError, w.size() == m.dim(), "'{}' has {} weights, the data {} features (bias included)", path,
                  w.size(), m.dim());
@@ -207,11 +207,9 @@ void predict_linear(const std::string& load, const std::string& data_path, const
   if (bias) append_constant_feature(r.rows);
   LinearModel m(w.size());
   m.set_weights(w);
-  std::vector<float> scores(r.rows.rows());
-  for (std::size_t i = 0; i < scores.size(); ++i) {
-    const float z = m.margin(r.rows.row_indices(i), r.rows.row_values(i));
-    scores[i] = loss == LinearLoss::Logistic ? 1 / (1 + std::exp(-z)) : z;
-  }
+  std::vector<float> scores = linear_margins(m, r.rows);
+  if (loss == LinearLoss::Logistic)
+    for (float& z : scores) z = sigmoid(z);
   write_scores(out, scores);
   fmt::print("model: linear, {} loss, {} features{}\n", linear_loss_name(loss), w.size(), bias ? " (last: the bias)" : "");
   LinearScore s;

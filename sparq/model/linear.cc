@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cmath>
+#include <numeric>
 
 #include "sparq/core/error.h"
 #include "sparq/model/parallel.h"
@@ -68,6 +69,14 @@ void linear_margins(const LinearModel& m, const SparseRows& rows, std::span<cons
   parallel_for(out.size(), 64, [&](std::size_t b, std::size_t e) {
     for (std::size_t k = b; k < e; ++k) out[k] = m.margin(rows.row_indices(order[k]), rows.row_values(order[k]));
   });
+}
+
+std::vector<float> linear_margins(const LinearModel& m, const SparseRows& rows) {
+  std::vector<std::size_t> all(rows.rows());
+  std::iota(all.begin(), all.end(), std::size_t{0});
+  std::vector<float> z(rows.rows());
+  linear_margins(m, rows, all, z);
+  return z;
 }
 
 SparseGradient::SparseGradient(std::size_t dim) : acc_(dim, 0.0f), bits_((dim + 63) / 64, 0) {}

@@ -42,8 +42,6 @@ class LinearModel {
   void decay(double factor);
   // w_j += delta.
   void add(std::size_t j, double delta) { v_[j] += static_cast<float>(delta / scale_); }
-  // w_j = value.
-  void set(std::size_t j, float value) { v_[j] = static_cast<float>(value / scale_); }
 
   // The weights with the scale applied (a copy: dim floats).
   std::vector<float> weights() const;
@@ -59,6 +57,8 @@ class LinearModel {
 // order, so the result does not depend on the thread count.
 void linear_margins(const LinearModel& m, const SparseRows& rows, std::span<const std::size_t> order,
                     std::span<float> out);
+// Every row's margin, in row order.
+std::vector<float> linear_margins(const LinearModel& m, const SparseRows& rows);
 
 // The loss gradient of a mini-batch, sum_i coeff_i x_i, as sorted (index,
 // value) pairs. Accumulates into a dense scratch of the model's dimension

@@ -11,6 +11,7 @@
 #include "sparq/coll/sparse_allgather.h"
 #include "sparq/core/error.h"
 #include "sparq/core/rng.h"
+#include "sparq/model/loss.h"
 #include "sparq/model/parallel.h"
 #include "sparq/train/linear_steps.h"
 
@@ -50,12 +51,10 @@ class ScdSteps final : public LinearSteps {
  public:
   ScdSteps(Transport& t, const LinearModel& m, const SparseRows& rows, const LinearTrainOptions& o)
       : t_(t), rows_(rows), o_(o), clock_(t), cols_(rows), part_{rows.num_features, t.size()},
-        lo_(part_.offset(t.rank())), perm_(part_.len(t.rank())), margins_(rows.rows()) {
-    std::vector<std::size_t> all(rows.rows());
-    std::iota(all.begin(), all.end(), std::size_t{0});
-    std::vector<float> z(rows.rows());
-    linear_margins(m, rows, all, z);
-    std::copy(z.begin(), z.end(), margins_.begin());
+        lo_(part_.offset(t.rank())), perm_(part_.len(t.rank())), counts_(t.size()) {
+    const std::vector<float> z = linear_margins(m, rows);
+    margins_.assign(z.begin(), z.end());
+    for (int r = 0; r < t.size(); ++r) counts_[r] = part_.len(r);
   }
 
   void epoch(LinearModel& m, std::size_t e, EpochTally& tally) override {
@@ -90,6 +89,11 @@ class ScdSteps final : public LinearSteps {
         idx_.push_back(static_cast<std::uint32_t>(j - lo_));
         val_.push_back(newton_step(m, j, lr));
       }
+    if (o_.exchange.dense) {  // the dense baseline's vector of changes: computation, not exchange
+      full_.resize(rows_.num_features);  // allgatherv writes every range but mine
+      std::fill_n(full_.begin() + static_cast<std::ptrdiff_t>(lo_), perm_.size(), 0.0f);
+      for (std::size_t k = 0; k < idx_.size(); ++k) full_[lo_ + idx_[k]] = val_[k];
+    }
     const double t1 = clock_.now();
     const CollStats st = exchange();
     const double t2 = clock_.now();
@@ -114,7 +118,7 @@ class ScdSteps final : public LinearSteps {
     for (std::size_t k = cols_.begin(j); k < cols_.end(j); ++k) {
       const std::uint32_t i = cols_.rows[k];
       const double x = cols_.values[k], y = rows_.labels[i], z = margins_[i];
-      const double p = 1 / (1 + std::exp(-z));  // P(y = +1)
+      const double p = sigmoid(z);  // P(y = +1)
       g += (p - (y > 0 ? 1 : 0)) * x;
       h += p * (1 - p) * x * x;
     }
@@ -131,14 +135,10 @@ class ScdSteps final : public LinearSteps {
       so.timeout = o_.timeout;
       return sparse_allgather(t_, SparseStream::sparse(len, idx_, val_), rows_.num_features, gathered_, so);
     }
-    full_.assign(rows_.num_features, 0.0f);
-    for (std::size_t k = 0; k < idx_.size(); ++k) full_[lo_ + idx_[k]] = val_[k];
-    std::vector<std::size_t> counts(t_.size());
-    for (int r = 0; r < t_.size(); ++r) counts[r] = part_.len(r);
     AllgatherOptions ao;
     ao.timeout = o_.timeout;
     CollStats st = allgatherv(t_, std::span<const float>(full_).subspan(lo_, len), std::span<float>(full_),
-                              std::span<const std::size_t>(counts), ao);
+                              std::span<const std::size_t>(counts_), ao);
     st.algo = "dense/allgatherv-" + st.algo;
     return st;
   }
@@ -173,6 +173,7 @@ class ScdSteps final : public LinearSteps {
   pattern::Partition part_;
   std::size_t lo_;
   std::vector<std::size_t> perm_, block_;
+  std::vector<std::size_t> counts_;  // every rank's range length (the dense allgatherv's counts)
   std::vector<double> margins_;  // double: a margin takes thousands of increments an epoch
   std::vector<float> full_;      // dense exchange: every weight's change
   std::vector<std::uint32_t> idx_;

@@ -50,10 +50,7 @@ std::string linear_exchange_name(const LinearExchange& x, LinearAlgo algo) {
 }
 
 LinearScore evaluate_linear(Transport& t, const LinearModel& m, LinearLoss loss, const SparseRows& rows) {
-  std::vector<std::size_t> all(rows.rows());
-  std::iota(all.begin(), all.end(), std::size_t{0});
-  std::vector<float> z(rows.rows());
-  linear_margins(m, rows, all, z);
+  const std::vector<float> z = linear_margins(m, rows);
   double sums[2] = {0, 0};  // loss, correct
   for (std::size_t i = 0; i < z.size(); ++i) {
     sums[0] += linear_loss(loss, rows.labels[i], z[i]);
@@ -61,11 +58,10 @@ LinearScore evaluate_linear(Transport& t, const LinearModel& m, LinearLoss loss,
   }
   allreduce(t, std::span<double>(sums, 2));
   // Every rank's margins and labels, for the exact AUC.
-  std::vector<std::size_t> counts(t.size());
   const auto mine = static_cast<std::int64_t>(rows.rows());
   std::vector<std::int64_t> all_counts(t.size());
   allgather(t, std::span<const std::int64_t>(&mine, 1), std::span<std::int64_t>(all_counts));
-  std::copy(all_counts.begin(), all_counts.end(), counts.begin());
+  const std::vector<std::size_t> counts(all_counts.begin(), all_counts.end());
   const std::size_t n = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
   std::vector<float> scores(n), labels(n);
   allgatherv(t, std::span<const float>(z), std::span<float>(scores), std::span<const std::size_t>(counts));

@@ -78,7 +78,7 @@ TEST(LinearModel, MarginsAreDotProductsOnAnyThreadCount) {
 TEST(SparseGradient, EqualsTheDenseSumAndClearsForTheNextBatch) {
   const SparseRows r = random_rows(200, 3000, 20, 9);  // 47 words of bitmap, most untouched
   SparseGradient g(3000);
-  for (int batch = 0; batch < 3; ++batch) {
+  for (std::size_t batch = 0; batch < 3; ++batch) {
     std::vector<double> dense(3000, 0.0);
     std::vector<bool> hit(3000, false);
     for (std::size_t i = batch * 50; i < batch * 50 + 50; ++i) {
