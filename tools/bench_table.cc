@@ -17,7 +17,13 @@ void add_bench_flags(CLI::App* c, BenchFlags& f) {
   c->add_option("--ranks", f.ranks, "in-process ranks (threads over LocalTransport); not with mpiexec")
       ->check(kPositive);
   c->add_option("--net", f.net,
-                "simulate an alpha-beta network BANDWIDTH,LATENCY (e.g. 10gbit,20us): adds sim_time_us");
+                "simulate an alpha-beta network BANDWIDTH,LATENCY[,CPU_PER_BYTE[,CPU_PER_MESSAGE]] (e.g. "
+                "10gbit,20us): adds sim_time_us");
+  c->add_option("--compute-scale", f.cpu_scale,
+                "with --net: each rank's CPU time (reductions, codecs) times this is modelled computation "
+                "(0: the network alone)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   c->add_option("--timeout", f.timeout_s, "seconds a rank waits for a peer before failing")
       ->capture_default_str()
       ->check(kPositive);
@@ -28,6 +34,8 @@ LaunchOptions launch_options(const BenchFlags& f) {
   lo.ranks = f.ranks;
   lo.timeout = std::chrono::milliseconds(static_cast<long long>(f.timeout_s * 1000));
   if (!f.net.empty()) lo.net = parse_net_model(f.net);
+  SPARQ_CHECK_AS(InputError, f.cpu_scale == 0 || lo.net, "--compute-scale needs --net (it scales modelled time)");
+  lo.cpu_scale = f.cpu_scale;
   return lo;
 }
 

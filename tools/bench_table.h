@@ -18,9 +18,10 @@ struct BenchFlags {
   std::string json_path;
   double timeout_s = 300;
   std::string net;  // alpha-beta model for the virtual clock; empty = real time only
+  double cpu_scale = 0;  // with net: CPU time is modelled computation, times this
 };
 
-// Registers --iters --warmup --json --ranks --timeout --net on `c`.
+// Registers --iters --warmup --json --ranks --timeout --net --compute-scale on `c`.
 void add_bench_flags(CLI::App* c, BenchFlags& f);
 LaunchOptions launch_options(const BenchFlags& f);
 

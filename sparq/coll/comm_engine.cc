@@ -26,6 +26,7 @@ bool Work::test() const {
 
 CollStats Work::wait() const {
   SPARQ_CHECK(f_.valid(), "wait() on an empty Work");
+  t_->virtual_idle();
   CollStats s = f_.get();
   if (s.done_at) t_->virtual_wait_until(*s.done_at);
   return s;
@@ -84,6 +85,7 @@ void CommEngine::loop() {
       if (item.at) t_.virtual_wait_until(*item.at);
       CollStats s = item.job(t_);
       s.done_at = t_.virtual_time();
+      t_.virtual_idle();  // handing over and waiting for the next job
       item.done.set_value(std::move(s));
     } catch (...) {
       failed_ = std::current_exception();

@@ -94,7 +94,9 @@ void DataParallel::submit(Entity e, std::function<ExchangeStats(Transport&)> f) 
   Slot& s = slots_.emplace_back();
   s.entity = e;
   works_.push_back(engine_->submit([&s, f = std::move(f)](Transport& t) {
+    const std::optional<double> v0 = t.virtual_time();
     s.stats = f(t);
+    if (v0) s.stats.modeled_seconds = *t.virtual_time() - *v0;
     return CollStats{};
   }));
 }
@@ -122,6 +124,9 @@ DpStepStats DataParallel::step(const Batch& global, std::uint64_t k) {
   open_ = {};
 
   auto t0 = Clock::now();
+  // Modelled time (0 on real transports), for the phases in modelled time.
+  auto vnow = [this] { return t_.virtual_time().value_or(0); };
+  double v0 = vnow();
   double fwd_wait = 0;  // forward blocked on the lookups
   if (table_wise_) {
     // The owners pool and exchange the lookups on the communication thread
@@ -140,7 +145,9 @@ DpStepStats DataParallel::step(const Batch& global, std::uint64_t k) {
                                                      })
                                     : model_.forward(local);
     st.forward_s = seconds_since(t0) - fwd_wait;
+    st.modeled.forward = vnow() - v0;
     t0 = Clock::now();
+    v0 = vnow();
     dlogits_.resize(local.size);
     st.loss = bce_with_logits<float>(logits, local.labels, dlogits_);
     st.correct = correct_predictions(logits, local.labels);
@@ -155,6 +162,7 @@ DpStepStats DataParallel::step(const Batch& global, std::uint64_t k) {
     // the lookups' gradients before the bottom MLP's backward.
     model_.backward(dlogits_);
     st.backward_s = seconds_since(t0);
+    st.modeled.backward = vnow() - v0;
   }
   if (p > 1) {
     if (!computes) {
@@ -171,6 +179,7 @@ DpStepStats DataParallel::step(const Batch& global, std::uint64_t k) {
       for (std::size_t v = bottom_views; v-- > 0;) view_ready(v);
     }
     submit_bucket();
+    v0 = vnow();
     // Wait in submission order; what a wait blocks is that exchange's cost
     // to the training thread (the rest ran behind compute).
     for (std::size_t i = 0; i < works_.size(); ++i) {
@@ -180,10 +189,13 @@ DpStepStats DataParallel::step(const Batch& global, std::uint64_t k) {
       s.stats.wait_seconds = s.entity == Entity::EmbFwd && computes ? fwd_wait : seconds_since(t0);
       slot_total(st, s.entity) += s.stats;
     }
+    st.modeled.wait = vnow() - v0;
   }
   t0 = Clock::now();
+  v0 = vnow();
   opt_.step();
   st.optimizer_s = seconds_since(t0);
+  st.modeled.optimizer = vnow() - v0;
   return st;
 }
 

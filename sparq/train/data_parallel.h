@@ -50,6 +50,7 @@ struct DpStepStats {
   ExchangeStats emb_fwd;    // table-wise: lookups alltoall
   ExchangeStats emb_bwd;    // table-wise: lookup gradients alltoall
   double forward_s = 0, backward_s = 0, optimizer_s = 0;  // waiting on exchanges is in their wait_seconds
+  ModeledPhases modeled;  // on a virtual clock
 };
 
 class DataParallel {

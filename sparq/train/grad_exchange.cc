@@ -114,6 +114,7 @@ ExchangeStats& ExchangeStats::operator+=(const ExchangeStats& o) {
   compress_seconds += o.compress_seconds;
   comm_seconds += o.comm_seconds;
   wait_seconds += o.wait_seconds;
+  modeled_seconds += o.modeled_seconds;
   kept += o.kept;
   values += o.values;
   counted = counted && o.counted;

@@ -75,6 +75,17 @@ std::uint64_t dense_ring_bytes(int p, std::size_t n);
 std::uint64_t row_sparse_allgather_bytes(int p, std::size_t rows, std::size_t dim);
 
 // What one exchange cost this rank.
+// A step's phases in modelled time (a virtual clock): forward includes
+// waiting for the lookups, wait is the training thread's wait for the
+// exchanges after its backward. What grows with the rank count shows here.
+struct ModeledPhases {
+  double forward = 0, backward = 0, wait = 0, optimizer = 0;
+  ModeledPhases& operator+=(const ModeledPhases& o) {
+    forward += o.forward, backward += o.backward, wait += o.wait, optimizer += o.optimizer;
+    return *this;
+  }
+};
+
 struct ExchangeStats {
   std::uint64_t bytes_sent = 0;      // transport counters
   // The fp32 baseline, what the plain exchange of the same data would send:
@@ -85,6 +96,7 @@ struct ExchangeStats {
   double compress_seconds = 0;       // selection / error feedback before the collective
   double comm_seconds = 0;           // the collective (including its encoding)
   double wait_seconds = 0;           // the training thread blocked on it (== comm when not overlapped)
+  double modeled_seconds = 0;        // on a virtual clock: its modelled time on the communication thread
   std::size_t kept = 0;              // values this rank sent (n for dense codecs)
   std::size_t values = 0;            // values of the tensors exchanged (kept / values: density)
   bool counted = true;               // false when bytes bypassed the counters (native MPI)

@@ -62,6 +62,7 @@ struct StepResult {
   std::size_t correct = 0;   // its predictions that equal the label
   double forward_s = 0, backward_s = 0, optimizer_s = 0;
   double wait_s = 0;         // blocked on communication
+  std::optional<ModeledPhases> modeled;  // data-parallel plans on a virtual clock
   Accounting traffic;        // what this rank sent, by entity
   double threshold_sum = 0;  // model parallel: X_act's top-K thresholds at the first cut, summed over rows
   std::size_t threshold_rows = 0;

@@ -73,6 +73,7 @@ class DataParallelPlan final : public Plan {
     r.loss_sum = s.loss * static_cast<double>(r.samples);
     r.correct = s.correct;
     r.forward_s = s.forward_s, r.backward_s = s.backward_s, r.optimizer_s = s.optimizer_s;
+    if (t_.virtual_time()) r.modeled = s.modeled;
     if (t_.size() > 1) add_replica_traffic(r.traffic, o_.dp.placement, s.w_grad, s.emb_grad, s.emb_fwd, s.emb_bwd);
     r.wait_s = r.traffic.wait_seconds();
     return r;

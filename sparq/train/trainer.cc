@@ -40,6 +40,7 @@ std::string checkpoint_path(const std::string& pattern, std::size_t step) {
 // Sums over the steps since the last progress line (and, added up, the run's).
 struct Window {
   double data = 0, fwd = 0, bwd = 0, opt = 0, comm = 0, iter = 0, v_iter = 0;
+  ModeledPhases v_phases;  // data-parallel plans on a virtual clock
   double loss_sum = 0, correct = 0;
   std::size_t its = 0, samples = 0, local_samples = 0;
   double thr_sum = 0;  // model parallel: X_act thresholds at the first cut
@@ -264,6 +265,7 @@ bool Trainer::run_epoch(std::size_t epoch) {
     w.loss_sum += s.loss_sum;
     w.correct += static_cast<double>(s.correct);
     w.fwd += s.forward_s, w.bwd += s.backward_s, w.opt += s.optimizer_s, w.comm += s.wait_s;
+    if (s.modeled) w.v_phases += *s.modeled;
     w.traffic.add(s.traffic);
     w.thr_sum += s.threshold_sum;
     w.thr_rows += s.threshold_rows;
@@ -328,6 +330,8 @@ void Trainer::progress(std::size_t epoch, std::size_t it) {
   for (const auto& [name, x] : w.traffic.rows)
     traffic[name] = {{"bytes_per_step", static_cast<double>(x.bytes_sent) / n},
                      {"dense_bytes_per_step", static_cast<double>(x.dense_bytes) / n}, {"ratio", ratio(x)}};
+  if (modeled)
+    for (const auto& [name, x] : w.traffic.rows) traffic[name]["modeled_ms_per_step"] = 1e3 * x.modeled_seconds / n;
   nlohmann::json ev = {{"event", "train"}, {"epoch", epoch}, {"it", it + 1}, {"nbatches", nbatches_},
                        {"step", step_}, {"loss", loss}, {"accuracy", train_accuracy}, {"eta_s", eta},
                        {"ms_per_it", ms}, {"samples_per_s", static_cast<double>(w.samples) / wall},
@@ -335,7 +339,13 @@ void Trainer::progress(std::size_t epoch, std::size_t it) {
                                      {"backward", 1e3 * w.bwd / n}, {"optimizer", 1e3 * w.opt / n},
                                      {"comm_wait", 1e3 * w.comm / n}}},
                        {"traffic", traffic}};
-  if (modeled) ev["modeled_ms_per_it"] = 1e3 * w.v_iter / n;
+  if (modeled) {
+    ev["modeled_ms_per_it"] = 1e3 * w.v_iter / n;
+    const ModeledPhases& v = w.v_phases;
+    if (v.forward + v.backward > 0)
+      ev["modeled_phase_ms"] = {{"forward", 1e3 * v.forward / n}, {"backward", 1e3 * v.backward / n},
+                                {"comm_wait", 1e3 * v.wait / n}, {"optimizer", 1e3 * v.optimizer / n}};
+  }
   out_.event(ev);
   if (w.thr_rows > 0)  // rank 0 is stage 0 of replica 0: the first cut
     out_.event({{"event", "threshold"}, {"step", step_}, {"eta", plan_.options().mp_threshold_eta},

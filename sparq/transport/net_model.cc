@@ -38,8 +38,9 @@ NetModel parse_net_model(std::string_view spec) {
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
-  SPARQ_CHECK_AS(InputError, fields.size() == 2 || fields.size() == 3,
-                 "bad --net '{}': expected BANDWIDTH,LATENCY[,CPU_PER_BYTE] such as 10gbit,20us", spec);
+  SPARQ_CHECK_AS(InputError, fields.size() >= 2 && fields.size() <= 4,
+                 "bad --net '{}': expected BANDWIDTH,LATENCY[,CPU_PER_BYTE[,CPU_PER_MESSAGE]] such as 10gbit,20us",
+                 spec);
   static constexpr std::pair<std::string_view, double> bw_units[] = {
       {"bit", 1.0 / 8},  {"kbit", 1e3 / 8}, {"mbit", 1e6 / 8}, {"gbit", 1e9 / 8}, {"Bps", 1.0},
       {"KBps", 1e3},     {"MBps", 1e6},     {"GBps", 1e9}};
@@ -50,16 +51,22 @@ NetModel parse_net_model(std::string_view spec) {
   const double bytes_per_s = bw * scale(bu, bw_units, spec, "bandwidth");
   SPARQ_CHECK_AS(InputError, bytes_per_s > 0, "bad --net '{}': bandwidth must be positive", spec);
   NetModel m{lat * scale(lu, time_units, spec, "latency"), 1.0 / bytes_per_s};
-  if (fields.size() == 3) {
+  if (fields.size() >= 3) {
     const auto [cpu, cu] = number_unit(fields[2], spec);
     m.cpu_s_per_b = cpu * scale(cu, time_units, spec, "CPU time per byte");
+  }
+  if (fields.size() == 4) {
+    const auto [cpu, cu] = number_unit(fields[3], spec);
+    m.cpu_s_per_msg = cpu * scale(cu, time_units, spec, "CPU time per message");
   }
   return m;
 }
 
 std::string NetModel::describe() const {
-  return fmt::format("{:g}gbit,{:g}us{}", 8.0 / beta_s_per_b / 1e9, alpha_s * 1e6,
-                     cpu_s_per_b > 0 ? fmt::format(",{:g}ns", cpu_s_per_b * 1e9) : "");
+  std::string cpu;
+  if (cpu_s_per_b > 0 || cpu_s_per_msg > 0) cpu = fmt::format(",{:g}ns", cpu_s_per_b * 1e9);
+  if (cpu_s_per_msg > 0) cpu += fmt::format(",{:g}us", cpu_s_per_msg * 1e6);
+  return fmt::format("{:g}gbit,{:g}us{}", 8.0 / beta_s_per_b / 1e9, alpha_s * 1e6, cpu);
 }
 
 }  // namespace sparq

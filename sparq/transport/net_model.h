@@ -1,9 +1,9 @@
 #pragma once
 // The alpha-beta network model of the virtual clock: a message of b bytes
 // costs alpha + b * beta seconds (SparCML section 5.3, Hockney's model).
-// Optionally each byte also costs its sender and its receiver CPU time (the
-// network stack's work: LogGOPS's O, per byte), which SimTransport charges
-// like computation.
+// Optionally each message and each byte also cost its sender and its
+// receiver CPU time (the network stack's work: LogGP's o per message, LogGOPS's
+// O per byte), which SimTransport charges like computation.
 #include <string>
 #include <string_view>
 
@@ -13,14 +13,15 @@ struct NetModel {
   double alpha_s = 0;        // per-message latency, seconds
   double beta_s_per_b = 0;   // seconds per byte (1 / bandwidth)
   double cpu_s_per_b = 0;    // CPU seconds per byte, at each end
+  double cpu_s_per_msg = 0;  // CPU seconds per message, at each end
   double message_time(double bytes) const { return alpha_s + bytes * beta_s_per_b; }
-  std::string describe() const;  // "10gbit,20us" or "1gbit,50us,0.7ns"
+  std::string describe() const;  // "10gbit,20us", "1gbit,50us,0.7ns" or "1gbit,50us,0.7ns,4us"
 };
 
 // "10gbit,20us", "1GBps,1ms", "100mbit,500ns": bandwidth (bit/s with
 // kbit/mbit/gbit, or byte/s with KBps/MBps/GBps), then latency (ns, us, ms, s),
-// then optionally the CPU time per byte ("1gbit,50us,0.7ns"). Throws
-// InputError.
+// then optionally the CPU time per byte and per message at each end
+// ("1gbit,50us,0.7ns", "1gbit,50us,0.7ns,4us"). Throws InputError.
 NetModel parse_net_model(std::string_view spec);
 
 }  // namespace sparq

@@ -11,8 +11,9 @@
 //    max(arrival, rx_free + b*beta) (so incast serialises);
 //  - completing a receive moves the receiver's clock to max(clock, finish);
 //    completing a send moves the sender's to max(clock, depart + b*beta);
-//  - with a CPU cost per byte (NetModel::cpu_s_per_b), the sender computes
-//    b times it before the message departs, the receiver after it arrives.
+//  - the network stack's CPU (NetModel: per message and per byte, LogGP's
+//    overhead o) is computation at both ends: the sender's before the
+//    message departs, the receiver's after it arrives.
 //
 // Every thread that uses the transport has its own timeline (its own clock):
 // a rank's training thread and its communication thread (CommEngine) run
@@ -21,9 +22,14 @@
 // completes, with advance(), with virtual_wait_until() (it waited for work
 // that ended then: the CommEngine's hand-over), and, when the transport
 // charges CPU time, with the CPU time the thread used between its calls
-// into the transport. What a thread spends inside a wait is not charged, nor
-// from a test() that finds nothing to its next call (a polling loop): on a
-// real network that time is the message's, which the model already counts.
+// into the transport. What a thread spends inside the transport is not
+// charged: the emulation's own work (packing the header, the in-process
+// queues, their locks and copies, waking the peer's thread) is not what a
+// real host spends on a message; the network stack's CPU stands for that.
+// Nor is what it spends from a test() that finds nothing to its next call (a
+// polling loop), or from virtual_idle() to its next call (a hand-off to
+// another thread of its rank): on a real network that time is the message's,
+// which the model already counts.
 // A thread computes on a core of its own, unless the rank's host has a given
 // number of cores (host_cores > 0): then its threads share them (HostCores).
 // Each message carries its arrival time in an 8-byte header, which the
@@ -54,6 +60,7 @@ class SimTransport final : public Transport {
   std::string_view name() const override { return name_; }
   std::optional<double> virtual_time() const override { return now(); }
   void virtual_wait_until(double t) override;
+  void virtual_idle() override;
 
   // The calling thread's clock.
   double now() const;
@@ -77,6 +84,8 @@ class SimTransport final : public Transport {
   // The calling thread's timeline, its CPU time charged up to now unless
   // !charge (inside a wait); the caller holds mu_.
   Timeline& line(bool charge = true) const;
+  // Charges the calling thread's CPU time up to now (it enters the transport).
+  void charge_cpu() const;
   // CPU time from pause to resume is not charged (a wait, or polling); any
   // other call into the transport also ends a pause.
   void pause_cpu() const;

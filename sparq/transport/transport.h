@@ -128,6 +128,10 @@ class Transport {
   // Moves the calling thread's clock to at least t: it waited for work that
   // another thread finished at virtual time t. Nothing on real transports.
   virtual void virtual_wait_until(double /*t*/) {}
+  // The calling thread is about to block on another thread of its rank (a
+  // hand-off): the CPU it uses until its next call into the transport is the
+  // emulation's, not its computation. Nothing on real transports.
+  virtual void virtual_idle() {}
 
   Millis timeout() const { return timeout_; }
   void set_timeout(Millis t);

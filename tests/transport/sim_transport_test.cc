@@ -39,8 +39,13 @@ TEST(NetModel, Parses) {
   EXPECT_EQ(m.cpu_s_per_b, 0);
   EXPECT_DOUBLE_EQ(parse_net_model("1gbit,50us,0.7ns").cpu_s_per_b, 0.7e-9);
   EXPECT_EQ(parse_net_model("1gbit,50us,0.7ns").describe(), "1gbit,50us,0.7ns");
+  EXPECT_EQ(m.cpu_s_per_msg, 0);
+  EXPECT_DOUBLE_EQ(parse_net_model("1gbit,50us,0.7ns,4us").cpu_s_per_msg, 4e-6);
+  EXPECT_EQ(parse_net_model("1gbit,50us,0.7ns,4us").describe(), "1gbit,50us,0.7ns,4us");
+  EXPECT_EQ(parse_net_model("1gbit,50us,0ns,4us").describe(), "1gbit,50us,0ns,4us");
   for (const char* bad : {"10gbit", "10gbit,20", "10gb,20us", "fast,20us", "0gbit,1us", "-1gbit,1us", "10gbit,x",
-                          "1gbit,50us,1", "1gbit,50us,1ns,2ns", "1gbit,50us,-1ns"})
+                          "1gbit,50us,1", "1gbit,50us,1ns,2", "1gbit,50us,1ns,2us,3us", "1gbit,50us,-1ns",
+                          "1gbit,50us,1ns,-2us"})
     EXPECT_THROW(parse_net_model(bad), InputError) << bad;
 }
 
@@ -60,12 +65,12 @@ TEST(SimTransport, OneMessage) {
   EXPECT_DOUBLE_EQ(end[1], kNet.alpha_s + b * kNet.beta_s_per_b);  // receiver: alpha + b*beta
 }
 
-// With a CPU cost per byte the sender computes it before its message leaves
-// and the receiver after the message arrives.
+// With a CPU cost per message and per byte the sender computes it before its
+// message leaves and the receiver after the message arrives.
 TEST(SimTransport, NetworkStackCpuAtBothEnds) {
-  const NetModel net = parse_net_model("10gbit,20us,2ns");
+  const NetModel net = parse_net_model("10gbit,20us,2ns,30us");
   const std::size_t b = 1 << 20;
-  const double stack = b * 2e-9;
+  const double stack = 30e-6 + b * 2e-9;
   for (const double scale : {0.0, 3.0}) {  // CPU time unscaled when computation is not modelled
     const double cpu = stack * (scale > 0 ? scale : 1);
     std::vector<double> end(2);
@@ -240,19 +245,24 @@ TEST(SimTransport, EngineOverlapsOnTheVirtualClock) {
   }
 }
 
+// Burns `seconds` of the calling thread's CPU.
+void burn_cpu(double seconds) {
+  timespec a{}, b{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+  volatile double sink = 0;
+  do {
+    for (int i = 0; i < 10000; ++i) sink = sink + std::sqrt(static_cast<double>(i));
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+  } while ((b.tv_sec - a.tv_sec) + 1e-9 * static_cast<double>(b.tv_nsec - a.tv_nsec) < seconds);
+}
+
 // cpu_scale: computation is the CPU time a thread used between its calls,
 // times the scale; sleeping is not computation.
 TEST(SimTransport, ChargesEachThreadsCpuTime) {
   for (const double scale : {1.0, 2.5}) run_local(1, [&](Transport& t) {
     SimTransport sim(t, kNet, scale);
     const double t0 = sim.now();
-    timespec a{}, b{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
-    volatile double sink = 0;
-    do {  // burn 30 ms of this thread's CPU
-      for (int i = 0; i < 10000; ++i) sink = sink + std::sqrt(static_cast<double>(i));
-      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
-    } while ((b.tv_sec - a.tv_sec) + 1e-9 * static_cast<double>(b.tv_nsec - a.tv_nsec) < 0.03);
+    burn_cpu(0.03);
     const double t1 = sim.now();
     EXPECT_GE(t1 - t0, 0.03 * scale);
     EXPECT_LT(t1 - t0, 0.05 * scale);
@@ -260,6 +270,48 @@ TEST(SimTransport, ChargesEachThreadsCpuTime) {
     EXPECT_LT(sim.now() - t1, 0.005);
     // Another thread has its own clock, starting at 0 (its earlier work is not the rank's).
     std::thread([&] { EXPECT_LT(sim.now(), 0.005); }).join();
+  });
+}
+
+// The emulation's own work inside the transport (copying a message into its
+// queue with a timing header, copying it out, locks, waking the peer) is not
+// a real host's: a 64 MiB exchange on an infinite network costs its two ranks
+// the modelled network stack's CPU alone, where the in-process copies take
+// tens of ms.
+TEST(SimTransport, TheEmulationsOwnWorkIsNotCharged) {
+  const NetModel net = parse_net_model("100000gbit,0us,0ns,100us");
+  const std::size_t b = std::size_t{64} << 20;
+  run_local(2, [&](Transport& t) {
+    SimTransport sim(t, net, /*cpu_scale=*/1);
+    std::vector<std::byte> out(b, std::byte{1}), in(b);
+    const double t0 = sim.now();
+    for (int i = 0; i < 3; ++i) {
+      Request s = sim.isend(1 - t.rank(), 3, out);
+      sim.recv(1 - t.rank(), 3, in);
+      s.wait(sim.timeout());
+    }
+    EXPECT_EQ(in[b - 1], std::byte{1});
+    // 3 x 100 us at each end, plus the loop's own few us and 64 MiB on the
+    // 100 Tbit/s wire (5 us).
+    EXPECT_GE(sim.now() - t0, 6 * 100e-6);
+    EXPECT_LT(sim.now() - t0, 6 * 100e-6 + 2e-3) << "rank " << t.rank();
+  });
+}
+
+// After virtual_idle() a thread's CPU is a hand-off's (it blocks on another
+// thread of its rank), not computation, until its next call.
+TEST(SimTransport, IdleIsNotCharged) {
+  run_local(1, [&](Transport& t) {
+    SimTransport sim(t, kNet, /*cpu_scale=*/1);
+    const double t0 = sim.now();
+    burn_cpu(0.02);
+    const double t1 = sim.now();
+    EXPECT_GE(t1 - t0, 0.02);
+    sim.virtual_idle();
+    burn_cpu(0.03);
+    EXPECT_LT(sim.now() - t1, 0.005);  // the call ends the idle time: what follows is charged
+    burn_cpu(0.02);
+    EXPECT_GE(sim.now() - t1, 0.02);
   });
 }
 
