@@ -13,18 +13,24 @@ transport's counters). Least squares over all rows, both parameters kept
 non-negative. Prints the `--net` value (e.g. `97.2MBps,61us`) on stdout and
 the fit, row by row, on stderr.
 
---stack PREFIX adds the network stack's CPU time per byte (the model's third
-field): PREFIX_i20.json/.cpu and PREFIX_i200.json/.cpu are the same ring
-allreduce benchmark run for 20 and 200 iterations with the machine's CPU
-ticks (/proc/stat: user, system + softirq, idle) before and after; the
-system time the 180 extra iterations took, over twice the bytes they sent
-(each byte is sent and received), is the kernel's CPU per byte at each end.
+--stack PREFIX adds the network stack's CPU time per byte and per message
+(the model's third and fourth fields): PREFIX_s<SIZE>_n<COUNT>_r<REP>.cpu are
+the machine's CPU ticks (/proc/stat: user, system + softirq, idle) before
+and after one TCP stream of COUNT messages of SIZE bytes between two hosts
+(scripts/stack-cpu.py), two counts for each of two sizes, each repeated. The
+difference in system time (the least of the repetitions: the machine's
+system time also holds its other work, which only adds) between the two counts of a size,
+over the messages between them, is what one message of that size costs both
+ends; the two sizes give the cost per message and per byte, at each end half
+of it.
 
 Rows larger than one ring segment per step would pipeline several messages
 per step; the caller keeps sizes at most P x the segment (1 MiB).
 """
+import glob
 import json
 import os
+import re
 import sys
 
 import numpy as np
@@ -41,19 +47,30 @@ def messages(algo, p):
 TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 
 
-def stack_cpu_per_byte(prefix):
-    runs = []
-    for iters in (20, 200):
-        with open(f"{prefix}_i{iters}.json") as fh:
-            (row,) = json.load(fh)
-        with open(f"{prefix}_i{iters}.cpu") as fh:
+def stack_cpu(prefix):
+    """(CPU seconds per byte, per message) at each end."""
+    reps = {}  # (size, count) -> [system seconds of each repetition]
+    for path in glob.glob(f"{prefix}_s*_n*_r*.cpu"):
+        m = re.search(r"_s(\d+)_n(\d+)_r\d+\.cpu$", path)
+        with open(path) as fh:
             ticks = [int(x) for x in fh.read().split()]
-        system = (ticks[4] - ticks[1]) / TICKS_PER_S
-        runs.append((row["iters"], system, row["bytes_sent_per_rank"] * row["ranks"]))
-    (i0, s0, b0), (i1, s1, b1) = runs
-    if b0 != b1 or i1 <= i0:
-        sys.exit(f"fit-net.py: {prefix}: the two runs must differ only in iterations")
-    return max(s1 - s0, 0.0) / (2 * (i1 - i0) * b0)
+        reps.setdefault((int(m.group(1)), int(m.group(2))), []).append((ticks[4] - ticks[1]) / TICKS_PER_S)
+    runs = {}  # size -> [(count, median system seconds)]
+    for (size, count), s in reps.items():
+        runs.setdefault(size, []).append((count, min(s)))
+    per_message = {}  # size -> system seconds one message costs both ends
+    for size, rs in runs.items():
+        if len(rs) != 2:
+            sys.exit(f"fit-net.py: {prefix}: size {size} needs runs of two counts, found {sorted(rs)}")
+        (n0, s0), (n1, s1) = sorted(rs)
+        per_message[size] = max(s1 - s0, 0.0) / (n1 - n0)
+    if len(per_message) != 2:
+        sys.exit(f"fit-net.py: {prefix}: need runs of two message sizes, found {sorted(per_message)}")
+    (b0, c0), (b1, c1) = sorted(per_message.items())
+    per_byte = max((c1 - c0) / (b1 - b0), 0.0)
+    for size, c in sorted(per_message.items()):
+        print(f"stack: {size:>7} B messages: {c * 1e6:.2f} us of system CPU each (both ends)", file=sys.stderr)
+    return per_byte / 2, max(c0 - per_byte * b0, 0.0) / 2
 
 
 def main():
@@ -88,9 +105,10 @@ def main():
               file=sys.stderr)
     spec = f"{1 / beta / 1e6:.1f}MBps,{alpha * 1e6:.0f}us"
     if stack:
-        o = stack_cpu_per_byte(stack)
-        print(f"network stack: {o * 1e9:.3f} ns of system CPU per byte at each end", file=sys.stderr)
-        spec += f",{o * 1e9:.3f}ns"
+        per_byte, per_msg = stack_cpu(stack)
+        print(f"network stack: {per_msg * 1e6:.2f} us per message and {per_byte * 1e9:.3f} ns per byte of "
+              "system CPU at each end", file=sys.stderr)
+        spec += f",{per_byte * 1e9:.3f}ns,{per_msg * 1e6:.2f}us"
     print(spec)
 
 

@@ -148,8 +148,6 @@ void generate_synthetic(const TrainArgs& a, TrainData& d) {
 // --data-generation random: uniform ids, uniform dense in [0, 1), coin-flip
 // labels: no signal, for speed only (as the reference's random mode).
 void generate_random(const TrainArgs& a, TrainData& d) {
-  // Uniform ids, uniform dense in [0, 1), coin-flip labels: no signal, for
-  // speed only (as the reference's random mode).
   check_no_synthetic_flags(a, "--data-generation random");
   const std::size_t n = (a.num_batches ? a.num_batches : 100) * a.batch;
   std::vector<CriteoRecord> v(n);

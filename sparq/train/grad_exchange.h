@@ -74,7 +74,6 @@ std::uint64_t dense_ring_bytes(int p, std::size_t n);
 // thousands of times smaller.
 std::uint64_t row_sparse_allgather_bytes(int p, std::size_t rows, std::size_t dim);
 
-// What one exchange cost this rank.
 // A step's phases in modelled time (a virtual clock): forward includes
 // waiting for the lookups, wait is the training thread's wait for the
 // exchanges after its backward. What grows with the rank count shows here.
@@ -86,6 +85,7 @@ struct ModeledPhases {
   }
 };
 
+// What one exchange cost this rank.
 struct ExchangeStats {
   std::uint64_t bytes_sent = 0;      // transport counters
   // The fp32 baseline, what the plain exchange of the same data would send:
