@@ -14,12 +14,13 @@ non-negative. Prints the `--net` value (e.g. `97.2MBps,61us`) on stdout and
 the fit, row by row, on stderr.
 
 --stack PREFIX adds the network stack's CPU time per byte and per message
-(the model's third and fourth fields): PREFIX_s<SIZE>_n<COUNT>_r<REP>.cpu are
+(the model's third and fourth fields): PREFIX*_s<SIZE>_n<COUNT>_r<REP>.cpu are
 the machine's CPU ticks (/proc/stat: user, system + softirq, idle) before
 and after one TCP stream of COUNT messages of SIZE bytes between two hosts
 (scripts/stack-cpu.py), two counts for each of two sizes, each repeated. The
-difference in system time (the least of the repetitions: the machine's
-system time also holds its other work, which only adds) between the two counts of a size,
+difference in system time (the median of the repetitions: the machine's
+system time also holds its other work, and TCP's autocorking merges small
+writes now and then) between the two counts of a size,
 over the messages between them, is what one message of that size costs both
 ends; the two sizes give the cost per message and per byte, at each end half
 of it.
@@ -50,14 +51,14 @@ TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 def stack_cpu(prefix):
     """(CPU seconds per byte, per message) at each end."""
     reps = {}  # (size, count) -> [system seconds of each repetition]
-    for path in glob.glob(f"{prefix}_s*_n*_r*.cpu"):
+    for path in glob.glob(f"{prefix}*_s*_n*_r*.cpu"):
         m = re.search(r"_s(\d+)_n(\d+)_r\d+\.cpu$", path)
         with open(path) as fh:
             ticks = [int(x) for x in fh.read().split()]
         reps.setdefault((int(m.group(1)), int(m.group(2))), []).append((ticks[4] - ticks[1]) / TICKS_PER_S)
     runs = {}  # size -> [(count, median system seconds)]
     for (size, count), s in reps.items():
-        runs.setdefault(size, []).append((count, min(s)))
+        runs.setdefault(size, []).append((count, float(np.median(s))))
     per_message = {}  # size -> system seconds one message costs both ends
     for size, rs in runs.items():
         if len(rs) != 2:

@@ -3,9 +3,10 @@
 
     summarize-emulation.py DATA_DIR RESULTS_MD FIGURES_DIR
 
-Reads DATA_DIR/<net>/<plan>_p<P>_s<seed>.jsonl and DATA_DIR/fidelity/*
-(sparq train --metrics), replaces the block between '<!-- emulation:begin -->'
-and '<!-- emulation:end -->' in RESULTS_MD, and writes emulation_step.png
+Reads the runs under DATA_DIR (sparq train --metrics: <net>/ and
+<net>-steps/ for the tables, scaling/ and scaling-before/, fidelity/, flat/
+and flat-before/), replaces the block between '<!-- emulation:begin -->'
+and '<!-- emulation:end -->' in RESULTS_MD, and writes emulation_scaling.png
 into FIGURES_DIR.
 
 Accuracy change (the paper's delta_q, in percentage points): a run's final
@@ -288,28 +289,6 @@ def flat_block(data):
     return lines
 
 
-def plot(data, figures):
-    ten, fast = runs_of(data, "10gbit"), runs_of(data, "25gbit")
-    if not ten:
-        return
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(6.4, 4))
-    for key, name in PLANS:
-        for runs, style, net in ((ten, "-o", "10"), (fast, "--s", "25")):
-            pts = sorted((p, statistics.median(r["modeled_ms"] for r in v.values()))
-                         for (k, p), v in runs.items() if k == key)
-            if pts:
-                ax.plot([p for p, _ in pts], [m for _, m in pts], style, label=f"{name}, {net} Gbit/s")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("emulated nodes P (global batch 64 P)")
-    ax.set_ylabel("modelled ms/step")
-    ax.legend(fontsize=6)
-    fig.tight_layout()
-    fig.savefig(os.path.join(figures, "emulation_step.png"), dpi=120)
-
-
 def main():
     data, results, figures = sys.argv[1:4]
     block = ["<!-- emulation:begin -->",
@@ -337,7 +316,7 @@ def main():
          "`scripts/fit-net.py`: bandwidth and latency fitted to the cluster's `bench allreduce --algo ring` and "
          "`bench alltoall` (16 KiB-4 MiB), and the kernel's CPU per byte and per message from the machine's "
          "system time around TCP streams between two hosts (`scripts/stack-cpu.py`: 20,000 and 220,000 messages "
-         "of 64 B, 2,000 and 22,000 of 64 KiB, each three times, the least system time of the three; docs/data/emulation/fidelity/fit_cluster*.txt). The CPU column is "
+         "of 64 B, 2,000 and 22,000 of 64 KiB, three times on each cluster: the median of the nine; docs/data/emulation/fidelity/fit_cluster*.txt). The CPU column is "
          "the machine's, busy during the cluster's runs (launch included).", fidelity_block(data)),
         ("The emulation's own cost, `scripts/reproduce-emulation flat`: `build/sparq train --ranks P --net "
          "100000gbit,0us --data-generation random --num-batches 40 --print-freq 1 --test-freq -1 "
@@ -357,7 +336,6 @@ def main():
     text = text[:begin] + "\n".join(block) + text[end + len("<!-- emulation:end -->"):]
     with open(results, "w") as fh:
         fh.write(text)
-    plot(data, figures)
     plot_scaling(data, figures)
 
 

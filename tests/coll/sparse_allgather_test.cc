@@ -57,9 +57,15 @@ TEST_P(SparseAllgatherSweep, EqualsTheConcatenatedRangesAndItsDenseCounterpart) 
       std::vector<float> got(n);
       out.to_dense(got);
       EXPECT_EQ(got, want) << "n " << n << " k " << k << " rank " << t.rank();
-      if (n == 100000) EXPECT_FALSE(out.is_dense());  // ~100 pairs a rank
-      if (n == 4096) EXPECT_TRUE(out.is_dense());     // every entry present
-      if (p > 1 && n > 0) EXPECT_GT(s.wire.bytes_sent, 0u);
+      if (n == 100000) {
+        EXPECT_FALSE(out.is_dense());  // ~100 pairs a rank
+      }
+      if (n == 4096) {
+        EXPECT_TRUE(out.is_dense());  // every entry present
+      }
+      if (p > 1 && n > 0) {
+        EXPECT_GT(s.wire.bytes_sent, 0u);
+      }
       // The dense counterpart: every rank's range in place, then allgatherv.
       const pattern::Partition part{n, p};
       std::vector<float> dense(n, 0.0f);
