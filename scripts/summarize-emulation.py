@@ -316,15 +316,16 @@ def main():
          "`scripts/fit-net.py`: bandwidth and latency fitted to the cluster's `bench allreduce --algo ring` and "
          "`bench alltoall` (16 KiB-4 MiB), and the kernel's CPU per byte and per message from the machine's "
          "system time around TCP streams between two hosts (`scripts/stack-cpu.py`: 20,000 and 220,000 messages "
-         "of 64 B, 2,000 and 22,000 of 64 KiB, three times on each cluster: the median of the nine; docs/data/emulation/fidelity/fit_cluster*.txt). The CPU column is "
-         "the machine's, busy during the cluster's runs (launch included).", fidelity_block(data)),
+         "of 64 B, 2,000 and 22,000 of 64 KiB, three times on each cluster: the median of the nine; "
+         "docs/data/emulation/fidelity/fit_cluster*.txt). The CPU column is the machine's, busy during the "
+         "cluster's runs (launch included).", fidelity_block(data)),
         ("The emulation's own cost, `scripts/reproduce-emulation flat`: `build/sparq train --ranks P --net "
          "100000gbit,0us --data-generation random --num-batches 40 --print-freq 1 --test-freq -1 "
          "--mini-batch-size 256P --emb-placement table-wise --fuse-bytes 4MiB` plus the plan's flags: an "
          "effectively infinite network and 256 samples a rank; modelled ms of steps 11-40 (median), the median of "
          "the runs (small: each run's); phases on rank 0's training thread and its exchanges' time on its "
-         "communication thread, in modelled ms a step. Before the change: the same runs with the build of the "
-         "model that charged the emulation's own work (docs/data/emulation/flat-before).", flat_block(data))):
+         "communication thread, in modelled ms a step. Before the change: the same runs with the build of commit "
+         "f164ecb, whose model charged the emulation's own work (docs/data/emulation/flat-before).", flat_block(data))):
         if lines:
             block += [intro, ""] + lines + [""]
     block.append("<!-- emulation:end -->")

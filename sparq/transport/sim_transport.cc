@@ -22,7 +22,7 @@ double thread_cpu_seconds() {
 }
 // What reading the thread's CPU clock costs in thread CPU time: between two
 // readings that mark a stretch of work lies one reading's cost, which is the
-// emulation's (a syscall, about 0.3 us), not the work's. The smallest of a
+// emulation's (a syscall), not the work's. The smallest of a
 // few runs' means, measured once.
 double probe_cost() {
   static const double cost = [] {
