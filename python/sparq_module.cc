@@ -12,6 +12,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
 #include <memory>
 
 #include "sparq/coll/broadcast.h"
@@ -19,9 +20,13 @@
 #include "sparq/train/grad_exchange.h"
 #include "sparq/transport/gloo_transport.h"
 #include "sparq/transport/mpi_transport.h"
+#include "python/array_views.h"
+#include "python/comm.h"
+#include "python/dct_mp_bindings.h"
 
 namespace py = pybind11;
 using namespace sparq;
+using namespace sparq::py_views;
 
 namespace {
 
@@ -85,44 +90,6 @@ void bridge_mpi_finalize() {
   if (g_mpi_ours && !finalized) MPI_Finalize();
 }
 
-// A connected group of ranks.
-struct Comm {
-  std::unique_ptr<Transport> t;
-  Transport& transport() {
-    SPARQ_CHECK_AS(InputError, t != nullptr, "this sparq.Comm is closed");
-    return *t;
-  }
-  // Closing waits for every peer's goodbye (GlooTransport): without the GIL,
-  // so that the process's other Python threads go on meanwhile. Python
-  // always holds the GIL when it drops a Comm.
-  void close() {
-    auto gone = std::move(t);
-    py::gil_scoped_release nogil;
-    gone.reset();
-  }
-  ~Comm() {
-    if (t) close();
-  }
-};
-
-// A contiguous float32 array as a span (one the result is written into when
-// `writable`); `what` names it in errors.
-std::span<float> float_span(py::array& a, const std::string& what, bool writable = true) {
-  SPARQ_CHECK_AS(InputError, a.dtype().is(py::dtype::of<float>()), "{}: dtype {} where float32 is needed", what,
-                 std::string(py::str(a.dtype())));
-  SPARQ_CHECK_AS(InputError, (a.flags() & py::array::c_style) != 0, "{}: not contiguous", what);
-  SPARQ_CHECK_AS(InputError, !writable || a.writeable(), "{}: read-only", what);
-  return {static_cast<float*>(const_cast<void*>(a.data())), static_cast<std::size_t>(a.size())};
-}
-
-std::span<std::byte> byte_span(py::array& a, const std::string& what, bool writable) {
-  SPARQ_CHECK_AS(InputError, a.dtype().is(py::dtype::of<std::uint8_t>()), "{}: dtype {} where uint8 is needed", what,
-                 std::string(py::str(a.dtype())));
-  SPARQ_CHECK_AS(InputError, (a.flags() & py::array::c_style) != 0, "{}: not contiguous", what);
-  SPARQ_CHECK_AS(InputError, !writable || a.writeable(), "{}: read-only", what);
-  return {static_cast<std::byte*>(const_cast<void*>(a.data())), static_cast<std::size_t>(a.size())};
-}
-
 // One block of quantized_alltoallv's wire format: fp32, or rows of row_len
 // values (the last row shorter), each q8/q4/q2 with an fp16 scale and bias.
 Codec block_codec(const std::string& codec, std::size_t row_len) {
@@ -174,6 +141,13 @@ py::dict counters_dict(const PeerCounters& c) {
   d["msgs_sent"] = c.msgs_sent;
   d["msgs_recv"] = c.msgs_recv;
   return d;
+}
+
+void check_peer_and_tag(const Transport& t, int peer, int tag, const char* what) {
+  SPARQ_CHECK_AS(InputError, peer >= 0 && peer < t.size() && peer != t.rank(),
+                 "{} on rank {}: peer {} is not another rank of {}", what, t.rank(), peer, t.size());
+  SPARQ_CHECK_AS(InputError, tag >= 0 && tag <= Transport::kMaxTag, "{} on rank {}: tag {} outside 0..{}", what,
+                 t.rank(), tag, Transport::kMaxTag);
 }
 
 // The gradient exchange with the residuals it owns.
@@ -276,6 +250,43 @@ PYBIND11_MODULE(_sparq, m) {
           },
           "Returns once every rank has called it.")
       .def(
+          "send",
+          [](Comm& c, int peer, int tag, py::array data) {
+            Transport& t = c.transport();
+            check_peer_and_tag(t, peer, tag, "send");
+            std::span<const std::byte> b = raw_bytes(data, fmt::format("send to rank {}", peer), false);
+            py::gil_scoped_release nogil;
+            t.send(peer, tag, b);
+          },
+          py::arg("peer"), py::arg("tag"), py::arg("data"),
+          "Sends the bytes of a contiguous array to `peer`; returns once the array may be reused.")
+      .def(
+          "recv",
+          [](Comm& c, int peer, int tag, py::array out) {
+            Transport& t = c.transport();
+            check_peer_and_tag(t, peer, tag, "recv");
+            std::span<std::byte> b = raw_bytes(out, fmt::format("recv from rank {}", peer), true);
+            py::gil_scoped_release nogil;
+            t.recv(peer, tag, b);  // WireError if the message is not exactly out's size
+          },
+          py::arg("peer"), py::arg("tag"), py::arg("out"),
+          "Receives a message of exactly out.nbytes bytes from `peer` into `out` (WireError on another size).")
+      .def(
+          "recv_message",
+          [](Comm& c, int peer, int tag) {
+            Transport& t = c.transport();
+            check_peer_and_tag(t, peer, tag, "recv_message");
+            std::vector<std::byte> m;
+            {
+              py::gil_scoped_release nogil;
+              m = t.recv_message(peer, tag);
+            }
+            py::array_t<std::uint8_t> a(static_cast<py::ssize_t>(m.size()));
+            if (!m.empty()) std::memcpy(a.mutable_data(), m.data(), m.size());
+            return a;
+          },
+          py::arg("peer"), py::arg("tag"), "Receives a message of any size from `peer`, as a uint8 array.")
+      .def(
           "close", [](Comm& c) { c.close(); },
           "Closes the Comm. On Gloo it says goodbye to every rank and waits for theirs (as MPI_Finalize "
           "does), up to the timeout; on MPI it frees the communicator.");
@@ -337,6 +348,7 @@ PYBIND11_MODULE(_sparq, m) {
           "Restores a state() of an exchange with the same codec.");
 
   add_block_codec(m);
+  add_dct_mp(m);
   m.def("launched_by_mpiexec", &MpiSession::launched_by_mpiexec, "True when mpiexec started this process.");
   m.def(
       "mpi_abort",

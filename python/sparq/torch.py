@@ -10,6 +10,9 @@ and table-wise embeddings with a compressed alltoall::
 
     rows = sparq.torch.quantized_alltoall(lookups, splits, fwd_bits=4, bwd_bits=2)
 
+and DCT-MP at a model-parallel cut of any model (sparq.torch.DctMp in one
+process, sparq.torch.PipelineStage between processes).
+
 The collectives run on a sparq Comm. Under mpiexec it is an MPI
 communicator (Open MPI moves the messages in the waiting caller's thread);
 otherwise Gloo TCP connections of sparq's own, set up through the
@@ -29,6 +32,8 @@ import torch
 import torch.distributed as dist
 
 from . import _sparq
+from .dct_mp import CutStats, DctMp, dct_mp  # noqa: F401 - DCT-MP at a cut of any model
+from .pipeline import PipelineError, PipelineStage  # noqa: F401
 
 # The hooks use DDP's comm-hook and future APIs as of torch 2.0.
 if int(torch.__version__.split(".")[0]) < 2:

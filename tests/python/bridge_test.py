@@ -27,6 +27,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 import sparq
 import sparq.torch as st
+import pipeline_checks
 import torchrec_checks
 
 CHECKS = []
@@ -338,6 +339,7 @@ def quantized_alltoall_on_cuda_equals_the_cpu(rank, size):
 
 
 CHECKS += torchrec_checks.CHECKS
+CHECKS += pipeline_checks.CHECKS
 
 
 def run_checks(rank, size, init_method, report, checks=CHECKS):
@@ -345,7 +347,9 @@ def run_checks(rank, size, init_method, report, checks=CHECKS):
     dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=size,
                             timeout=datetime.timedelta(seconds=60))
     torch.set_num_threads(1)
-    for fn in checks:
+    # While working on some: SPARQ_CHECKS=a,b runs the checks whose names or modules hold a or b.
+    only = [w for w in os.environ.get("SPARQ_CHECKS", "").split(",") if w]
+    for fn in [c for c in checks if not only or any(w in c.__module__ + "." + c.__name__ for w in only)]:
         try:
             fn(rank, size)
             print(f"[rank {rank}] ok   {fn.__name__}", flush=True)
