@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""The tables and the plot of scripts/reproduce-translation: reads
+DATA_DIR/runs/*.json (examples/translation.py --out), writes
+docs/figures/translation_loss.png and replaces the block between
+'<!-- translation:begin -->' and '<!-- translation:end -->' in RESULTS_MD.
+
+Runs with the same seed share the initialisation and the batch order, so
+each configuration is compared with the baseline seed by seed: the mean of
+the paired differences and its 95 % t-interval.
+
+  summarize-translation.py DATA_DIR RESULTS_MD
+"""
+import json
+import math
+import pathlib
+import statistics
+import sys
+
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571}  # Student's t, two-sided 95 %
+
+
+def load(data):
+    runs = {}
+    for p in sorted(pathlib.Path(data, "runs").glob("*.json")):
+        r = json.loads(p.read_text().splitlines()[-1])
+        runs[p.stem] = r
+    return runs
+
+
+def key(r):
+    if r.get("hook"):
+        return ("dp", r["hook"])
+    return ("mp", r["splits"], r["eta"])
+
+
+def paired(runs, config, base, field, relative):
+    """Mean and 95 % half-interval of config - base over the seeds both ran
+    (relative: in % of the base)."""
+    d = []
+    for seed, r in runs[config].items():
+        b = runs[base].get(seed)
+        if b is not None:
+            d.append((r[field] - b[field]) / b[field] * 100 if relative else r[field] - b[field])
+    if not d:
+        return math.nan, math.nan, 0
+    half = T975.get(len(d) - 1, 2.0) * statistics.stdev(d) / math.sqrt(len(d)) if len(d) > 1 else math.nan
+    return statistics.mean(d), half, len(d)
+
+
+def mean(runs, config, field):
+    return statistics.mean(r[field] for r in runs[config].values())
+
+
+def fmt_pm(m, h, unit=""):
+    return f"{m:+.2f}{unit} ± {h:.2f}" if not math.isnan(h) else f"{m:+.2f}{unit}"
+
+
+def table4(by, base):
+    rows = ["| sparsity | MP workers | cuts | train loss | test loss | test loss vs baseline | BLEU | BLEU vs baseline "
+            "| forward bytes | backward bytes | seeds |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+            f"| baseline | – | – | {mean(by, base, 'train_loss'):.4f} | {mean(by, base, 'test_loss'):.4f} | | "
+            f"{mean(by, base, 'bleu'):.2f} | | | | {len(by[base])} |"]
+    for config in sorted(c for c in by if c[0] == "mp" and c[1]):
+        _, splits, eta = config
+        dl = paired(by, config, base, "test_loss", True)
+        db = paired(by, config, base, "bleu", False)
+        one = next(iter(by[config].values()))
+        fwd = statistics.mean(c["fwd_reduction"] for c in one["cuts"])
+        bwd = statistics.mean(c["bwd_reduction"] for c in one["cuts"])
+        rows.append(f"| {eta:.0%} | {splits + 1} | {', '.join(c['cut'] for c in one['cuts'])} | "
+                    f"{mean(by, config, 'train_loss'):.4f} | {mean(by, config, 'test_loss'):.4f} | "
+                    f"{fmt_pm(dl[0], dl[1], ' %')} | {mean(by, config, 'bleu'):.2f} | {fmt_pm(db[0], db[1])} | "
+                    f"{fwd:.1f}x fewer | {bwd:.1f}x fewer | {dl[2]} |")
+    return rows
+
+
+def topk_table(by):
+    base = ("dp", "none")
+    if base not in by:
+        return []
+    rows = ["| gradient exchange (2 ranks) | train loss | test loss | test loss vs fp32 | BLEU | BLEU vs fp32 "
+            "| gradient bytes sent per rank and step | vs the dense ring | seeds |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for config in [base] + sorted(c for c in by if c[0] == "dp" and c != base):
+        runs = list(by[config].values())
+        sent = statistics.mean(r["grad_bytes_sent"] / r["steps"] for r in runs)
+        ratio = statistics.mean(r["grad_dense_bytes"] / r["grad_bytes_sent"] for r in runs)
+        name = "fp32 (sparq's dense allreduce)" if config == base else f"`{config[1]}`"
+        dl = paired(by, config, base, "test_loss", True) if config != base else None
+        db = paired(by, config, base, "bleu", False) if config != base else None
+        rows.append(f"| {name} | {mean(by, config, 'train_loss'):.4f} | {mean(by, config, 'test_loss'):.4f} | "
+                    f"{fmt_pm(dl[0], dl[1], ' %') if dl else ''} | {mean(by, config, 'bleu'):.2f} | "
+                    f"{fmt_pm(db[0], db[1]) if db else ''} | {sent / 1e3:.1f} kB | {ratio:.0f}x fewer | "
+                    f"{len(runs)} |")
+    return rows
+
+
+def plot(by, base, out):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    panels = ((axes[0], [base] + sorted(c for c in by if c[0] == "mp" and c[1]), "DCT-MP (Table 4)"),
+              (axes[1], sorted(c for c in by if c[0] == "dp"), "TopK SGD, 2 ranks"))
+    for ax, configs, title in panels:
+        for config in configs:
+            curves = [r["curve"] for r in by[config].values()]
+            steps = [s for s, _ in curves[0]]
+            loss = [statistics.mean(c[i][1] for c in curves) for i in range(len(steps))]
+            label = ("baseline" if config == base else f"{config[2]:.0%}, {config[1] + 1} workers") \
+                if config[0] == "mp" else config[1]
+            ax.plot(steps, loss, label=label, lw=1)
+        ax.set_yscale("log")
+        ax.set_xlabel("step")
+        ax.set_ylabel("test loss (nats per token, mean over seeds)")
+        ax.set_title(title)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
+def main():
+    data, md = sys.argv[1], sys.argv[2]
+    by = {}
+    for name, r in load(data).items():
+        by.setdefault(key(r), {})[r["seed"]] = r
+    base = ("mp", 0, None)
+    if base not in by:
+        sys.exit(f"summarize-translation: no baseline runs in {data}/runs")
+    one = by[base][min(by[base])]
+    figure = pathlib.Path(md).parent / "figures" / "translation_loss.png"
+    plot(by, base, figure)
+    body = ["<!-- translation:begin -->",
+            "<!-- written by scripts/summarize-translation.py from docs/data/translation; "
+            "re-run scripts/reproduce-translation to refresh -->",
+            "",
+            f"Model: {one['layers']} + {one['layers']} layers, d_model {one['d_model']}, FFN {one['ffn']}, "
+            f"{one['epochs']} epochs ({one['steps']} steps of {one['batch_size']} sentence pairs). Losses: "
+            "per-token cross-entropy in nats (teacher forced); BLEU: greedy decoding, sacrebleu. "
+            "Differences are paired by seed (mean ± 95 % t-interval); bytes per cut are the DCT-MP messages "
+            "against dense fp32 (forward: mask + values; backward: values).",
+            "", *table4(by, base), "", *topk_table(by), "",
+            f"![test loss against step](figures/{figure.name})", "",
+            "<!-- translation:end -->"]
+    text = pathlib.Path(md).read_text()
+    begin, end = text.find("<!-- translation:begin -->"), text.find("<!-- translation:end -->")
+    if begin < 0 or end < 0:
+        sys.exit(f"summarize-translation: no translation:begin/end block in {md}")
+    pathlib.Path(md).write_text(text[:begin] + "\n".join(body) + text[end + len("<!-- translation:end -->"):])
+
+
+if __name__ == "__main__":
+    main()
