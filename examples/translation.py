@@ -16,7 +16,7 @@ Reports the train and test loss (per-token cross-entropy in nats, teacher
 forced), BLEU of greedy decoding on the test set (sacrebleu), and bytes per
 cut or of the gradient exchange; --out appends one JSON line per run.
 
-    python examples/translation.py --splits 2 --eta 0.95 --seed 1
+    python examples/translation.py --splits 2 --eta 0.95 --seed 1 [--values bf16]
     torchrun --nproc_per_node 2 examples/translation.py --hook topk:4/512
 """
 import argparse
@@ -47,6 +47,8 @@ def parse_args(argv=None):
     ap.add_argument("--dropout", type=float, default=0.1)
     ap.add_argument("--splits", type=int, default=0, choices=sorted(CUTS), help="DCT-MP cuts (0: none)")
     ap.add_argument("--eta", type=float, default=0.9, help="DCT-MP sparsity at the cuts")
+    ap.add_argument("--values", choices=["f32", "bf16"], default="f32",
+                    help="DCT-MP's values on the wire (bf16: sparq's extension)")
     ap.add_argument("--hook", help="data parallel under torchrun: a sparq --dp-codec (none, topk:K/B, ...)")
     ap.add_argument("--train-pairs", type=int, default=12000)
     ap.add_argument("--test-pairs", type=int, default=1000)
@@ -243,7 +245,7 @@ def main(argv=None):
     cuts = {}
     if a.splits:
         import sparq.torch as st
-        cuts = {c: st.DctMp(a.eta, f"{c[0]}{c[1]}") for c in CUTS[a.splits]}
+        cuts = {c: st.DctMp(a.eta, f"{c[0]}{c[1]}", values=a.values) for c in CUTS[a.splits]}
     model = Transformer(a, len(sv.words), len(tv.words), cuts)
     net, hook = model, None
     if ddp:
@@ -293,7 +295,8 @@ def report(a, model, test, refs, tv, train_loss, curve, cuts, hook, steps, secon
 
     hyps = greedy(model, test, tv)
     result = {
-        "splits": a.splits, "eta": a.eta if a.splits else None, "hook": a.hook, "seed": a.seed,
+        "splits": a.splits, "eta": a.eta if a.splits else None, "values": a.values if a.splits else None,
+        "hook": a.hook, "seed": a.seed,
         "layers": a.layers, "d_model": a.d_model, "ffn": a.ffn, "epochs": a.epochs, "steps": steps,
         "batch_size": a.batch_size, "train_loss": train_loss, "test_loss": test_loss(model, test),
         "bleu": sacrebleu.corpus_bleu(hyps, [refs]).score, "seconds": seconds, "curve": curve,

@@ -19,9 +19,11 @@ The source language is German-like, the target English-like:
   with one class of verbs; such a noun appears only in a clause whose verb
   selects one of its senses (half the time it can), and that verb may come
   after the noun (verb-final clauses), so the model must read the clause.
-- **Free variation.** Some target words have synonyms drawn at random
-  (big/large, quickly/fast, ...) and "that" after "says" is optional, so no
-  model can be certain of every reference word: BLEU stays well below 100.
+- **Free variation.** Many target words have synonyms drawn at random
+  (big/large, child/kid, buy/purchase, because/since, ...; a source verb
+  may translate to either of two target verbs), the adverb goes first or
+  last, and "that" after a main clause is optional, so no model can be
+  certain of every reference word: BLEU stays well below 100.
 
 make_corpus(n, seed) returns n (source, target) sentence pairs, words
 separated by single spaces; the same (n, seed) gives the same pairs.
@@ -31,14 +33,14 @@ import random
 # Nouns: source stem, gender, source plural suffix, target word. Ambiguous
 # nouns list two senses, each with the verb class that selects it.
 NOUNS = [
-    ("hund", "m", "e", "dog"), ("katze", "f", "n", "cat"), ("kind", "n", "er", "child"),
-    ("mann", "m", "er", "man"), ("frau", "f", "en", "woman"), ("vogel", "m", "", "bird"),
-    ("buch", "n", "er", "book"), ("ball", "m", "e", "ball"), ("tisch", "m", "e", "table"),
-    ("stadt", "f", "e", "city"), ("haus", "n", "er", "house"), ("apfel", "m", "", "apple"),
-    ("brief", "m", "e", "letter"), ("lehrer", "m", "", "teacher"), ("blume", "f", "n", "flower"),
-    ("auto", "n", "s", "car"), ("baum", "m", "e", "tree"), ("fenster", "n", "", "window"),
-    ("schule", "f", "n", "school"), ("freund", "m", "e", "friend"), ("tür", "f", "en", "door"),
-    ("pferd", "n", "e", "horse"), ("lied", "n", "er", "song"), ("brot", "n", "e", "bread"),
+    ("hund", "m", "e", ("dog",)), ("katze", "f", "n", ("cat",)), ("kind", "n", "er", ("child", "kid")),
+    ("mann", "m", "er", ("man",)), ("frau", "f", "en", ("woman", "lady")), ("vogel", "m", "", ("bird",)),
+    ("buch", "n", "er", ("book",)), ("ball", "m", "e", ("ball",)), ("tisch", "m", "e", ("table", "desk")),
+    ("stadt", "f", "e", ("city", "town")), ("haus", "n", "er", ("house", "home")), ("apfel", "m", "", ("apple",)),
+    ("brief", "m", "e", ("letter",)), ("lehrer", "m", "", ("teacher",)), ("blume", "f", "n", ("flower",)),
+    ("auto", "n", "s", ("car", "automobile")), ("baum", "m", "e", ("tree",)), ("fenster", "n", "", ("window",)),
+    ("schule", "f", "n", ("school",)), ("freund", "m", "e", ("friend", "pal")), ("tür", "f", "en", ("door",)),
+    ("pferd", "n", "e", ("horse",)), ("lied", "n", "er", ("song", "tune")), ("brot", "n", "e", ("bread",)),
 ]
 AMBIGUOUS = [  # stem, gender, plural suffix, {verb class: target}
     ("bank", "f", "en", {"money": "bank", "rest": "bench"}),
@@ -46,28 +48,32 @@ AMBIGUOUS = [  # stem, gender, plural suffix, {verb class: target}
     ("leiter", "f", "n", {"climb": "ladder", "meet": "leader"}),
     ("strauss", "m", "e", {"see": "ostrich", "give": "bouquet"}),
 ]
-# Verbs: source stem, participle, target (base, 3sg, participle), class.
+# Verbs: source stem, participle, target synonyms (base, 3sg, participle), class.
 VERBS = [
     ("seh", "gesehen", ("see", "sees", "seen"), "see"),
     ("find", "gefunden", ("find", "finds", "found"), "see"),
     ("kauf", "gekauft", ("buy", "buys", "bought"), "give"),
+    ("kauf", "gekauft", ("purchase", "purchases", "purchased"), "give"),
     ("geb", "gegeben", ("give", "gives", "given"), "give"),
     ("brauch", "gebraucht", ("need", "needs", "needed"), "money"),
     ("leih", "geliehen", ("borrow", "borrows", "borrowed"), "money"),
     ("besuch", "besucht", ("visit", "visits", "visited"), "visit"),
+    ("besuch", "besucht", ("see", "sees", "seen"), "visit"),
     ("bau", "gebaut", ("build", "builds", "built"), "visit"),
     ("öffn", "geöffnet", ("open", "opens", "opened"), "open"),
     ("schliess", "geschlossen", ("close", "closes", "closed"), "open"),
     ("besteig", "bestiegen", ("climb", "climbs", "climbed"), "climb"),
     ("trag", "getragen", ("carry", "carries", "carried"), "climb"),
     ("treff", "getroffen", ("meet", "meets", "met"), "meet"),
+    ("treff", "getroffen", ("encounter", "encounters", "encountered"), "meet"),
     ("frag", "gefragt", ("ask", "asks", "asked"), "meet"),
     ("bemal", "bemalt", ("paint", "paints", "painted"), "rest"),
     ("putz", "geputzt", ("clean", "cleans", "cleaned"), "rest"),
+    ("putz", "geputzt", ("wash", "washes", "washed"), "rest"),
 ]
-ADJECTIVES = [("gross", ("big", "large")), ("klein", ("small", "little")), ("alt", ("old",)),
-              ("neu", ("new",)), ("rot", ("red",)), ("schön", ("beautiful", "pretty")),
-              ("schnell", ("fast", "quick")), ("müd", ("tired",))]
+ADJECTIVES = [("gross", ("big", "large")), ("klein", ("small", "little")), ("alt", ("old", "aged")),
+              ("neu", ("new",)), ("rot", ("red",)), ("schön", ("beautiful", "pretty", "lovely")),
+              ("schnell", ("fast", "quick")), ("müd", ("tired", "sleepy"))]
 ADVERBS = [("heute", "today"), ("morgen", "tomorrow"), ("oft", "often"), ("gestern", "yesterday"),
            ("manchmal", "sometimes"), ("leider", "unfortunately")]
 # Article by (gender or plural, case); adjective ending after a definite article.
@@ -89,7 +95,8 @@ def noun_phrase(rng, case, verb_class):
         stem, gender, suffix, senses = rng.choice(fitting)
         target_noun = senses[verb_class]
     else:
-        stem, gender, suffix, target_noun = rng.choice(NOUNS)
+        stem, gender, suffix, synonyms = rng.choice(NOUNS)
+        target_noun = rng.choice(synonyms)
     key = ("pl" if plural else gender, case)
     definite = plural or rng.random() < 0.6
     src, tgt = [DEFINITE[key] if definite else INDEFINITE[key]], ["the" if definite else "a"]
@@ -135,7 +142,7 @@ def sentence(rng):
     r = rng.random()
     if r < 0.25:
         sub_src, sub_tgt = clause(rng, "sub")
-        src, tgt = src + [",", "weil"] + sub_src, tgt + [",", "because"] + sub_tgt
+        src, tgt = src + [",", "weil"] + sub_src, tgt + [",", rng.choice(("because", "since"))] + sub_tgt
     elif r < 0.4:
         sub_src, sub_tgt = clause(rng, "sub")
         src, tgt = src + [",", "dass"] + sub_src, tgt + (["that"] if rng.random() < 0.5 else []) + sub_tgt

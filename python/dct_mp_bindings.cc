@@ -20,6 +20,12 @@ void check_eta(double eta) {
   SPARQ_CHECK_AS(InputError, eta >= 0 && eta < 1, "DCT-MP: sparsity eta {} outside [0, 1)", eta);
 }
 
+compress::ValueFormat value_format(const std::string& values) {
+  SPARQ_CHECK_AS(InputError, values == "f32" || values == "bf16", "DCT-MP: values '{}'; they are f32 or bf16",
+                 values);
+  return values == "f32" ? compress::ValueFormat::F32 : compress::ValueFormat::Bf16;
+}
+
 std::size_t rows_of(std::size_t values, std::size_t cols, const char* what) {
   SPARQ_CHECK_AS(InputError, cols > 0 && values % cols == 0, "{}: {} values are not rows of {}", what, values, cols);
   return values / cols;
@@ -46,16 +52,22 @@ void add_dct_mp(py::module_& m) {
     check_eta(eta);
     return compress::kept_count(cols, eta);
   }, py::arg("cols"), py::arg("eta"), "Columns each row keeps: cols - floor(cols * eta).");
-  m.def("dct_mp_message_bytes", &compress::dct_mp_message_bytes, py::arg("rows"), py::arg("cols"), py::arg("keep"),
-        "Bytes of a forward message (mask and values).");
+  m.def(
+      "dct_mp_message_bytes",
+      [](std::size_t rows, std::size_t cols, std::size_t keep, const std::string& values) {
+        return compress::dct_mp_message_bytes(rows, cols, keep, value_format(values));
+      },
+      py::arg("rows"), py::arg("cols"), py::arg("keep"), py::arg("values") = "f32",
+      "Bytes of a forward message (mask and values in f32 or bf16).");
   m.def(
       "dct_mp_forward",
-      [](py::array act, std::size_t cols, double eta) {
+      [](py::array act, std::size_t cols, double eta, const std::string& values_format) {
         check_eta(eta);
+        const compress::ValueFormat vf = value_format(values_format);
         std::span<const float> x = float_span(act, "DCT-MP forward: activations", false);
         const std::size_t rows = rows_of(x.size(), cols, "DCT-MP forward");
         py::array_t<std::uint8_t> msg(static_cast<py::ssize_t>(
-            compress::dct_mp_message_bytes(rows, cols, compress::kept_count(cols, eta))));
+            compress::dct_mp_message_bytes(rows, cols, compress::kept_count(cols, eta), vf)));
         std::span<std::byte> out(reinterpret_cast<std::byte*>(msg.mutable_data()), static_cast<std::size_t>(msg.size()));
         RowMask mask;
         {
@@ -63,16 +75,18 @@ void add_dct_mp(py::module_& m) {
           mask = compress::dct_mp_select(x, cols, eta);  // InputError on NaN
           std::vector<float> values(rows * mask.keep());
           compress::dct_mp_gather(mask, x, values);
-          compress::dct_mp_encode(mask, values, out);
+          compress::dct_mp_encode(mask, values, out, vf);
         }
         return py::make_tuple(std::move(mask), msg);
       },
-      py::arg("act"), py::arg("cols"), py::arg("eta"),
+      py::arg("act"), py::arg("cols"), py::arg("eta"), py::arg("values") = "f32",
       "The per-row top-(1 - eta) selection of a row-major float32 array of `cols` columns, and the forward "
-      "message in sparq's DCT-MP wire format: (RowMask, uint8 array).");
+      "message in sparq's DCT-MP wire format, values in f32 or bf16: (RowMask, uint8 array).");
   m.def(
       "dct_mp_receive",
-      [](py::array msg, std::size_t rows, std::size_t cols, std::size_t keep, py::array out) {
+      [](py::array msg, std::size_t rows, std::size_t cols, std::size_t keep, py::array out,
+         const std::string& values_format) {
+        const compress::ValueFormat vf = value_format(values_format);
         std::span<const std::byte> in = byte_span(msg, "DCT-MP receive: message", false);
         std::span<float> dense = float_span(out, "DCT-MP receive: output");
         SPARQ_CHECK_AS(InputError, dense.size() == rows * cols, "DCT-MP receive: output of {} values for {}x{}",
@@ -80,11 +94,11 @@ void add_dct_mp(py::module_& m) {
         RowMask mask;
         py::gil_scoped_release nogil;
         std::vector<float> values(rows * keep);
-        compress::dct_mp_decode(in, rows, cols, keep, mask, values);  // WireError on a bad message
+        compress::dct_mp_decode(in, rows, cols, keep, mask, values, vf);  // WireError on a bad message
         compress::dct_mp_scatter(mask, values, dense);
         return mask;
       },
-      py::arg("message"), py::arg("rows"), py::arg("cols"), py::arg("keep"), py::arg("out"),
+      py::arg("message"), py::arg("rows"), py::arg("cols"), py::arg("keep"), py::arg("out"), py::arg("values") = "f32",
       "Validates a forward message of known shape and writes its dense rows (zeros where not kept) into `out`; "
       "returns its RowMask.");
   m.def(
@@ -97,6 +111,29 @@ void add_dct_mp(py::module_& m) {
       },
       py::arg("mask"), py::arg("x"), py::arg("packed"),
       "packed <- x at the mask's positions, row by row: the backward message (gradients, no mask).");
+  m.def(
+      "dct_mp_values_encode",
+      [](py::array packed, const std::string& values_format) {
+        const compress::ValueFormat vf = value_format(values_format);
+        std::span<const float> v = float_span(packed, "DCT-MP values: input", false);
+        py::array_t<std::uint8_t> out(static_cast<py::ssize_t>(v.size() * compress::value_bytes(vf)));
+        std::span<std::byte> o(reinterpret_cast<std::byte*>(out.mutable_data()), static_cast<std::size_t>(out.size()));
+        py::gil_scoped_release nogil;
+        compress::dct_mp_encode_values(v, o, vf);
+        return out;
+      },
+      py::arg("packed"), py::arg("values") = "f32", "The backward message: packed gradients in f32 or bf16.");
+  m.def(
+      "dct_mp_values_decode",
+      [](py::array in, py::array packed, const std::string& values_format) {
+        const compress::ValueFormat vf = value_format(values_format);
+        std::span<const std::byte> b = byte_span(in, "DCT-MP values: message", false);
+        std::span<float> v = float_span(packed, "DCT-MP values: output");
+        py::gil_scoped_release nogil;
+        compress::dct_mp_decode_values(b, v, vf);  // WireError on another size
+      },
+      py::arg("message"), py::arg("packed"), py::arg("values") = "f32",
+      "Decodes a backward message into float32 `packed` (its size says how many values).");
   m.def(
       "dct_mp_scatter",
       [](const RowMask& mask, py::array packed, py::array dense) {

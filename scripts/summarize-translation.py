@@ -30,7 +30,7 @@ def load(data):
 def key(r):
     if r.get("hook"):
         return ("dp", r["hook"])
-    return ("mp", r["splits"], r["eta"])
+    return ("mp", r["splits"], r["eta"], r.get("values") or "f32")
 
 
 def paired(runs, config, base, field, relative):
@@ -62,13 +62,13 @@ def table4(by, base):
             f"| baseline | – | – | {mean(by, base, 'train_loss'):.4f} | {mean(by, base, 'test_loss'):.4f} | | "
             f"{mean(by, base, 'bleu'):.2f} | | | | {len(by[base])} |"]
     for config in sorted(c for c in by if c[0] == "mp" and c[1]):
-        _, splits, eta = config
+        _, splits, eta, values = config
         dl = paired(by, config, base, "test_loss", True)
         db = paired(by, config, base, "bleu", False)
         one = next(iter(by[config].values()))
         fwd = statistics.mean(c["fwd_reduction"] for c in one["cuts"])
         bwd = statistics.mean(c["bwd_reduction"] for c in one["cuts"])
-        rows.append(f"| {eta:.0%} | {splits + 1} | {', '.join(c['cut'] for c in one['cuts'])} | "
+        rows.append(f"| {eta:.0%}{' (bf16 values)' if values == 'bf16' else ''} | {splits + 1} | {', '.join(c['cut'] for c in one['cuts'])} | "
                     f"{mean(by, config, 'train_loss'):.4f} | {mean(by, config, 'test_loss'):.4f} | "
                     f"{fmt_pm(dl[0], dl[1], ' %')} | {mean(by, config, 'bleu'):.2f} | {fmt_pm(db[0], db[1])} | "
                     f"{fwd:.1f}x fewer | {bwd:.1f}x fewer | {dl[2]} |")
@@ -109,7 +109,8 @@ def plot(by, base, out):
             curves = [r["curve"] for r in by[config].values()]
             steps = [s for s, _ in curves[0]]
             loss = [statistics.mean(c[i][1] for c in curves) for i in range(len(steps))]
-            label = ("baseline" if config == base else f"{config[2]:.0%}, {config[1] + 1} workers") \
+            label = ("baseline" if config == base else f"{config[2]:.0%}{' bf16' if config[3] == 'bf16' else ''}, "
+                     f"{config[1] + 1} workers") \
                 if config[0] == "mp" else config[1]
             ax.plot(steps, loss, label=label, lw=1)
         ax.set_yscale("log")
@@ -126,7 +127,7 @@ def main():
     by = {}
     for name, r in load(data).items():
         by.setdefault(key(r), {})[r["seed"]] = r
-    base = ("mp", 0, None)
+    base = ("mp", 0, None, "f32")
     if base not in by:
         sys.exit(f"summarize-translation: no baseline runs in {data}/runs")
     one = by[base][min(by[base])]

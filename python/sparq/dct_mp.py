@@ -40,19 +40,21 @@ class CutStats:
         self.threshold_rows = 0
         self.last_threshold = None  # (mean, min, max) over the rows of the last forward
 
-    def record_forward(self, mask, message):
+    def record_forward(self, mask, message, values="f32"):
         self.forwards += 1
         self.fwd_bytes += message.nbytes
         self.dense_fwd_bytes += mask.rows * mask.cols * 4
         if mask.rows and mask.keep:
-            values = message[mask.rows * ((mask.cols + 7) // 8):].view(np.float32).reshape(mask.rows, mask.keep)
-            t = np.abs(values).min(axis=1)
+            tail = message[mask.rows * ((mask.cols + 7) // 8):]
+            kept = tail.view(np.float32) if values == "f32" else (tail.view(np.uint16).astype(np.uint32) << 16).view(
+                np.float32)
+            t = np.abs(kept.reshape(mask.rows, mask.keep)).min(axis=1)
             self.last_threshold = (float(t.mean(dtype=np.float64)), float(t.min()), float(t.max()))
             self.threshold_sum += float(t.sum(dtype=np.float64))
             self.threshold_rows += mask.rows
 
-    def record_backward(self, mask):
-        self.bwd_bytes += mask.rows * mask.keep * 4
+    def record_backward(self, mask, message):
+        self.bwd_bytes += message.nbytes
         self.dense_bwd_bytes += mask.rows * mask.cols * 4
 
     def as_dict(self):
@@ -87,79 +89,95 @@ def check_eta(eta, what):
         raise _sparq.InputError(f"{what}: sparsity eta {eta!r} outside [0, 1)")
 
 
-def select(x2, eta, what):
+def check_values(values, what):
+    if values not in ("f32", "bf16"):
+        raise _sparq.InputError(f"{what}: values '{values}'; they are f32 or bf16")
+
+
+def select(x2, eta, values, what):
     """The forward side of a cut: (RowMask, message) for rows x2."""
     try:
-        return _sparq.dct_mp_forward(x2.numpy(), x2.shape[1], float(eta))
+        return _sparq.dct_mp_forward(x2.numpy(), x2.shape[1], float(eta), values)
     except _sparq.Error as e:
         raise type(e)(f"{what}: {e}") from None
 
 
-def receive(message, rows, cols, keep, what):
+def receive(message, rows, cols, keep, values, what):
     """The other side: the dense rows of a forward message, and its mask."""
     out = torch.empty(rows, cols)
     try:
-        mask = _sparq.dct_mp_receive(message, rows, cols, keep, out.numpy())
+        mask = _sparq.dct_mp_receive(message, rows, cols, keep, out.numpy(), values)
     except _sparq.Error as e:
         raise type(e)(f"{what}: {e}") from None
     return out, mask
 
 
-def gather(mask, grad2):
+def gather(mask, grad2, values):
     """The backward message: the gradient rows at the mask's positions."""
     packed = torch.empty(mask.rows * mask.keep)
     _sparq.dct_mp_gather(mask, grad2.numpy(), packed.numpy())
-    return packed
+    return _sparq.dct_mp_values_encode(packed.numpy(), values)
 
 
-def scatter(mask, packed):
-    dense = torch.empty(mask.rows, mask.cols)
+def scatter(mask, message, values, what):
+    """The dense gradient rows of a backward message."""
+    packed, dense = torch.empty(mask.rows * mask.keep), torch.empty(mask.rows, mask.cols)
+    try:
+        _sparq.dct_mp_values_decode(message, packed.numpy(), values)
+    except _sparq.Error as e:
+        raise type(e)(f"{what}: {e}") from None
     _sparq.dct_mp_scatter(mask, packed.numpy(), dense.numpy())
     return dense
 
 
 class _Cut(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, eta, stats):
+    def forward(ctx, x, eta, values, stats):
         what = f"DCT-MP cut '{stats.name}'"
         x2 = rows_of(x, what)
-        mask, message = select(x2, eta, what)
-        stats.record_forward(mask, message)
-        out, _ = receive(message, mask.rows, mask.cols, mask.keep, what)
-        ctx.mask, ctx.stats, ctx.shape, ctx.device = mask, stats, x.shape, x.device
+        mask, message = select(x2, eta, values, what)
+        stats.record_forward(mask, message, values)
+        out, _ = receive(message, mask.rows, mask.cols, mask.keep, values, what)
+        ctx.mask, ctx.values, ctx.stats, ctx.shape, ctx.device = mask, values, stats, x.shape, x.device
         return out.reshape(x.shape).to(x.device)
 
     @staticmethod
     def backward(ctx, grad):
         mask = ctx.mask
-        packed = gather(mask, grad.detach().reshape(-1, mask.cols).float().cpu().contiguous())
-        ctx.stats.record_backward(mask)
-        return scatter(mask, packed).reshape(ctx.shape).to(ctx.device), None, None
+        message = gather(mask, grad.detach().reshape(-1, mask.cols).float().cpu().contiguous(), ctx.values)
+        ctx.stats.record_backward(mask, message)
+        dense = scatter(mask, message, ctx.values, f"DCT-MP cut '{ctx.stats.name}'")
+        return dense.reshape(ctx.shape).to(ctx.device), None, None, None
 
 
-def dct_mp(x, eta, stats):
+def dct_mp(x, eta, stats, values="f32"):
     """DCT-MP on x at one cut (its statistics in `stats`, a CutStats): the
     largest (1 - eta) magnitudes of every row (ties to the lower columns),
-    zeros elsewhere; the gradient goes back under the same mask."""
+    zeros elsewhere; the gradient goes back under the same mask. values:
+    f32, or bf16 (sparq's extension: both directions' values rounded to
+    bfloat16, half the value bytes)."""
     check_eta(eta, f"DCT-MP cut '{stats.name}'")
-    return _Cut.apply(x, eta, stats)
+    check_values(values, f"DCT-MP cut '{stats.name}'")
+    return _Cut.apply(x, eta, values, stats)
 
 
 class DctMp(nn.Module):
     """DCT-MP at a cut, as a layer: put it where a model-parallel split
     would be (the paper: after a ReLU). `stats` counts what crosses."""
 
-    def __init__(self, eta, name="cut", *, dense_eval=False):
+    def __init__(self, eta, name="cut", *, values="f32", dense_eval=False):
         super().__init__()
         check_eta(eta, f"DCT-MP cut '{name}'")
-        self.eta = eta
+        check_values(values, f"DCT-MP cut '{name}'")
+        self.eta, self.values = eta, values
         self.dense_eval = dense_eval
         self.stats = CutStats(name)
 
     def forward(self, x):
         if not self.training and self.dense_eval:
             return x
-        return _Cut.apply(x, self.eta, self.stats)
+        return _Cut.apply(x, self.eta, self.values, self.stats)
 
     def extra_repr(self):
-        return f"eta={self.eta}, name='{self.stats.name}'" + (", dense_eval=True" if self.dense_eval else "")
+        return (f"eta={self.eta}, name='{self.stats.name}'" + (", values='bf16'" if self.values == "bf16" else "")
+                + (", dense_eval=True" if self.dense_eval else ""))

@@ -29,10 +29,11 @@ import numpy as np
 import torch
 
 from . import _sparq
-from .dct_mp import CutStats, check_eta, gather, receive, rows_of, scatter, select
+from .dct_mp import CutStats, check_eta, check_values, gather, receive, rows_of, scatter, select
 
 _FWD, _BWD = 1, 2  # tags
-_DENSE, _DCT, _ERROR = 1, 2, 3  # header kinds
+_DENSE, _DCT, _ERROR, _DCT_BF16 = 1, 2, 3, 4  # header kinds
+_KIND_NAMES = {_DENSE: "dense", _DCT: "DCT-MP (f32 values)", _DCT_BF16: "DCT-MP (bf16 values)"}
 
 
 class PipelineError(_sparq.Error):
@@ -56,19 +57,21 @@ def _error_message(text):
 class PipelineStage:
     """Stage comm.rank of comm.size; module is this stage's part of the model.
 
-    eta: DCT-MP's sparsity at the cuts (None: dense fp32). Both stages of a
-    cut must agree; a disagreement is an error on both. dense_eval: forward()
-    sends dense activations (the model as trained without DCT-MP).
+    eta: DCT-MP's sparsity at the cuts (None: dense fp32); values: f32 or
+    bf16 (sparq's extension). Both stages of a cut must agree; a
+    disagreement is an error on both. dense_eval: forward() sends dense
+    activations (the model as trained without DCT-MP).
     """
 
-    def __init__(self, module, *, eta=None, comm=None, dense_eval=False):
+    def __init__(self, module, *, eta=None, values="f32", comm=None, dense_eval=False):
         from .torch import connect  # the Comm of the job's torch.distributed group
 
         self.comm = comm if comm is not None else connect()
         self.stage, self.stages = self.comm.rank, self.comm.size
         if eta is not None:
             check_eta(eta, f"sparq pipeline stage {self.stage}")
-        self.module, self.eta, self.dense_eval = module, eta, dense_eval
+        check_values(values, f"sparq pipeline stage {self.stage}")
+        self.module, self.eta, self.values, self.dense_eval = module, eta, values, dense_eval
         self.prev = self.stage - 1 if self.stage > 0 else None
         self.next = self.stage + 1 if self.stage + 1 < self.stages else None
         self.stats = CutStats(f"cut {self.stage}") if self.next is not None else None  # the cut after this stage
@@ -87,9 +90,9 @@ class PipelineStage:
         where = self._where()
         y2 = rows_of(y, where)
         if compress:
-            mask, msg = select(y2, self.eta, where)
-            self.stats.record_forward(mask, msg)
-            self.comm.send(self.next, _FWD, _message(_DCT, mask.rows, mask.cols, mask.keep, msg))
+            mask, msg = select(y2, self.eta, self.values, where)
+            self.stats.record_forward(mask, msg, self.values)
+            self.comm.send(self.next, _FWD, _message(self._dct_kind(), mask.rows, mask.cols, mask.keep, msg))
             return mask
         self.comm.send(self.next, _FWD, _message(_DENSE, y2.shape[0], y2.shape[1], y2.shape[1], y2.numpy()))
         return None
@@ -99,30 +102,32 @@ class PipelineStage:
         kind, rows, cols, keep, payload = self._recv(self.next, _BWD, where)
         n = y.numel() // y.shape[-1]
         expect = mask.keep if mask is not None else y.shape[-1]
-        if (rows, cols, keep) != (n, y.shape[-1], expect) or payload.nbytes != rows * keep * 4:
-            raise _sparq.WireError(f"{where}: a gradient message for {rows}x{cols} keeping {keep} "
-                                   f"({payload.nbytes} bytes), where {n}x{y.shape[-1]} keeping {expect} was sent")
-        g = torch.from_numpy(payload.view(np.float32).copy())
+        if (kind, rows, cols, keep) != (self._dct_kind() if mask is not None else _DENSE, n, y.shape[-1], expect):
+            raise _sparq.WireError(f"{where}: a {_KIND_NAMES[kind]} gradient message for {rows}x{cols} keeping "
+                                   f"{keep}, where {n}x{y.shape[-1]} keeping {expect} was sent")
         if mask is not None:
-            self.stats.record_backward(mask)
-            g = scatter(mask, g)
+            self.stats.record_backward(mask, payload)
+            g = scatter(mask, payload, self.values, where)
+        elif payload.nbytes != rows * cols * 4:
+            raise _sparq.WireError(f"{where}: a dense gradient message of {payload.nbytes} bytes for {rows}x{cols}")
+        else:
+            g = torch.from_numpy(payload.view(np.float32).copy())
         return g.reshape(y.shape).to(y.device)
 
     # -- the cut before this stage: receive forward, send gradients --------
     def _recv_forward(self, compress):
         where = self._where(self.stage - 1)
         kind, rows, cols, keep, payload = self._recv(self.prev, _FWD, where)
-        want = _DCT if compress else _DENSE
+        want = self._dct_kind() if compress else _DENSE
         if kind != want:
-            raise _sparq.InputError(f"{where}: stage {self.prev} sends {'DCT-MP' if kind == _DCT else 'dense'} "
-                                    f"activations, this stage expects {'DCT-MP' if want == _DCT else 'dense'} "
-                                    f"(eta {self.eta} here)")
+            raise _sparq.InputError(f"{where}: stage {self.prev} sends {_KIND_NAMES[kind]} activations, this stage "
+                                    f"expects {_KIND_NAMES[want]} (eta {self.eta} here)")
         if compress:
             if keep != _sparq.dct_mp_kept(cols, self.eta):
                 raise _sparq.InputError(f"{where}: stage {self.prev} keeps {keep} of {cols} columns, eta "
                                         f"{self.eta} here keeps {_sparq.dct_mp_kept(cols, self.eta)}: the stages' "
                                         "eta differ")
-            x, mask = receive(payload, rows, cols, keep, where)
+            x, mask = receive(payload, rows, cols, keep, self.values, where)
         else:
             if payload.nbytes != rows * cols * 4 or keep != cols:
                 raise _sparq.WireError(f"{where}: a dense message of {payload.nbytes} bytes for {rows}x{cols}")
@@ -132,10 +137,13 @@ class PipelineStage:
     def _send_grad(self, x, mask):
         g = x.grad if x.grad is not None else torch.zeros_like(x)
         if mask is not None:
-            packed = gather(mask, g.contiguous())
-            self.comm.send(self.prev, _BWD, _message(_DCT, mask.rows, mask.cols, mask.keep, packed.numpy()))
+            msg = gather(mask, g.contiguous(), self.values)
+            self.comm.send(self.prev, _BWD, _message(self._dct_kind(), mask.rows, mask.cols, mask.keep, msg))
         else:
             self.comm.send(self.prev, _BWD, _message(_DENSE, g.shape[0], g.shape[1], g.shape[1], g.numpy()))
+
+    def _dct_kind(self):
+        return _DCT if self.values == "f32" else _DCT_BF16
 
     def _recv(self, peer, tag, where):
         m = self.comm.recv_message(peer, tag)
@@ -145,7 +153,7 @@ class PipelineStage:
         kind, rows, cols, keep = (int(v) for v in m[:16].view(np.uint32))
         if kind == _ERROR:
             raise PipelineError(f"{where}: stopped: {bytes(m[16:]).decode(errors='replace')}", peer)
-        if kind not in (_DENSE, _DCT):
+        if kind not in _KIND_NAMES:
             raise _sparq.WireError(f"{where}: a message of unknown kind {kind} from stage {peer}")
         return kind, rows, cols, keep, m[16:]
 

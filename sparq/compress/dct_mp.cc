@@ -3,6 +3,7 @@
 #include <bit>
 #include <cstring>
 
+#include "sparq/compress/half.h"
 #include "sparq/compress/topk.h"
 #include "sparq/core/error.h"
 
@@ -48,23 +49,59 @@ void dct_mp_scatter(const RowMask& mask, std::span<const float> packed, std::spa
     for (std::size_t c = 0; c < mask.cols(); ++c) dense[r * mask.cols() + c] = mask.test(r, c) ? packed[k++] : 0.0f;
 }
 
-std::size_t dct_mp_message_bytes(std::size_t rows, std::size_t cols, std::size_t keep) {
-  return rows * ((cols + 7) / 8) + rows * keep * sizeof(float);
+static std::size_t dct_mp_value_bytes(ValueFormat vf) {
+  SPARQ_CHECK_AS(InputError, vf == ValueFormat::F32 || vf == ValueFormat::Bf16,
+                 "DCT-MP: values are f32 or bf16, not fp8 (it needs a scale)");
+  return value_bytes(vf);
 }
 
-void dct_mp_encode(const RowMask& mask, std::span<const float> values, std::span<std::byte> out) {
-  const std::size_t need = dct_mp_message_bytes(mask.rows(), mask.cols(), mask.keep());
+std::size_t dct_mp_message_bytes(std::size_t rows, std::size_t cols, std::size_t keep, ValueFormat vf) {
+  return rows * ((cols + 7) / 8) + rows * keep * dct_mp_value_bytes(vf);
+}
+
+void dct_mp_encode_values(std::span<const float> values, std::span<std::byte> out, ValueFormat vf) {
+  SPARQ_CHECK_AS(InputError, out.size() == values.size() * dct_mp_value_bytes(vf),
+                 "DCT-MP values: {} values into {} bytes", values.size(), out.size());
+  if (values.empty()) return;
+  if (vf == ValueFormat::F32) {
+    std::memcpy(out.data(), values.data(), values.size_bytes());
+    return;
+  }
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const std::uint16_t h = float_to_bf16(values[i]);
+    std::memcpy(out.data() + 2 * i, &h, 2);
+  }
+}
+
+void dct_mp_decode_values(std::span<const std::byte> in, std::span<float> values, ValueFormat vf) {
+  SPARQ_CHECK_AS(WireError, in.size() == values.size() * dct_mp_value_bytes(vf),
+                 "DCT-MP values: a message of {} bytes for {} values", in.size(), values.size());
+  if (values.empty()) return;
+  if (vf == ValueFormat::F32) {
+    std::memcpy(values.data(), in.data(), values.size_bytes());
+    return;
+  }
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    std::uint16_t h;
+    std::memcpy(&h, in.data() + 2 * i, 2);
+    values[i] = bf16_to_float(h);
+  }
+}
+
+void dct_mp_encode(const RowMask& mask, std::span<const float> values, std::span<std::byte> out, ValueFormat vf) {
+  const std::size_t need = dct_mp_message_bytes(mask.rows(), mask.cols(), mask.keep(), vf);
   SPARQ_CHECK_AS(InputError, values.size() == mask.rows() * mask.keep() && out.size() == need,
                  "DCT-MP encode: {} values, {} bytes (need {} and {})", values.size(), out.size(),
                  mask.rows() * mask.keep(), need);
   const std::size_t mb = mask.bytes().size();
   if (mb) std::memcpy(out.data(), mask.bytes().data(), mb);
-  if (!values.empty()) std::memcpy(out.data() + mb, values.data(), values.size_bytes());
+  dct_mp_encode_values(values, out.subspan(mb), vf);
 }
 
-RowMask decode_row_mask(std::span<const std::byte> in, std::size_t rows, std::size_t cols, std::size_t keep) {
+RowMask decode_row_mask(std::span<const std::byte> in, std::size_t rows, std::size_t cols, std::size_t keep,
+                        ValueFormat vf) {
   SPARQ_CHECK_AS(WireError, keep <= cols, "DCT-MP: keep {} > cols {}", keep, cols);
-  const std::size_t need = dct_mp_message_bytes(rows, cols, keep);
+  const std::size_t need = dct_mp_message_bytes(rows, cols, keep, vf);
   SPARQ_CHECK_AS(WireError, in.size() == need, "DCT-MP: message of {} bytes, {}x{} keeping {} needs {}", in.size(),
                  rows, cols, keep, need);
   RowMask m(rows, cols, keep);
@@ -85,11 +122,11 @@ RowMask decode_row_mask(std::span<const std::byte> in, std::size_t rows, std::si
 }
 
 void dct_mp_decode(std::span<const std::byte> in, std::size_t rows, std::size_t cols, std::size_t keep, RowMask& mask,
-                   std::span<float> values) {
-  mask = decode_row_mask(in, rows, cols, keep);
+                   std::span<float> values, ValueFormat vf) {
+  mask = decode_row_mask(in, rows, cols, keep, vf);
   SPARQ_CHECK_AS(InputError, values.size() == rows * keep, "DCT-MP decode: output of {} values, need {}",
                  values.size(), rows * keep);
-  if (!values.empty()) std::memcpy(values.data(), in.data() + mask.bytes().size(), values.size_bytes());
+  dct_mp_decode_values(in.subspan(mask.bytes().size()), values, vf);
 }
 
 }  // namespace sparq::compress

@@ -15,10 +15,16 @@
 //   [values: B * keep f32, row-major, kept columns in ascending order]
 // Padding bits past column d are zero. The backward message has the same
 // layout without the mask (the receiver already holds it).
+//
+// Values in bf16 (ValueFormat::Bf16, 2 bytes, rounded to nearest even) are
+// sparq's extension beyond the paper, for sparsities where fp32 values alone
+// would be more than a tenth of the dense tensor (keep/d > 0.1 at eta = 0.9).
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
+
+#include "sparq/compress/stream_size.h"  // ValueFormat
 
 namespace sparq::compress {
 
@@ -36,7 +42,8 @@ class RowMask {
   std::span<const std::uint8_t> bytes() const { return bits_; }
 
  private:
-  friend RowMask decode_row_mask(std::span<const std::byte> in, std::size_t rows, std::size_t cols, std::size_t keep);
+  friend RowMask decode_row_mask(std::span<const std::byte> in, std::size_t rows, std::size_t cols, std::size_t keep,
+                                 ValueFormat vf);
   std::size_t rows_ = 0, cols_ = 0, keep_ = 0;
   std::vector<std::uint8_t> bits_;
 };
@@ -51,13 +58,22 @@ void dct_mp_gather(const RowMask& mask, std::span<const float> x, std::span<floa
 // packed (B * keep) -> dense B x d with zeros elsewhere (the receiver's side).
 void dct_mp_scatter(const RowMask& mask, std::span<const float> packed, std::span<float> dense);
 
-// Forward message: mask then values (values.size() == B * keep).
-std::size_t dct_mp_message_bytes(std::size_t rows, std::size_t cols, std::size_t keep);
-void dct_mp_encode(const RowMask& mask, std::span<const float> values, std::span<std::byte> out);
+// Forward message: mask then values (values.size() == B * keep), the values
+// in f32 or bf16 (InputError for another format).
+std::size_t dct_mp_message_bytes(std::size_t rows, std::size_t cols, std::size_t keep,
+                                 ValueFormat vf = ValueFormat::F32);
+void dct_mp_encode(const RowMask& mask, std::span<const float> values, std::span<std::byte> out,
+                   ValueFormat vf = ValueFormat::F32);
 // Splits and validates a forward message for known (B, d, keep): exact size,
 // exactly `keep` bits per row, zero padding bits. WireError otherwise.
-RowMask decode_row_mask(std::span<const std::byte> in, std::size_t rows, std::size_t cols, std::size_t keep);
+RowMask decode_row_mask(std::span<const std::byte> in, std::size_t rows, std::size_t cols, std::size_t keep,
+                        ValueFormat vf = ValueFormat::F32);
 void dct_mp_decode(std::span<const std::byte> in, std::size_t rows, std::size_t cols, std::size_t keep, RowMask& mask,
-                   std::span<float> values);
+                   std::span<float> values, ValueFormat vf = ValueFormat::F32);
+// The values alone (the backward message, or the forward one's tail):
+// out.size() == values.size() * value_bytes(vf); decode checks the size
+// (WireError).
+void dct_mp_encode_values(std::span<const float> values, std::span<std::byte> out, ValueFormat vf);
+void dct_mp_decode_values(std::span<const std::byte> in, std::span<float> values, ValueFormat vf);
 
 }  // namespace sparq::compress

@@ -97,6 +97,36 @@ TEST(DctMp, WireRoundTripAndRejections) {
   EXPECT_THROW(decode_row_mask(wire, rows, d, d + 1), WireError);
 }
 
+TEST(DctMp, Bf16ValuesRoundToNearestEvenAndHalveTheValueBytes) {
+  const std::size_t rows = 4, d = 21;
+  auto act = normal(rows * d, 5);
+  // Exact halfway cases between two bf16 neighbours (last kept mantissa bit 0
+  // then 1): 1 + 2^-8 rounds down to 1, 1 + 3 * 2^-8 up to 1 + 2^-6.
+  act[0] = 128.0f * (1.0f + 0x1p-8f);
+  act[1] = -128.0f * (1.0f + 3 * 0x1p-8f);
+  const RowMask m = dct_mp_select(act, d, 0.8);
+  std::vector<float> vals(rows * m.keep());
+  dct_mp_gather(m, act, vals);
+  std::vector<std::byte> wire(dct_mp_message_bytes(rows, d, m.keep(), ValueFormat::Bf16));
+  ASSERT_EQ(wire.size(), rows * 3 + rows * m.keep() * 2);
+  dct_mp_encode(m, vals, wire, ValueFormat::Bf16);
+  RowMask back;
+  std::vector<float> got(vals.size());
+  dct_mp_decode(wire, rows, d, m.keep(), back, got, ValueFormat::Bf16);
+  EXPECT_EQ(got[0], 128.0f);  // row 0 keeps columns 0 and 1 first (the largest two)
+  EXPECT_EQ(got[1], -128.0f * (1.0f + 0x1p-6f));
+  for (std::size_t i = 0; i < vals.size(); ++i) {
+    const float rel = std::abs(got[i] - vals[i]) / std::abs(vals[i]);
+    ASSERT_LE(rel, 0x1p-8f) << i;  // half a unit in bf16's 8-bit mantissa
+  }
+  EXPECT_THROW(dct_mp_decode(wire, rows, d, m.keep(), back, got, ValueFormat::F32), WireError);  // f32 size differs
+  std::vector<std::byte> values_only(vals.size() * 2);
+  dct_mp_encode_values(vals, values_only, ValueFormat::Bf16);
+  EXPECT_TRUE(std::equal(values_only.begin(), values_only.end(), wire.end() - values_only.size()));
+  EXPECT_THROW(dct_mp_decode_values(std::span(values_only).first(3), got, ValueFormat::Bf16), WireError);
+  EXPECT_THROW(dct_mp_message_bytes(rows, d, m.keep(), ValueFormat::Fp8), InputError);
+}
+
 TEST(DctMp, RejectsBadInput) {
   std::vector<float> act(10);
   EXPECT_THROW(dct_mp_select(act, 3, 0.5), InputError);

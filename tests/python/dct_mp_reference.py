@@ -17,12 +17,29 @@ def reference_mask(x, eta):
     return mask.reshape(x.shape), keep
 
 
-class ReferenceCut(torch.nn.Module):
-    """x times its reference mask: autograd sends the gradient back under it."""
+def rounded(x, values):
+    """x as the wire carries it: f32 as is, bf16 rounded to nearest even (torch's conversion)."""
+    return x if values == "f32" else x.bfloat16().float()
 
-    def __init__(self, eta):
+
+class _MaskedRounded(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, mask, values):
+        ctx.mask, ctx.values = mask, values
+        return torch.where(mask, rounded(x, values), torch.zeros_like(x))
+
+    @staticmethod
+    def backward(ctx, g):
+        return torch.where(ctx.mask, rounded(g, ctx.values), torch.zeros_like(g)), None, None
+
+
+class ReferenceCut(torch.nn.Module):
+    """x under its reference mask, values as the wire carries them; autograd
+    sends the gradient back under the same mask, rounded the same way."""
+
+    def __init__(self, eta, values="f32"):
         super().__init__()
-        self.eta = eta
+        self.eta, self.values = eta, values
 
     def forward(self, x):
-        return x * reference_mask(x.detach(), self.eta)[0]
+        return _MaskedRounded.apply(x, reference_mask(x.detach(), self.eta)[0], self.values)

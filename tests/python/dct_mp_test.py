@@ -10,7 +10,7 @@ from torch import nn
 
 import sparq
 import sparq.torch as st
-from dct_mp_reference import ReferenceCut, reference_mask as reference
+from dct_mp_reference import ReferenceCut, reference_mask as reference, rounded
 
 
 def inputs():
@@ -25,23 +25,25 @@ def inputs():
     yield "tokens", torch.randn(7, 5, 48, generator=g)  # (time, batch, features): every token a sample
 
 
+@pytest.mark.parametrize("values", ["f32", "bf16"])
 @pytest.mark.parametrize("eta", [0.0, 0.5, 0.9, 0.95, 0.99])
 @pytest.mark.parametrize("name,x", list(inputs()))
-def test_forward_and_backward_equal_the_reference_bit_for_bit(name, x, eta):
-    mask, keep = reference(x, eta)
+def test_forward_and_backward_equal_the_reference_bit_for_bit(name, x, eta, values):
+    mask, keep = reference(x, eta)  # selected on the fp32 activations, whatever the values' format
     xin = x.clone().requires_grad_()
-    cut = st.DctMp(eta, name)
+    cut = st.DctMp(eta, name, values=values)
     y = cut(xin)
-    assert torch.equal(y, torch.where(mask, x, torch.zeros_like(x)))
+    assert torch.equal(y, torch.where(mask, rounded(x, values), torch.zeros_like(x)))
     assert torch.equal(torch.signbit(y[mask]), torch.signbit(x[mask]))  # -0.0 kept as -0.0
     g = torch.randn(x.shape, generator=torch.Generator().manual_seed(3))
     y.backward(g)
-    assert torch.equal(xin.grad, torch.where(mask, g, torch.zeros_like(g)))
+    assert torch.equal(xin.grad, torch.where(mask, rounded(g, values), torch.zeros_like(g)))
     rows, d = x.numel() // x.shape[-1], x.shape[-1]
+    vb = 4 if values == "f32" else 2
     s = cut.stats.as_dict()
-    assert s["fwd_bytes"] == rows * ((d + 7) // 8) + rows * keep * 4  # mask + values
-    assert s["bwd_bytes"] == rows * keep * 4  # values only: the sender holds the mask
-    kept = x.reshape(rows, d).abs().masked_fill(~mask.reshape(rows, d), math.inf).min(dim=1).values
+    assert s["fwd_bytes"] == rows * ((d + 7) // 8) + rows * keep * vb  # mask + values
+    assert s["bwd_bytes"] == rows * keep * vb  # values only: the sender holds the mask
+    kept = rounded(x, values).reshape(rows, d).abs().masked_fill(~mask.reshape(rows, d), math.inf).min(dim=1).values
     assert s["last_threshold"][0] == pytest.approx(float(kept.double().mean()), rel=1e-6)
     assert (s["last_threshold"][1], s["last_threshold"][2]) == (float(kept.min()), float(kept.max()))
 
@@ -82,6 +84,11 @@ def test_eta_outside_0_1_is_an_error_naming_the_cut(eta):
         st.DctMp(eta, "enc5")
     with pytest.raises(sparq.InputError, match="cut 'enc5'"):
         st.dct_mp(torch.ones(2, 4), eta, st.CutStats("enc5"))
+
+
+def test_values_other_than_f32_and_bf16_are_an_error_naming_the_cut():
+    with pytest.raises(sparq.InputError, match="cut 'enc3': values 'fp8'; they are f32 or bf16"):
+        st.DctMp(0.9, "enc3", values="fp8")
 
 
 def test_bad_tensors_are_errors_naming_the_cut():

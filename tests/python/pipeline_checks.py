@@ -43,9 +43,9 @@ def sgd(module):
             p.grad = None
 
 
-def train_pipeline(rank, size, eta):
+def train_pipeline(rank, size, eta, values):
     part = stages(size)[rank]
-    stage = st.PipelineStage(part, eta=eta)
+    stage = st.PipelineStage(part, eta=eta, values=values)
     losses = []
     for x, y in batches():
         losses.append(stage.step(x if rank == 0 else None, y if rank == size - 1 else None,
@@ -56,7 +56,7 @@ def train_pipeline(rank, size, eta):
     return part, stage, losses
 
 
-def train_reference(size, eta):
+def train_reference(size, eta, values):
     """The unsplit model with the reference cut (or none) between the parts,
     the same micro-batches' losses weighted by their rows, backward in the
     pipeline's order (last micro-batch first)."""
@@ -65,7 +65,7 @@ def train_reference(size, eta):
     for i, p in enumerate(parts):
         layers.append(p)
         if i + 1 < len(parts) and eta is not None:
-            layers.append(ReferenceCut(eta))
+            layers.append(ReferenceCut(eta, values))
     model = nn.Sequential(*layers)
     losses = []
     for x, y in batches():
@@ -78,9 +78,9 @@ def train_reference(size, eta):
     return parts, losses
 
 
-def pipeline_trains_as_the_unsplit_model(rank, size, eta):
-    part, stage, losses = train_pipeline(rank, size, eta)
-    ref_parts, ref_losses = train_reference(size, 0.0 if eta == 0.0 else eta)
+def pipeline_trains_as_the_unsplit_model(rank, size, eta, values="f32"):
+    part, stage, losses = train_pipeline(rank, size, eta, values)
+    ref_parts, ref_losses = train_reference(size, eta, values)
     for (n, p), q in zip(part.named_parameters(), ref_parts[rank].parameters()):
         assert torch.equal(p, q), f"stage {rank} parameter {n} at eta {eta}: max diff {(p - q).abs().max()}"
     if rank == size - 1:
@@ -96,19 +96,23 @@ def pipeline_dense_and_at_eta_0_trains_as_the_unsplit_model(rank, size):
 
 @check
 def pipeline_with_dct_mp_trains_as_the_reference_cuts_and_counts_its_bytes(rank, size):
-    stage = pipeline_trains_as_the_unsplit_model(rank, size, 0.9)
+    for values, vb in (("f32", 4), ("bf16", 2)):
+        counts_its_bytes(rank, size, pipeline_trains_as_the_unsplit_model(rank, size, 0.9, values), vb)
+
+
+def counts_its_bytes(rank, size, stage, vb):
     keep = WIDTH - int(WIDTH * 0.9)
     header, messages = 16, STEPS * MICRO
     rows = [len(r) for r in torch.arange(ROWS).tensor_split(MICRO)] * STEPS
     per_peer = stage.counters["per_peer"]
     if rank + 1 < size:  # the cut after this stage: forward messages, mask + values
-        want = sum(header + r * ((WIDTH + 7) // 8) + r * keep * 4 for r in rows)
+        want = sum(header + r * ((WIDTH + 7) // 8) + r * keep * vb for r in rows)
         assert per_peer[rank + 1]["bytes_sent"] == want, (per_peer[rank + 1], want)
         assert per_peer[rank + 1]["msgs_sent"] == messages
         s = stage.stats.as_dict()
-        assert s["fwd_bytes"] + header * messages == want and s["bwd_bytes"] == sum(r * keep * 4 for r in rows)
+        assert s["fwd_bytes"] + header * messages == want and s["bwd_bytes"] == sum(r * keep * vb for r in rows)
     if rank > 0:  # the cut before: gradients, values only
-        want = sum(header + r * keep * 4 for r in rows)
+        want = sum(header + r * keep * vb for r in rows)
         assert per_peer[rank - 1]["bytes_sent"] == want, (per_peer[rank - 1], want)
 
 
