@@ -129,27 +129,46 @@ def mp_table1_seeds(g):
     if not keys:
         return
     sets = {"t1a": "data/synth (seed 1, Zipf 1.1)", "t1b": "data/synth-z13 (seed 7, Zipf 1.3)"}
-    print("\n| data set | workers (--mp-splits) | eta | seeds | test loss change vs eta 0: mean [95 % interval] | "
-          "per seed | AUC change | X_act ratio | X_grad ratio |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    paired_header("data set | workers (--mp-splits)")
     for key in keys:
         dset, tag, eta = key.split("_")
-        if eta == "0":
-            continue
-        base = {r["seed"]: r for r in g.get(f"{dset}_{tag}_0", [])}
-        pairs = [(r, base[r["seed"]]) for r in g[key] if r["seed"] in base]
-        if not pairs:
-            continue
-        rel = [100 * (r["test"]["loss"] / b["test"]["loss"] - 1) for r, b in pairs]
-        dauc = statistics.fmean(r["test"]["auc"] - b["test"]["auc"] for r, b in pairs)
-        m = statistics.fmean(rel)
-        ci = f"[{m - T975[len(rel) - 1] * statistics.stdev(rel) / len(rel) ** 0.5:+.2f}, " \
-             f"{m + T975[len(rel) - 1] * statistics.stdev(rel) / len(rel) ** 0.5:+.2f}]" if len(rel) > 1 else ""
-        split = {"bot2": "2 (bot:2)", "bot2top2": "3 (bot:2,top:2)"}[tag]
-        rs = [r for r, _ in pairs]
-        print(f"| {sets[dset]} | {split} | {eta} | {len(rel)} | **{m:+.2f} %** {ci} | "
-              + ", ".join(f"{x:+.2f}" for x in rel) + f" | {dauc:+.4f} | {ratio(rs, 'X_act'):.2f}x | "
-              f"{ratio(rs, 'X_grad'):.2f}x |")
+        if eta != "0":
+            split = {"bot2": "2 (bot:2)", "bot2top2": "3 (bot:2,top:2)"}[tag]
+            paired_row(f"{sets[dset]} | {split}", eta, g[key], g.get(f"{dset}_{tag}_0", []))
+
+
+def mp_map(g):
+    """scripts/reproduce-mp map: per generated set (zZIPF_aAUC), 2 workers,
+    each eta's paired test loss change against eta 0 of the same seed."""
+    keys = sorted(k for k in g if re.match(r"z[0-9.]+_a[0-9.]+_", k))
+    if not keys:
+        return
+    paired_header("Zipf | teacher AUC")
+    for key in keys:
+        z, a, eta = key.split("_")
+        if eta != "0":
+            paired_row(f"{z[1:]} | {a[1:]}", eta, g[key], g.get(f"{z}_{a}_0", []))
+
+
+def paired_header(first):
+    print(f"\n| {first} | eta | seeds | test loss change vs eta 0: mean [95 % interval] | "
+          "per seed | AUC change | X_act ratio | X_grad ratio |")
+    print("|---|---|---|---|---|---|---|---|---|")
+
+
+def paired_row(label, eta, runs_at_eta, runs_at_0):
+    base = {r["seed"]: r for r in runs_at_0}
+    pairs = [(r, base[r["seed"]]) for r in sorted(runs_at_eta, key=lambda r: r["seed"]) if r["seed"] in base]
+    if not pairs:
+        return
+    rel = [100 * (r["test"]["loss"] / b["test"]["loss"] - 1) for r, b in pairs]
+    dauc = statistics.fmean(r["test"]["auc"] - b["test"]["auc"] for r, b in pairs)
+    m = statistics.fmean(rel)
+    half = T975[len(rel) - 1] * statistics.stdev(rel) / len(rel) ** 0.5 if len(rel) > 1 else None
+    ci = f"[{m - half:+.2f}, {m + half:+.2f}]" if half is not None else ""
+    rs = [r for r, _ in pairs]
+    print(f"| {label} | {eta} | {len(rel)} | **{m:+.2f} %** {ci} | " + ", ".join(f"{x:+.2f}" for x in rel)
+          + f" | {dauc:+.4f} | {ratio(rs, 'X_act'):.2f}x | {ratio(rs, 'X_grad'):.2f}x |")
 
 
 def others(g, prefix, title):
@@ -176,6 +195,7 @@ def main():
     embbits(g)
     mp_table1(g)
     mp_table1_seeds(g)
+    mp_map(g)
     others(g, "neg_", "negative baseline (2 workers)")
     others(g, "hy_", "hybrid run")
     others(g, "ps_", "run")
