@@ -61,7 +61,7 @@ def table4(by, base):
             "|---|---|---|---|---|---|---|---|---|---|---|",
             f"| baseline | – | – | {mean(by, base, 'train_loss'):.4f} | {mean(by, base, 'test_loss'):.4f} | | "
             f"{mean(by, base, 'bleu'):.2f} | | | | {len(by[base])} |"]
-    for config in sorted(c for c in by if c[0] == "mp" and c[1]):
+    for config in sorted((c for c in by if c[0] == "mp" and c[1]), key=lambda c: (c[1], c[2], c[3] != "f32")):
         _, splits, eta, values = config
         dl = paired(by, config, base, "test_loss", True)
         db = paired(by, config, base, "bleu", False)
@@ -96,28 +96,54 @@ def topk_table(by):
     return rows
 
 
+def label(config, base):
+    if config[0] == "dp":
+        return "fp32, 2 ranks" if config[1] == "none" else f"{config[1]}, 2 ranks"
+    if config == base:
+        return "baseline"
+    return f"{config[2]:.0%}{' bf16' if config[3] == 'bf16' else ''}, {config[1] + 1} workers"
+
+
+def curve_mean(by, config):
+    curves = [r["curve"] for r in by[config].values()]
+    steps = [s for s, _ in curves[0]]
+    return steps, [statistics.mean(c[i][1] for c in curves) for i in range(len(steps))]
+
+
+def curve_change(by, config, ref):
+    """The mean over seeds of the paired change (%) of the test loss at each step."""
+    seeds = [s for s in by[config] if s in by[ref]]
+    steps = [s for s, _ in by[config][seeds[0]]["curve"]]
+    return steps, [statistics.mean(100 * (by[config][s]["curve"][i][1] / by[ref][s]["curve"][i][1] - 1)
+                                   for s in seeds) for i in range(len(steps))]
+
+
 def plot(by, base, out):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    panels = ((axes[0], [base] + sorted(c for c in by if c[0] == "mp" and c[1]), "DCT-MP (Table 4)"),
-              (axes[1], sorted(c for c in by if c[0] == "dp"), "TopK SGD, 2 ranks"))
-    for ax, configs, title in panels:
+    mp = sorted((c for c in by if c[0] == "mp" and c[1]), key=lambda c: (c[1], c[2], c[3] != "f32"))
+    dp = sorted(c for c in by if c[0] == "dp")
+    color = {c: f"C{i % 10}" for i, c in enumerate([base] + mp + dp)}
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    for config in [base] + mp + dp:
+        axes[0].plot(*curve_mean(by, config), label=label(config, base), lw=1, color=color[config])
+    axes[0].set_yscale("log")
+    axes[0].set_ylabel("test loss (nats per token, mean over seeds)")
+    axes[0].set_title("test loss")
+    for ax, configs, ref, title in ((axes[1], mp, base, "DCT-MP against the baseline"),
+                                    (axes[2], [c for c in dp if c[1] != "none"], ("dp", "none"),
+                                     "TopK SGD against fp32 DDP")):
         for config in configs:
-            curves = [r["curve"] for r in by[config].values()]
-            steps = [s for s, _ in curves[0]]
-            loss = [statistics.mean(c[i][1] for c in curves) for i in range(len(steps))]
-            label = ("baseline" if config == base else f"{config[2]:.0%}{' bf16' if config[3] == 'bf16' else ''}, "
-                     f"{config[1] + 1} workers") \
-                if config[0] == "mp" else config[1]
-            ax.plot(steps, loss, label=label, lw=1)
-        ax.set_yscale("log")
-        ax.set_xlabel("step")
-        ax.set_ylabel("test loss (nats per token, mean over seeds)")
+            ax.plot(*curve_change(by, config, ref), label=label(config, base), lw=1, color=color[config])
+        ax.axhline(0, color="black", lw=0.5)
+        ax.set_ylabel("test loss change, % (paired seeds, mean)")
         ax.set_title(title)
-        ax.legend(fontsize=7)
+    for ax in axes:
+        ax.set_xlabel("step")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
 
