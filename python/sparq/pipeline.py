@@ -88,6 +88,9 @@ class PipelineStage:
     # -- the cut after this stage: send forward, receive gradients ---------
     def _send_forward(self, y, compress):
         where = self._where()
+        if y.dim() != 2:  # the next stage would get rows without the shape they came in
+            raise _sparq.InputError(f"{where}: an output of shape {tuple(y.shape)}; a cut carries "
+                                    "(samples, features)")
         y2 = rows_of(y, where)
         if compress:
             mask, msg = select(y2, self.eta, self.values, where)

@@ -173,3 +173,11 @@ def stages_whose_shapes_differ_all_raise(rank, size):
 def a_dense_stage_beside_a_dct_mp_stage_is_an_error(rank, size):
     expect_failure(rank, size, (stages(size)[rank], None if rank == 0 else 0.9), 1,
                    "stage 0 sends dense activations, this stage expects DCT-MP")
+
+
+@check
+def a_stage_output_that_is_not_2d_per_sample_is_an_error(rank, size):
+    part = stages(size)[rank]
+    if rank == 0:
+        part.append(nn.Unflatten(1, (WIDTH // 4, 4)))
+    expect_failure(rank, size, (part, 0.9), 0, "cut 0 (stage 0 -> 1): an output of shape (8, 10, 4)")
