@@ -56,6 +56,8 @@ def parse_args(argv=None):
     ap.add_argument("--seed", type=int, default=1, help="the model's initialisation and batch order")
     ap.add_argument("--epochs", type=int, default=6)
     ap.add_argument("--batch-size", type=int, default=64, help="sentence pairs per (global) batch")
+    ap.add_argument("--optimizer", choices=["adam", "sgd"], default="adam",
+                    help="adam (fairseq's), or sgd with momentum 0.9 (what TopK SGD with error feedback assumes)")
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--warmup", type=int, default=200)
     ap.add_argument("--label-smoothing", type=float, default=0.1)
@@ -252,7 +254,10 @@ def main(argv=None):
         net = nn.parallel.DistributedDataParallel(model)
         hook = st.Hook(a.hook, model=net)
         net.register_comm_hook(state=None, hook=hook)
-    opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.98), eps=1e-8)
+    if a.optimizer == "adam":
+        opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.98), eps=1e-8)
+    else:
+        opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / a.warmup, math.sqrt(a.warmup / (s + 1))))
     rng = random.Random(a.seed)
     curve, step, t0 = [], 0, time.perf_counter()
@@ -298,7 +303,7 @@ def report(a, model, test, refs, tv, train_loss, curve, cuts, hook, steps, secon
         "splits": a.splits, "eta": a.eta if a.splits else None, "values": a.values if a.splits else None,
         "hook": a.hook, "seed": a.seed,
         "layers": a.layers, "d_model": a.d_model, "ffn": a.ffn, "epochs": a.epochs, "steps": steps,
-        "batch_size": a.batch_size, "train_loss": train_loss, "test_loss": test_loss(model, test),
+        "batch_size": a.batch_size, "optimizer": a.optimizer, "lr": a.lr, "train_loss": train_loss, "test_loss": test_loss(model, test),
         "bleu": sacrebleu.corpus_bleu(hyps, [refs]).score, "seconds": seconds, "curve": curve,
         "example": [refs[0], hyps[0]],
     }
