@@ -75,6 +75,12 @@ def table4(by, base):
     return rows
 
 
+def topk_order(config):
+    """topk:K/B[+fmt] by K, then format."""
+    k = config[1].split(":")[1].split("/")[0] if ":" in config[1] else "0"
+    return int(k), config[1]
+
+
 def topk_table(by):
     base = ("dp", "none")
     if base not in by:
@@ -82,7 +88,7 @@ def topk_table(by):
     rows = ["| gradient exchange (2 ranks) | train loss | test loss | test loss vs fp32 | BLEU | BLEU vs fp32 "
             "| gradient bytes sent per rank and step | vs the dense ring | seeds |",
             "|---|---|---|---|---|---|---|---|---|"]
-    for config in [base] + sorted(c for c in by if c[0] == "dp" and c != base):
+    for config in [base] + sorted((c for c in by if c[0] == "dp" and c != base), key=topk_order):
         runs = list(by[config].values())
         sent = statistics.mean(r["grad_bytes_sent"] / r["steps"] for r in runs)
         ratio = statistics.mean(r["grad_dense_bytes"] / r["grad_bytes_sent"] for r in runs)
@@ -124,8 +130,8 @@ def plot(by, base, out):
     import matplotlib.pyplot as plt
 
     mp = sorted((c for c in by if c[0] == "mp" and c[1]), key=lambda c: (c[1], c[2], c[3] != "f32"))
-    dp = sorted(c for c in by if c[0] == "dp")
-    color = {c: f"C{i % 10}" for i, c in enumerate([base] + mp + dp)}
+    dp = sorted((c for c in by if c[0] == "dp"), key=topk_order)
+    color = {c: plt.cm.tab20(i % 20) for i, c in enumerate([base] + mp + dp)}
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
     for config in [base] + mp + dp:
         axes[0].plot(*curve_mean(by, config), label=label(config, base), lw=1, color=color[config])
