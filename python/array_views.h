@@ -37,10 +37,9 @@ inline std::span<std::byte> byte_span(py::array& a, const std::string& what, boo
 }
 
 // Any contiguous array as its bytes (what a point-to-point message carries).
-inline std::span<std::byte> raw_bytes(py::array& a, const std::string& what, bool writable) {
+inline std::span<const std::byte> raw_bytes(const py::array& a, const std::string& what) {
   SPARQ_CHECK_AS(InputError, (a.flags() & py::array::c_style) != 0, "{}: not contiguous", what);
-  SPARQ_CHECK_AS(InputError, !writable || a.writeable(), "{}: read-only", what);
-  return {static_cast<std::byte*>(const_cast<void*>(a.data())), static_cast<std::size_t>(a.nbytes())};
+  return {static_cast<const std::byte*>(a.data()), static_cast<std::size_t>(a.nbytes())};
 }
 
 }  // namespace sparq::py_views

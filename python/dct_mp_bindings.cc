@@ -37,28 +37,12 @@ void add_dct_mp(py::module_& m) {
   py::class_<RowMask>(m, "RowMask", "Which columns of each row a DCT-MP cut kept (its forward selection).")
       .def_property_readonly("rows", &RowMask::rows)
       .def_property_readonly("cols", &RowMask::cols)
-      .def_property_readonly("keep", &RowMask::keep)
-      .def(
-          "bits",
-          [](const RowMask& r) {
-            const auto b = r.bytes();
-            py::array_t<std::uint8_t> a(static_cast<py::ssize_t>(b.size()));
-            std::copy(b.begin(), b.end(), a.mutable_data());
-            return a;
-          },
-          "The mask as it travels: rows of ceil(cols/8) bytes, bit j%8 of byte j/8 = column j kept.");
+      .def_property_readonly("keep", &RowMask::keep);
 
   m.def("dct_mp_kept", [](std::size_t cols, double eta) {
     check_eta(eta);
     return compress::kept_count(cols, eta);
   }, py::arg("cols"), py::arg("eta"), "Columns each row keeps: cols - floor(cols * eta).");
-  m.def(
-      "dct_mp_message_bytes",
-      [](std::size_t rows, std::size_t cols, std::size_t keep, const std::string& values) {
-        return compress::dct_mp_message_bytes(rows, cols, keep, value_format(values));
-      },
-      py::arg("rows"), py::arg("cols"), py::arg("keep"), py::arg("values") = "f32",
-      "Bytes of a forward message (mask and values in f32 or bf16).");
   m.def(
       "dct_mp_forward",
       [](py::array act, std::size_t cols, double eta, const std::string& values_format) {

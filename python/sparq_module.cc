@@ -254,23 +254,12 @@ PYBIND11_MODULE(_sparq, m) {
           [](Comm& c, int peer, int tag, py::array data) {
             Transport& t = c.transport();
             check_peer_and_tag(t, peer, tag, "send");
-            std::span<const std::byte> b = raw_bytes(data, fmt::format("send to rank {}", peer), false);
+            std::span<const std::byte> b = raw_bytes(data, fmt::format("send to rank {}", peer));
             py::gil_scoped_release nogil;
             t.send(peer, tag, b);
           },
           py::arg("peer"), py::arg("tag"), py::arg("data"),
           "Sends the bytes of a contiguous array to `peer`; returns once the array may be reused.")
-      .def(
-          "recv",
-          [](Comm& c, int peer, int tag, py::array out) {
-            Transport& t = c.transport();
-            check_peer_and_tag(t, peer, tag, "recv");
-            std::span<std::byte> b = raw_bytes(out, fmt::format("recv from rank {}", peer), true);
-            py::gil_scoped_release nogil;
-            t.recv(peer, tag, b);  // WireError if the message is not exactly out's size
-          },
-          py::arg("peer"), py::arg("tag"), py::arg("out"),
-          "Receives a message of exactly out.nbytes bytes from `peer` into `out` (WireError on another size).")
       .def(
           "recv_message",
           [](Comm& c, int peer, int tag) {

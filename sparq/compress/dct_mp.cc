@@ -3,7 +3,7 @@
 #include <bit>
 #include <cstring>
 
-#include "sparq/compress/half.h"
+#include "sparq/compress/stream_codec.h"
 #include "sparq/compress/topk.h"
 #include "sparq/core/error.h"
 
@@ -62,30 +62,13 @@ std::size_t dct_mp_message_bytes(std::size_t rows, std::size_t cols, std::size_t
 void dct_mp_encode_values(std::span<const float> values, std::span<std::byte> out, ValueFormat vf) {
   SPARQ_CHECK_AS(InputError, out.size() == values.size() * dct_mp_value_bytes(vf),
                  "DCT-MP values: {} values into {} bytes", values.size(), out.size());
-  if (values.empty()) return;
-  if (vf == ValueFormat::F32) {
-    std::memcpy(out.data(), values.data(), values.size_bytes());
-    return;
-  }
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const std::uint16_t h = float_to_bf16(values[i]);
-    std::memcpy(out.data() + 2 * i, &h, 2);
-  }
+  store_values(values, vf, 0, out.data());
 }
 
 void dct_mp_decode_values(std::span<const std::byte> in, std::span<float> values, ValueFormat vf) {
   SPARQ_CHECK_AS(WireError, in.size() == values.size() * dct_mp_value_bytes(vf),
                  "DCT-MP values: a message of {} bytes for {} values", in.size(), values.size());
-  if (values.empty()) return;
-  if (vf == ValueFormat::F32) {
-    std::memcpy(values.data(), in.data(), values.size_bytes());
-    return;
-  }
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    std::uint16_t h;
-    std::memcpy(&h, in.data() + 2 * i, 2);
-    values[i] = bf16_to_float(h);
-  }
+  load_values(in.data(), vf, 0, values);
 }
 
 void dct_mp_encode(const RowMask& mask, std::span<const float> values, std::span<std::byte> out, ValueFormat vf) {

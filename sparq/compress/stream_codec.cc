@@ -191,20 +191,43 @@ void encode_stream(const SparseStream& s, std::span<std::byte> out, ValueFormat 
     case kVarint: store_varints(s.indices(), body); break;
     default: break;  // dense: no run
   }
-  std::uint8_t* vals = body + run.bytes;
+  store_values(s.values(), vf, scale, reinterpret_cast<std::byte*>(body + run.bytes));
+}
+
+void store_values(std::span<const float> values, ValueFormat vf, int scale, std::byte* out) {
+  auto* vals = reinterpret_cast<std::uint8_t*>(out);
   switch (vf) {
     case ValueFormat::F32:
-      if (n) std::memcpy(vals, s.values().data(), 4 * static_cast<std::size_t>(n));
+      if (!values.empty()) std::memcpy(vals, values.data(), values.size_bytes());
       break;
     case ValueFormat::Bf16:
-      for (float v : s.values()) {
+      for (float v : values) {
         const std::uint16_t h = float_to_bf16(v);
         std::memcpy(vals, &h, 2);
         vals += 2;
       }
       break;
     case ValueFormat::Fp8:
-      for (float v : s.values()) *vals++ = float_to_e4m3(to_fp8_range(v, scale));
+      for (float v : values) *vals++ = float_to_e4m3(to_fp8_range(v, scale));
+      break;
+  }
+}
+
+void load_values(const std::byte* in, ValueFormat vf, int scale, std::span<float> values) {
+  const auto* vals = reinterpret_cast<const std::uint8_t*>(in);
+  switch (vf) {
+    case ValueFormat::F32:
+      if (!values.empty()) std::memcpy(values.data(), vals, values.size_bytes());
+      break;
+    case ValueFormat::Bf16:
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        std::uint16_t h;
+        std::memcpy(&h, vals + 2 * i, 2);
+        values[i] = bf16_to_float(h);
+      }
+      break;
+    case ValueFormat::Fp8:
+      for (std::size_t i = 0; i < values.size(); ++i) values[i] = from_fp8(vals[i], scale);
       break;
   }
 }
@@ -252,22 +275,7 @@ SparseStream decode_stream(std::span<const std::byte> in) {
     }
   }
   s.values_.resize(n);
-  const std::uint8_t* vals = body + run_bytes;
-  switch (vf) {
-    case ValueFormat::F32:
-      if (n) std::memcpy(s.values_.data(), vals, 4 * static_cast<std::size_t>(n));
-      break;
-    case ValueFormat::Bf16:
-      for (std::size_t i = 0; i < n; ++i) {
-        std::uint16_t h;
-        std::memcpy(&h, vals + 2 * i, 2);
-        s.values_[i] = bf16_to_float(h);
-      }
-      break;
-    case ValueFormat::Fp8:
-      for (std::size_t i = 0; i < n; ++i) s.values_[i] = from_fp8(vals[i], scale);
-      break;
-  }
+  load_values(reinterpret_cast<const std::byte*>(body + run_bytes), vf, scale, s.values_);
   return s;
 }
 

@@ -41,6 +41,11 @@ int value_scale(std::span<const float> values, ValueFormat vf);
 float round_value(float v, ValueFormat vf, int scale);
 // Rounds s's values to vf in place (no-op for F32).
 void round_values(SparseStream& s, ValueFormat vf);
+// The values as a message carries them: values.size() * value_bytes(vf)
+// bytes at out, and back (scale: value_scale's, 0 for f32 and bf16). Sizes
+// are the caller's to check.
+void store_values(std::span<const float> values, ValueFormat vf, int scale, std::byte* out);
+void load_values(const std::byte* in, ValueFormat vf, int scale, std::span<float> values);
 
 // Exact bytes of s on the wire (from its indices).
 std::size_t encoded_size(const SparseStream& s, ValueFormat vf = ValueFormat::F32);
