@@ -22,6 +22,7 @@
 #include "sparq/transport/mpi_transport.h"
 #include "python/array_views.h"
 #include "python/comm.h"
+#include "python/codec_bindings.h"
 #include "python/dct_mp_bindings.h"
 
 namespace py = pybind11;
@@ -338,6 +339,7 @@ PYBIND11_MODULE(_sparq, m) {
 
   add_block_codec(m);
   add_dct_mp(m);
+  add_codecs(m);
   m.def("launched_by_mpiexec", &MpiSession::launched_by_mpiexec, "True when mpiexec started this process.");
   m.def(
       "mpi_abort",

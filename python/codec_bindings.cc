@@ -1,0 +1,117 @@
+#include "python/codec_bindings.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "python/array_views.h"
+#include "sparq/compress/rowwise_quant.h"
+#include "sparq/compress/threshold_pack.h"
+#include "sparq/compress/topk.h"
+
+namespace sparq {
+
+namespace py = pybind11;
+using py_views::byte_span;
+using py_views::float_span;
+
+namespace {
+
+compress::RowwiseFormat rowwise_format(int bits, const std::string& scale) {
+  compress::check_code_bits(bits);
+  SPARQ_CHECK_AS(InputError, scale == "f16" || scale == "f32", "row-wise: scale '{}'; it is f16 or f32", scale);
+  return {bits, scale == "f16" ? compress::ScaleType::F16 : compress::ScaleType::F32};
+}
+
+template <class T>
+py::array_t<T> array_of(const std::vector<T>& v) {
+  py::array_t<T> a(static_cast<py::ssize_t>(v.size()));
+  std::copy(v.begin(), v.end(), a.mutable_data());
+  return a;
+}
+
+}  // namespace
+
+void add_codecs(py::module_& m) {
+  m.def(
+      "rowwise_quantize",
+      [](py::array x, std::size_t cols, int bits, const std::string& scale, std::optional<py::array> err) {
+        const compress::RowwiseFormat fmt = rowwise_format(bits, scale);
+        std::span<const float> v = float_span(x, "rowwise_quantize: input", false);
+        SPARQ_CHECK_AS(InputError, cols > 0 && v.size() % cols == 0, "rowwise_quantize: {} values are not rows of {}",
+                       v.size(), cols);
+        py::array_t<std::uint8_t> out(
+            static_cast<py::ssize_t>(compress::RowwiseLayout{cols, fmt}.bytes(v.size() / cols)));
+        std::span<std::byte> o = byte_span(out, "rowwise_quantize: output", true);
+        if (err) {
+          std::span<float> e = float_span(*err, "rowwise_quantize: residual");
+          py::gil_scoped_release nogil;
+          compress::rowwise_quantize_ec(v, e, cols, fmt, o);
+        } else {
+          py::gil_scoped_release nogil;
+          compress::rowwise_quantize(v, cols, fmt, o);
+        }
+        return out;
+      },
+      py::arg("x"), py::arg("cols"), py::arg("bits"), py::arg("scale"), py::arg("err") = py::none(),
+      "Row-wise q8/q4/q2 encoding of float32 rows of `cols` values (rowwise_quant.h); with `err`, error-compensated "
+      "(err updated in place).");
+  m.def(
+      "rowwise_dequantize",
+      [](py::array in, std::size_t cols, int bits, const std::string& scale, std::size_t rows) {
+        const compress::RowwiseFormat fmt = rowwise_format(bits, scale);
+        py::array_t<float> out(static_cast<py::ssize_t>(rows * cols));
+        std::span<const std::byte> b = byte_span(in, "rowwise_dequantize: input", false);
+        std::span<float> o(out.mutable_data(), rows * cols);
+        py::gil_scoped_release nogil;
+        compress::rowwise_dequantize(b, cols, fmt, o);
+        return out;
+      },
+      py::arg("data"), py::arg("cols"), py::arg("bits"), py::arg("scale"), py::arg("rows"),
+      "The float32 rows that rowwise_quantize's bytes decode to.");
+  m.def(
+      "threshold_pack",
+      [](py::array x, float tau, std::optional<py::array> err) {
+        std::span<const float> v = float_span(x, "threshold_pack: input", false);
+        std::vector<std::uint32_t> idx(v.size());
+        std::vector<float> val(v.size());
+        std::size_t n = 0;
+        if (err) {
+          std::span<float> e = float_span(*err, "threshold_pack: residual");
+          py::gil_scoped_release nogil;
+          n = compress::feedback_threshold_pack(v, e, tau, idx, val);
+        } else {
+          py::gil_scoped_release nogil;
+          n = compress::threshold_pack(v, tau, idx, val);
+        }
+        idx.resize(n), val.resize(n);
+        return py::make_tuple(array_of(idx), array_of(val));
+      },
+      py::arg("x"), py::arg("tau"), py::arg("err") = py::none(),
+      "The (index, value) pairs with |x| >= tau in index order; with `err`, DCT-DP's fused step on x + err (err "
+      "updated in place).");
+  m.def(
+      "sparsity_threshold",
+      [](py::array x, double eta) {
+        std::span<const float> v = float_span(x, "sparsity_threshold: input", false);
+        std::vector<float> scratch;
+        return compress::sparsity_threshold(v, eta, scratch);
+      },
+      py::arg("x"), py::arg("eta"), "DCT's threshold: element floor(n * eta) of |x| sorted ascending.");
+  m.def(
+      "bucket_topk",
+      [](py::array x, std::size_t bucket, std::size_t k) {
+        std::span<const float> v = float_span(x, "bucket_topk: input", false);
+        std::vector<std::uint32_t> idx;
+        std::vector<float> val;
+        compress::bucket_topk(v, bucket, k, idx, val);
+        return py::make_tuple(array_of(idx), array_of(val));
+      },
+      py::arg("x"), py::arg("bucket"), py::arg("k"),
+      "SparCML's TopK: the k largest |x| of every run of `bucket` values (global indices ascending, values).");
+}
+
+}  // namespace sparq

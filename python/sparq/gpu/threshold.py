@@ -1,0 +1,117 @@
+"""DCT-DP's threshold-mask-pack on the GPU, pair for pair the CPU's
+(sparq/compress/threshold_pack.h and topk.h):
+
+    w = grad + err;  |w| >= tau: pair (i, w) kept and err[i] = 0;  else err[i] = w
+
+with the kept pairs in index order, and DCT's threshold tau = element
+floor(n * eta) of |w| sorted ascending.
+
+Packing in index order is a stream compaction. One pass writes each block's
+kept pairs, already compacted, to the start of that block's slot in a
+staging buffer and counts them; a cumulative sum of the counts places the
+blocks; a second kernel moves only the kept pairs (a few percent of the
+values at DCT-DP's sparsities) to their places. So the gradient and the
+residual are read once, not twice as a count-then-write compaction would.
+"""
+import torch
+import triton
+import triton.language as tl
+
+from .errors import raise_row_errors
+
+BLOCK = 4096
+NOT_FINITE = 1
+FAULTS = {NOT_FINITE: "holds NaN or inf (block {row})"}
+
+
+@triton.jit
+def _select_kernel(g_ptr, e_ptr, tau, n, stage_idx, stage_val, counts, faults,
+                   EC: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    w = tl.load(g_ptr + offs, mask=m, other=0.0)
+    if EC:
+        w = w + tl.load(e_ptr + offs, mask=m, other=0.0)
+        keep = m & (tl.abs(w) >= tau)
+        tl.store(e_ptr + offs, tl.where(keep, 0.0, w), mask=m)
+    else:
+        keep = m & (tl.abs(w) >= tau)
+    tl.store(faults + pid, tl.max(tl.where(m & ((w - w) != 0.0), NOT_FINITE, 0), axis=0).to(tl.int8))
+    k = keep.to(tl.int32)
+    slot = pid.to(tl.int64) * BLOCK + tl.cumsum(k, axis=0) - k
+    tl.store(stage_idx + slot, offs.to(tl.int32), mask=keep)
+    tl.store(stage_val + slot, w, mask=keep)
+    tl.store(counts + pid, tl.sum(k, axis=0))
+
+
+@triton.jit
+def _gather_kernel(stage_idx, stage_val, counts, ends, out_idx, out_val, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    count = tl.load(counts + pid)
+    start = tl.load(ends + pid) - count
+    j = tl.arange(0, BLOCK)
+    m = j < count
+    src = pid.to(tl.int64) * BLOCK + j
+    tl.store(out_idx + start + j, tl.load(stage_idx + src, mask=m), mask=m)
+    tl.store(out_val + start + j, tl.load(stage_val + src, mask=m), mask=m)
+
+
+def threshold_pack(x, tau, err=None, what="threshold pack: "):
+    """The pairs (int32 indices, float32 values) of x (+ err) whose magnitude
+    is >= tau, in index order, on x's device; with `err`, DCT-DP's fused step
+    (err left holding what was not sent). NaN or inf in x (+ err) raises
+    ValueError; `what` names the tensor (the bucket) in the message."""
+    idx, val, count, faults = launch_threshold_pack(x, tau, err)
+    raise_row_errors(faults, FAULTS, what)
+    n = int(count)
+    return idx[:n], val[:n]
+
+
+def launch_threshold_pack(x, tau, err=None):
+    """threshold_pack's kernels alone: (index capacity, value capacity, the
+    pair count as a 1-element device tensor, per-block fault codes)."""
+    _check(x, "threshold pack: input")
+    n = x.numel()
+    if n >= 2**31:
+        raise ValueError(f"threshold pack on the GPU: {n} values; at most 2^31 - 1")
+    if err is not None:
+        _check(err, "threshold pack: residual")
+        if err.shape != x.shape or err.device != x.device:
+            raise ValueError("threshold pack: the residual must have the input's shape and device")
+    blocks = max(1, triton.cdiv(n, BLOCK))
+    dev = x.device
+    stage_idx = torch.empty(blocks * BLOCK, dtype=torch.int32, device=dev)
+    stage_val = torch.empty(blocks * BLOCK, dtype=torch.float32, device=dev)
+    counts = torch.zeros(blocks, dtype=torch.int32, device=dev)
+    faults = torch.zeros(blocks, dtype=torch.int8, device=dev)
+    out_idx = torch.empty(n, dtype=torch.int32, device=dev)
+    out_val = torch.empty(n, dtype=torch.float32, device=dev)
+    if n:
+        _select_kernel[(blocks,)](x, err if err is not None else x, float(tau), n, stage_idx, stage_val,
+                                  counts, faults, EC=err is not None, BLOCK=BLOCK, enable_fp_fusion=False)
+    ends = torch.cumsum(counts, 0, dtype=torch.int32)
+    if n:
+        _gather_kernel[(blocks,)](stage_idx, stage_val, counts, ends, out_idx, out_val, BLOCK=BLOCK)
+    return out_idx, out_val, ends[-1:], faults
+
+
+def sparsity_threshold(x, eta):
+    """DCT's threshold of x: element floor(n * eta) of |x| sorted ascending
+    (+inf when that is n), as the CPU computes it (n * eta in double with a
+    1e-9 slack before the floor). NaN raises ValueError."""
+    if not 0.0 <= eta <= 1.0:
+        raise ValueError(f"sparsity threshold: eta {eta} outside [0, 1]")
+    n = x.numel()
+    pos = int(n * eta + 1e-9)
+    if pos >= n:
+        return float("inf")
+    mags = x.reshape(-1).abs()
+    if torch.isnan(mags).any():
+        raise ValueError("sparsity threshold: the values hold NaN")
+    return float(torch.kthvalue(mags, pos + 1).values)
+
+
+def _check(t, what):
+    if t.dtype != torch.float32 or not t.is_contiguous():
+        raise ValueError(f"{what} must be a contiguous float32 tensor, not {t.dtype}")
