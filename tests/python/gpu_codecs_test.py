@@ -6,7 +6,8 @@ Where the kernels run: on a GPU when one is there; else on CPU tensors
 under Triton's interpreter (TRITON_INTERPRET=1, as CTest runs this file);
 else the tests skip with the reason. The CPU's results come from the
 extension, or on a GPU machine without it from a file that
-gpu_codec_reference.py wrote (SPARQ_GOLDEN; scripts/device-check)."""
+gpu_codec_reference.py wrote (SPARQ_GOLDEN, SPARQ_GPU_MODULE;
+scripts/device-check)."""
 import importlib
 import os
 
@@ -23,10 +24,9 @@ DEVICE = "cpu" if INTERPRETED else "cuda"
 if not INTERPRETED and not torch.cuda.is_available():
     pytest.skip("no GPU here, and TRITON_INTERPRET=1 is not set to run the kernels on the CPU",
                 allow_module_level=True)
-if os.environ.get("SPARQ_GOLDEN"):
-    gpu = importlib.import_module("gpu")  # the kernels alone: PYTHONPATH=python/sparq
-else:
-    gpu = importlib.import_module("sparq.gpu")
+# SPARQ_GPU_MODULE: the kernels alone, copied out of the package where the
+# extension (which `import sparq` loads) is not built.
+gpu = importlib.import_module(os.environ.get("SPARQ_GPU_MODULE", "sparq.gpu"))
 REF = Reference(os.environ.get("SPARQ_GOLDEN"))
 
 

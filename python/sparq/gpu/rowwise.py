@@ -23,6 +23,9 @@ from .errors import raise_row_errors
 ROUND_MAGIC = 12582912.0  # 1.5 * 2^23
 MAGIC_BITS = 0x4B400000   # its bits: a sum's bits minus these are the code
 MAX_COLS = 16384           # one row is one tile of a program's registers
+# Values a program encodes or decodes, and its warps (scripts/gpu-bench.py
+# --tune measures others).
+TILE, WARPS = 8192, 8
 
 # Row faults the kernels flag (the CPU codec's InputError/WireError texts).
 NOT_FINITE, RANGE_OVERFLOW, BEYOND_FP16, BAD_HEADER = 1, 2, 3, 4
@@ -206,9 +209,9 @@ def _dequantize_kernel(in_ptr, out_ptr, fault_ptr, rows, cols, row_bytes,
 
 
 def _blocks(cols, bits):
-    # At least one whole byte of codes per row; about 8K values a program.
+    # At least one whole byte of codes per row; about TILE values a program.
     block_c = max(triton.next_power_of_2(cols), 8 // bits)
-    return max(1, 8192 // block_c), block_c
+    return max(1, TILE // block_c), block_c
 
 
 def quantize(x, cols, bits, scale="f16", err=None):
@@ -243,7 +246,7 @@ def launch_quantize(x, cols, bits, scale, err=None):
         _quantize_kernel[(triton.cdiv(rows, block_r),)](
             x, err if err is not None else x, out, faults, rows, cols, rb,
             BITS=bits, F16=scale == "f16", EC=err is not None, BLOCK_R=block_r, BLOCK_C=block_c,
-            enable_fp_fusion=False)
+            num_warps=WARPS, enable_fp_fusion=False)
     return out, faults
 
 
@@ -271,7 +274,7 @@ def launch_dequantize(data, cols, bits, scale):
         block_r, block_c = _blocks(cols, bits)
         _dequantize_kernel[(triton.cdiv(rows, block_r),)](
             data, out, faults, rows, cols, rb, BITS=bits, F16=scale == "f16",
-            BLOCK_R=block_r, BLOCK_C=block_c, enable_fp_fusion=False)
+            BLOCK_R=block_r, BLOCK_C=block_c, num_warps=WARPS, enable_fp_fusion=False)
     return out, faults
 
 

@@ -19,7 +19,8 @@ import triton.language as tl
 
 from .errors import raise_row_errors
 
-BLOCK = 4096
+# Values a program selects, and its warps (scripts/gpu-bench.py --tune).
+BLOCK, WARPS = 4096, 4
 NOT_FINITE = 1
 FAULTS = {NOT_FINITE: "holds NaN or inf (block {row})"}
 
@@ -79,20 +80,22 @@ def launch_threshold_pack(x, tau, err=None):
         _check(err, "threshold pack: residual")
         if err.shape != x.shape or err.device != x.device:
             raise ValueError("threshold pack: the residual must have the input's shape and device")
-    blocks = max(1, triton.cdiv(n, BLOCK))
+    block = BLOCK
+    blocks = max(1, triton.cdiv(n, block))
     dev = x.device
-    stage_idx = torch.empty(blocks * BLOCK, dtype=torch.int32, device=dev)
-    stage_val = torch.empty(blocks * BLOCK, dtype=torch.float32, device=dev)
+    stage_idx = torch.empty(blocks * block, dtype=torch.int32, device=dev)
+    stage_val = torch.empty(blocks * block, dtype=torch.float32, device=dev)
     counts = torch.zeros(blocks, dtype=torch.int32, device=dev)
     faults = torch.zeros(blocks, dtype=torch.int8, device=dev)
     out_idx = torch.empty(n, dtype=torch.int32, device=dev)
     out_val = torch.empty(n, dtype=torch.float32, device=dev)
     if n:
         _select_kernel[(blocks,)](x, err if err is not None else x, float(tau), n, stage_idx, stage_val,
-                                  counts, faults, EC=err is not None, BLOCK=BLOCK, enable_fp_fusion=False)
+                                  counts, faults, EC=err is not None, BLOCK=block, num_warps=WARPS,
+                                  enable_fp_fusion=False)
     ends = torch.cumsum(counts, 0, dtype=torch.int32)
     if n:
-        _gather_kernel[(blocks,)](stage_idx, stage_val, counts, ends, out_idx, out_val, BLOCK=BLOCK)
+        _gather_kernel[(blocks,)](stage_idx, stage_val, counts, ends, out_idx, out_val, BLOCK=block, num_warps=WARPS)
     return out_idx, out_val, ends[-1:], faults
 
 
