@@ -45,16 +45,16 @@ def tune(rw, th, x, err, tau, a, record):
     choose the modules' TILE/BLOCK and WARPS from."""
     n = x.numel()
     defaults = (rw.TILE, rw.WARPS, th.BLOCK, th.WARPS)
-    for tile in (4096, 8192, 16384):
-        for warps in (4, 8):
+    for tile in (1024, 2048, 4096, 8192):
+        for warps in (2, 4, 8):
             rw.TILE, rw.WARPS, th.BLOCK, th.WARPS = tile, warps, tile, warps
-            for cols in (16, 64):
-                out = n // cols * (4 + cols // 2)
-                record("tune:quantize", timed(lambda: rw.launch_quantize(x, cols, 4, "f16"), 2, 10),
-                       4 * n + out + n // cols, bits=4, cols=cols, tile=tile, warps=warps)
-                data = rw.launch_quantize(x, cols, 4, "f16")[0]
-                record("tune:dequantize", timed(lambda: rw.launch_dequantize(data, cols, 4, "f16"), 2, 10),
-                       data.numel() + 4 * n + n // cols, bits=4, cols=cols, tile=tile, warps=warps)
+            cols = 16
+            out = n // cols * (4 + cols // 2)
+            record("tune:quantize", timed(lambda: rw.launch_quantize(x, cols, 4, "f16"), 2, 10),
+                   4 * n + out + n // cols, bits=4, cols=cols, tile=tile, warps=warps)
+            data = rw.launch_quantize(x, cols, 4, "f16")[0]
+            record("tune:dequantize", timed(lambda: rw.launch_dequantize(data, cols, 4, "f16"), 2, 10),
+                   data.numel() + 4 * n + n // cols, bits=4, cols=cols, tile=tile, warps=warps)
             e = err.clone()
             record("tune:threshold_pack_ec", timed(lambda: th.launch_threshold_pack(x, tau, e), 2, 10),
                    12 * n, tile=tile, warps=warps)
@@ -110,7 +110,8 @@ def main():
            12 * n + 8 * kept, eta=a.eta, kept=kept)
     record("call:threshold_pack_ec", timed(lambda: gpu.threshold_pack(x, tau, e), a.warmup, a.repeats),
            12 * n + 8 * kept, eta=a.eta, kept=kept)
-    record("sparsity_threshold", timed(lambda: gpu.sparsity_threshold(x, a.eta), 2, 5), 4 * n, eta=a.eta)
+    record("sparsity_threshold", timed(lambda: gpu.sparsity_threshold(x, a.eta), 2, 10), 4 * n, eta=a.eta)
+    record("torch.kthvalue", timed(lambda: torch.kthvalue(x.abs(), int(n * a.eta) + 1), 1, 3), 4 * n, eta=a.eta)
     if a.tune:
         tune(rw, th, x, err, tau, a, record)
     pinned = torch.empty(n, dtype=torch.float32, pin_memory=True)

@@ -43,3 +43,5 @@ def threshold_inputs():
     yield "ties", np.repeat(g.standard_normal(50), 200).astype(np.float32), 0.9
     yield "zeros", np.zeros(9_000, np.float32), 0.99
     yield "one value", np.arange(1, 4_097, dtype=np.float32), 0.99999
+    yield "denormals and signs", (g.standard_normal(30_000) * 1e-39).astype(np.float32), 0.95
+    yield "one huge value", np.concatenate([g.standard_normal(999), [3e38]]).astype(np.float32), 0.9995

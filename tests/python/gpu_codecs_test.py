@@ -18,7 +18,7 @@ import torch
 import gpu_codec_cases as cases
 from gpu_codec_reference import Reference
 
-pytestmark = pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # the interpreter's masked lanes
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the interpreter's masked lanes
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 DEVICE = "cpu" if INTERPRETED else "cuda"
 if not INTERPRETED and not torch.cuda.is_available():
@@ -53,8 +53,17 @@ def case(cols, name):
     return dict(cases.rowwise_inputs(cols))[name]
 
 
+@pytest.fixture(params=[True, False], ids=["words", "bytes"])
+def word_rows(request):
+    """Rows of whole words move as words, or (forced) as bytes: both paths."""
+    rowwise = importlib.import_module(gpu.__name__ + ".rowwise")
+    saved, rowwise.WORD_ROWS = rowwise.WORD_ROWS, request.param
+    yield
+    rowwise.WORD_ROWS = saved
+
+
 @pytest.mark.parametrize("cols,name,bits,scale", list(rowwise_params()))
-def test_rowwise_encodes_decodes_and_compensates_as_the_cpu(cols, name, bits, scale):
+def test_rowwise_encodes_decodes_and_compensates_as_the_cpu(cols, name, bits, scale, word_rows):
     x = case(cols, name)
     want = REF.quantize(name, x, cols, bits, scale)[0]
     data = gpu.quantize(on_device(x), cols, bits, scale)

@@ -20,20 +20,22 @@ import triton.language as tl
 
 from .errors import raise_row_errors
 
-ROUND_MAGIC = 12582912.0  # 1.5 * 2^23
-MAGIC_BITS = 0x4B400000   # its bits: a sum's bits minus these are the code
+# Globals a kernel reads must be constexpr (Triton 3.6 refuses others).
+ROUND_MAGIC = tl.constexpr(12582912.0)  # 1.5 * 2^23
+MAGIC_BITS = tl.constexpr(0x4B400000)   # its bits: a sum's bits minus these are the code
 MAX_COLS = 16384           # one row is one tile of a program's registers
 # Values a program encodes or decodes, and its warps (scripts/gpu-bench.py
 # --tune measures others).
-TILE, WARPS = 8192, 8
+TILE, WARPS = 4096, 8
+WORD_ROWS = True
 
 # Row faults the kernels flag (the CPU codec's InputError/WireError texts).
-NOT_FINITE, RANGE_OVERFLOW, BEYOND_FP16, BAD_HEADER = 1, 2, 3, 4
+NOT_FINITE, RANGE_OVERFLOW, BEYOND_FP16, BAD_HEADER = (tl.constexpr(k) for k in (1, 2, 3, 4))
 FAULTS = {
-    NOT_FINITE: "row-wise quantize: row {row} holds NaN or inf",
-    RANGE_OVERFLOW: "row-wise quantize: row {row}'s range overflows float",
-    BEYOND_FP16: "row-wise quantize: row {row}'s range exceeds fp16 scales (use f32)",
-    BAD_HEADER: "row-wise dequantize: row {row} has a scale or bias that is not finite (or a negative scale)",
+    1: "row-wise quantize: row {row} holds NaN or inf",
+    2: "row-wise quantize: row {row}'s range overflows float",
+    3: "row-wise quantize: row {row}'s range exceeds fp16 scales (use f32)",
+    4: "row-wise dequantize: row {row} has a scale or bias that is not finite (or a negative scale)",
 }
 
 
@@ -135,12 +137,33 @@ def _unpack(b, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, BITS: tl.constexpr)
 
 
 @triton.jit
+def _codes(z, scale, bias, LEVELS: tl.constexpr):
+    """rne(clamp(fl((z - bias) / scale), 0, LEVELS)) as the float rne + magic.
+
+    Divisions are slow, so first q = fl(d * fl(1 / scale)), as the CPU does:
+    relative to the exact quotient it is off by less than
+    tol = (LEVELS + 1) * 2^-21 (rowwise_kernels_body.h), so the rounded code
+    is the division's unless clamp(q) lies within tol of a half-integer. A
+    program whose tile has such a value (or a scale whose reciprocal
+    overflows) divides the whole tile: rare for real data, common for small
+    integers, where it costs speed, never bits."""
+    safe = tl.where(scale == 0.0, 1.0, scale)
+    inv = tl.math.div_rn(1.0, safe)
+    d = z - bias[:, None]
+    q = tl.minimum(tl.maximum(d * inv[:, None], 0.0), LEVELS)
+    edge = 0.5 - (LEVELS + 1) * 4.76837158203125e-07  # 2^-21
+    near = tl.abs(q - ((q + ROUND_MAGIC) - ROUND_MAGIC)) > edge
+    if tl.max(tl.where(near, 1, 0)) + tl.max(tl.where(inv == float("inf"), 1, 0)) > 0:
+        q = tl.minimum(tl.maximum(tl.math.div_rn(d, safe[:, None]), 0.0), LEVELS)
+    q = tl.where(scale[:, None] == 0.0, 0.0, q)  # a constant row: every code 0
+    return q + ROUND_MAGIC
+
+
+@triton.jit
 def _quantize_kernel(x_ptr, err_ptr, out_ptr, fault_ptr, rows, cols, row_bytes,
-                     BITS: tl.constexpr, F16: tl.constexpr, EC: tl.constexpr,
+                     BITS: tl.constexpr, F16: tl.constexpr, EC: tl.constexpr, WORDS: tl.constexpr,
                      BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     LEVELS: tl.constexpr = (1 << BITS) - 1
-    HEADER: tl.constexpr = 4 if F16 else 8
-    CODE_BLOCK: tl.constexpr = BLOCK_C * BITS // 8
     r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     c = tl.arange(0, BLOCK_C)
     rmask = r < rows
@@ -159,16 +182,22 @@ def _quantize_kernel(x_ptr, err_ptr, out_ptr, fault_ptr, rows, cols, row_bytes,
     scale, bias, scale_bits, bias_bits, fault = _grid(lo, hi, F16, LEVELS)
     fault = tl.where(not_finite != 0, NOT_FINITE, fault)
     tl.store(fault_ptr + r, fault.to(tl.int8), mask=rmask)
-
-    q = tl.math.div_rn(z - bias[:, None], tl.where(scale == 0.0, 1.0, scale)[:, None])
-    q = tl.minimum(tl.maximum(q, 0.0), LEVELS)
-    q = tl.where(scale[:, None] == 0.0, 0.0, q)  # a constant row: every code 0
-    rounded = q + ROUND_MAGIC
+    rounded = _codes(z, scale, bias, LEVELS)  # garbage on faulty rows, which raise
     codes = tl.where(m, rounded.to(tl.int32, bitcast=True) - MAGIC_BITS, 0)
     if EC:
         left = z - (bias[:, None] + scale[:, None] * (rounded - ROUND_MAGIC))
         tl.store(err_ptr + offs, tl.where(fault[:, None] != 0, z, left), mask=m)
+    if WORDS:
+        _store_words(out_ptr, r, rmask, codes, scale_bits, bias_bits, row_bytes // 4, BITS, F16, BLOCK_R, BLOCK_C)
+    else:
+        _store_bytes(out_ptr, r, rmask, codes, scale_bits, bias_bits, row_bytes, cols, BITS, F16, BLOCK_R, BLOCK_C)
 
+
+@triton.jit
+def _store_bytes(out_ptr, r, rmask, codes, scale_bits, bias_bits, row_bytes, cols,
+                 BITS: tl.constexpr, F16: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    HEADER: tl.constexpr = 4 if F16 else 8
+    CODE_BLOCK: tl.constexpr = BLOCK_C * BITS // 8
     base = out_ptr + r.to(tl.int64) * row_bytes
     if F16:
         _store_le(base, scale_bits, 2, rmask)
@@ -183,29 +212,75 @@ def _quantize_kernel(x_ptr, err_ptr, out_ptr, fault_ptr, rows, cols, row_bytes,
 
 
 @triton.jit
+def _store_words(out_ptr, r, rmask, codes, scale_bits, bias_bits, row_words,
+                 BITS: tl.constexpr, F16: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """A row of whole 32-bit words (cols * BITS a multiple of 32): the
+    header and 32 // BITS codes a word, stored as int32 (out_ptr is)."""
+    PER_WORD: tl.constexpr = 32 // BITS
+    HEADER_WORDS: tl.constexpr = 1 if F16 else 2
+    base = out_ptr + r.to(tl.int64) * row_words
+    if F16:
+        tl.store(base, scale_bits | (bias_bits << 16), mask=rmask)
+    else:
+        tl.store(base, scale_bits, mask=rmask)
+        tl.store(base + 1, bias_bits, mask=rmask)
+    shifts = tl.arange(0, PER_WORD) * BITS
+    # Disjoint bits: their sum is their OR (a carry-free int32 add).
+    words = tl.sum(tl.reshape(codes, (BLOCK_R, BLOCK_C // PER_WORD, PER_WORD)) << shifts[None, None, :], axis=2)
+    w = tl.arange(0, BLOCK_C // PER_WORD)
+    tl.store(base[:, None] + HEADER_WORDS + w[None, :], words,
+             mask=rmask[:, None] & (w[None, :] < row_words - HEADER_WORDS))
+
+
+@triton.jit
 def _dequantize_kernel(in_ptr, out_ptr, fault_ptr, rows, cols, row_bytes,
-                       BITS: tl.constexpr, F16: tl.constexpr,
+                       BITS: tl.constexpr, F16: tl.constexpr, WORDS: tl.constexpr,
                        BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     HEADER: tl.constexpr = 4 if F16 else 8
     CODE_BLOCK: tl.constexpr = BLOCK_C * BITS // 8
     r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     rmask = r < rows
-    base = in_ptr + r.to(tl.int64) * row_bytes
-    if F16:
-        scale = _load_le(base, 2, rmask).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
-        bias = _load_le(base + 2, 2, rmask).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+    if WORDS:  # in_ptr is int32: the header and 32 // BITS codes a word
+        PER_WORD: tl.constexpr = 32 // BITS
+        row_words = row_bytes // 4
+        base = in_ptr + r.to(tl.int64) * row_words
+        if F16:
+            h = tl.load(base, mask=rmask, other=0)
+            scale_bits, bias_bits = h & 0xFFFF, (h >> 16) & 0xFFFF
+        else:
+            scale_bits, bias_bits = tl.load(base, mask=rmask, other=0), tl.load(base + 1, mask=rmask, other=0)
+        w = tl.arange(0, BLOCK_C // PER_WORD)
+        words = tl.load(base[:, None] + HEADER // 4 + w[None, :],
+                        mask=rmask[:, None] & (w[None, :] < row_words - HEADER // 4), other=0)
+        shifts = tl.arange(0, PER_WORD) * BITS
+        codes = tl.reshape((words[:, :, None] >> shifts[None, None, :]) & ((1 << BITS) - 1), (BLOCK_R, BLOCK_C))
     else:
-        scale = _load_le(base, 4, rmask).to(tl.float32, bitcast=True)
-        bias = _load_le(base + 4, 4, rmask).to(tl.float32, bitcast=True)
+        base = in_ptr + r.to(tl.int64) * row_bytes
+        if F16:
+            scale_bits, bias_bits = _load_le(base, 2, rmask), _load_le(base + 2, 2, rmask)
+        else:
+            scale_bits, bias_bits = _load_le(base, 4, rmask), _load_le(base + 4, 4, rmask)
+        j = tl.arange(0, CODE_BLOCK)
+        code_bytes = (cols * BITS + 7) // 8
+        b = tl.load(base[:, None] + HEADER + j[None, :], mask=rmask[:, None] & (j[None, :] < code_bytes), other=0)
+        codes = _unpack(b.to(tl.int32), BLOCK_R, BLOCK_C, BITS)
+    if F16:
+        scale = scale_bits.to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+        bias = bias_bits.to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+    else:
+        scale, bias = scale_bits.to(tl.float32, bitcast=True), bias_bits.to(tl.float32, bitcast=True)
     ok = (scale >= 0.0) & (scale != float("inf")) & ((bias - bias) == 0.0)
     tl.store(fault_ptr + r, tl.where(ok, 0, BAD_HEADER).to(tl.int8), mask=rmask)
-    j = tl.arange(0, CODE_BLOCK)
-    code_bytes = (cols * BITS + 7) // 8
-    b = tl.load(base[:, None] + HEADER + j[None, :], mask=rmask[:, None] & (j[None, :] < code_bytes), other=0)
-    codes = _unpack(b.to(tl.int32), BLOCK_R, BLOCK_C, BITS).to(tl.float32)
     c = tl.arange(0, BLOCK_C)
     m = rmask[:, None] & (c[None, :] < cols)
-    tl.store(out_ptr + r.to(tl.int64)[:, None] * cols + c[None, :], bias[:, None] + scale[:, None] * codes, mask=m)
+    tl.store(out_ptr + r.to(tl.int64)[:, None] * cols + c[None, :],
+             bias[:, None] + scale[:, None] * codes.to(tl.float32), mask=m)
+
+
+def _word_rows(rb):
+    """Whether rows are whole 32-bit words (then the kernels move words, not
+    bytes). WORD_ROWS = False forces the byte path (the tests run both)."""
+    return WORD_ROWS and rb % 4 == 0
 
 
 def _blocks(cols, bits):
@@ -243,9 +318,10 @@ def launch_quantize(x, cols, bits, scale, err=None):
     faults = torch.zeros(rows, dtype=torch.int8, device=x.device)
     if rows:
         block_r, block_c = _blocks(cols, bits)
+        words = _word_rows(rb)
         _quantize_kernel[(triton.cdiv(rows, block_r),)](
-            x, err if err is not None else x, out, faults, rows, cols, rb,
-            BITS=bits, F16=scale == "f16", EC=err is not None, BLOCK_R=block_r, BLOCK_C=block_c,
+            x, err if err is not None else x, out.view(torch.int32) if words else out, faults, rows, cols, rb,
+            BITS=bits, F16=scale == "f16", EC=err is not None, WORDS=words, BLOCK_R=block_r, BLOCK_C=block_c,
             num_warps=WARPS, enable_fp_fusion=False)
     return out, faults
 
@@ -272,8 +348,10 @@ def launch_dequantize(data, cols, bits, scale):
     faults = torch.zeros(rows, dtype=torch.int8, device=data.device)
     if rows:
         block_r, block_c = _blocks(cols, bits)
+        words = _word_rows(rb) and data.data_ptr() % 4 == 0
         _dequantize_kernel[(triton.cdiv(rows, block_r),)](
-            data, out, faults, rows, cols, rb, BITS=bits, F16=scale == "f16",
+            data.view(torch.int32) if words else data, out, faults, rows, cols, rb, BITS=bits, F16=scale == "f16",
+            WORDS=words,
             BLOCK_R=block_r, BLOCK_C=block_c, num_warps=WARPS, enable_fp_fusion=False)
     return out, faults
 

@@ -21,8 +21,8 @@ from .errors import raise_row_errors
 
 # Values a program selects, and its warps (scripts/gpu-bench.py --tune).
 BLOCK, WARPS = 4096, 4
-NOT_FINITE = 1
-FAULTS = {NOT_FINITE: "holds NaN or inf (block {row})"}
+NOT_FINITE = tl.constexpr(1)  # a global a kernel reads must be constexpr
+FAULTS = {1: "holds NaN or inf (block {row})"}
 
 
 @triton.jit
@@ -102,17 +102,32 @@ def launch_threshold_pack(x, tau, err=None):
 def sparsity_threshold(x, eta):
     """DCT's threshold of x: element floor(n * eta) of |x| sorted ascending
     (+inf when that is n), as the CPU computes it (n * eta in double with a
-    1e-9 slack before the floor). NaN raises ValueError."""
+    1e-9 slack before the floor). NaN raises ValueError.
+
+    A radix select on the magnitudes' bit patterns, which order as the
+    magnitudes do: a histogram of the top 11 bits finds the bin that holds
+    the element, then the next 10 bits among that bin's values, then the
+    last 10. One pass over all the values and two over a few of them, where
+    torch.kthvalue sorts (480 ms for 64M values on an H200)."""
     if not 0.0 <= eta <= 1.0:
         raise ValueError(f"sparsity threshold: eta {eta} outside [0, 1]")
     n = x.numel()
-    pos = int(n * eta + 1e-9)
+    pos = min(int(n * eta + 1e-9), n)
     if pos >= n:
         return float("inf")
-    mags = x.reshape(-1).abs()
-    if torch.isnan(mags).any():
+    bits = x.reshape(-1).abs().view(torch.int32)
+    if bool((bits > 0x7F800000).any()):
         raise ValueError("sparsity threshold: the values hold NaN")
-    return float(torch.kthvalue(mags, pos + 1).values)
+    found = 0
+    for shift, width in ((20, 11), (10, 10), (0, 10)):
+        digits = (bits >> shift) & ((1 << width) - 1)
+        below = torch.cumsum(torch.bincount(digits, minlength=1 << width), 0)
+        d = int(torch.searchsorted(below, pos, right=True))  # the first digit with more than pos below it
+        pos -= int(below[d - 1]) if d else 0
+        found |= d << shift
+        if shift:
+            bits = bits[digits == d]
+    return float(torch.tensor(found, dtype=torch.int32).view(torch.float32))
 
 
 def _check(t, what):
