@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "python/array_views.h"
+#include "python/comm.h"
+#include "sparq/coll/alltoall.h"
 #include "sparq/compress/rowwise_quant.h"
 #include "sparq/compress/threshold_pack.h"
 #include "sparq/compress/topk.h"
@@ -36,6 +38,30 @@ py::array_t<T> array_of(const std::vector<T>& v) {
 }  // namespace
 
 void add_codecs(py::module_& m) {
+  m.def(
+      "alltoallv_bytes",
+      [](Comm& c, py::array in, const std::vector<std::size_t>& send_counts, py::array out,
+         const std::vector<std::size_t>& recv_counts) {
+        Transport& t = c.transport();
+        const auto what = fmt::format("alltoallv_bytes on rank {}", t.rank());
+        std::span<std::byte> src = byte_span(in, what + ", input", false);
+        std::span<std::byte> dst = byte_span(out, what + ", output", true);
+        AlltoallOptions o;
+        o.tag = tags::kQuantizedAlltoall;  // quantized_alltoallv's messages: the two kinds of ranks mix
+        CollStats st;
+        {
+          py::gil_scoped_release nogil;
+          st = alltoallv(t, src, send_counts, dst, recv_counts, o);
+        }
+        py::dict d;
+        d["bytes_sent"] = st.wire.bytes_sent;
+        return d;
+      },
+      py::arg("comm"), py::arg("input"), py::arg("send_counts"), py::arg("output"), py::arg("recv_counts"),
+      "Alltoallv of bytes already encoded (a GPU rank's q8/q4/q2 blocks): send_counts[j] bytes to rank j, "
+      "recv_counts[i] from rank i, as the messages of quantized_alltoallv, so ranks that encode their own "
+      "blocks exchange with ranks that call it.");
+
   m.def(
       "rowwise_quantize",
       [](py::array x, std::size_t cols, int bits, const std::string& scale, std::optional<py::array> err) {

@@ -279,41 +279,59 @@ def _default_alltoall_comm():
 
 
 class _QuantizedAlltoall(torch.autograd.Function):
-    # A CUDA tensor is staged through pinned host memory both ways; the result
-    # and the gradient go back to its device.
+    # Codecs on the device (device_alltoall), or on the host: a CUDA tensor is
+    # then staged through pinned host memory in fp32 both ways. The result
+    # and the gradient go back to x's device.
     @staticmethod
-    def forward(ctx, x, send_rows, recv_rows, fwd, bwd, comm):
-        dim = x.shape[1]
-        what = f"sparq.torch.quantized_alltoall on rank {comm.rank}"
-        src = _to_host(x.detach(), what).contiguous()
-        out = torch.empty((sum(recv_rows), dim), pin_memory=x.is_cuda)
-        _sparq.quantized_alltoallv(comm, src.numpy(), [r * dim for r in send_rows], out.numpy(),
-                                   [r * dim for r in recv_rows], fwd, dim)
-        ctx.meta = (send_rows, recv_rows, bwd, comm, x.shape, x.device)
-        return out.to(x.device)
+    def forward(ctx, x, send_rows, recv_rows, fwd, bwd, comm, on_device):
+        ctx.meta = (send_rows, recv_rows, bwd, comm, x.shape, x.device, on_device)
+        if on_device:
+            return _device_alltoall(x.detach(), send_rows, recv_rows, fwd, comm)
+        return _host_alltoall(x.detach(), send_rows, recv_rows, fwd, comm, f"sparq.torch.quantized_alltoall on rank "
+                              f"{comm.rank}")
 
     @staticmethod
     def backward(ctx, grad):
-        send_rows, recv_rows, bwd, comm, shape, device = ctx.meta
-        dim = shape[1]
-        g = _to_host(grad, f"sparq.torch.quantized_alltoall backward on rank {comm.rank}").contiguous()
-        gin = torch.empty(shape, pin_memory=device.type == "cuda")
-        _sparq.quantized_alltoallv(comm, g.numpy(), [r * dim for r in recv_rows], gin.numpy(),
-                                   [r * dim for r in send_rows], bwd, dim)
-        return gin.to(device), None, None, None, None, None
+        send_rows, recv_rows, bwd, comm, shape, device, on_device = ctx.meta
+        if on_device:
+            gin = _device_alltoall(grad, recv_rows, send_rows, bwd, comm)
+        else:
+            gin = _host_alltoall(grad, recv_rows, send_rows, bwd, comm,
+                                 f"sparq.torch.quantized_alltoall backward on rank {comm.rank}")
+        return gin.to(device), None, None, None, None, None, None
 
 
-def quantized_alltoall(x, splits, fwd_bits=4, bwd_bits=2, *, recv_splits=None, comm=None):
+def _device_alltoall(x, send_rows, recv_rows, codec, comm):
+    from .device_alltoall import alltoall_rows  # imports Triton, only where the codecs run on the device
+    return alltoall_rows(x, send_rows, recv_rows, codec, comm)
+
+
+def _host_alltoall(x, send_rows, recv_rows, codec, comm, what):
+    dim = x.shape[1]
+    src = _to_host(x, what).contiguous()
+    out = torch.empty((sum(recv_rows), dim), pin_memory=x.is_cuda)
+    _sparq.quantized_alltoallv(comm, src.numpy(), [r * dim for r in send_rows], out.numpy(),
+                               [r * dim for r in recv_rows], codec, dim)
+    return out.to(x.device)
+
+
+def quantized_alltoall(x, splits, fwd_bits=4, bwd_bits=2, *, recv_splits=None, comm=None, codecs="auto"):
     """Alltoall of rows for table-wise embeddings: the first splits[0] rows of
     x go to rank 0, the next splits[1] to rank 1, ...; returns the rows every
     rank sent here, in rank order. Forward in fwd_bits, backward (the rows'
     gradients) in bwd_bits; 32 is fp32. recv_splits, when known, saves a
-    round of counts. x: a 2-D float32 tensor on the CPU, or on a CUDA device
-    (staged through pinned host memory; the result is on x's device)."""
+    round of counts. x: a 2-D float32 tensor on the CPU or a CUDA device; the
+    result is on x's device. codecs: where the blocks are encoded and decoded:
+    "device" (sparq.gpu's kernels, so only compressed bytes leave a GPU),
+    "host" (a CUDA tensor staged through pinned host memory in fp32, the CPU
+    codecs), or "auto": device for CUDA tensors, host for CPU ones. Either
+    way the same bits, and ranks of both kinds mix in one job."""
     comm = comm if comm is not None else _default_alltoall_comm()
     if x.dim() != 2 or x.dtype != torch.float32 or x.device.type not in ("cpu", "cuda"):
         raise _sparq.InputError(f"sparq.torch.quantized_alltoall: rank {comm.rank} got a {x.dim()}-D {x.dtype} "
                                 f"tensor on {x.device}; it takes a 2-D float32 tensor on the CPU or a CUDA device")
+    if codecs not in ("auto", "host", "device"):
+        raise _sparq.InputError(f"sparq.torch.quantized_alltoall: codecs '{codecs}'; they are auto, host or device")
     splits = [int(s) for s in splits]
     if len(splits) != comm.size or sum(splits) != x.shape[0] or min(splits) < 0:
         raise _sparq.InputError(f"sparq.torch.quantized_alltoall: rank {comm.rank}: splits {splits} do not "
@@ -325,5 +343,6 @@ def quantized_alltoall(x, splits, fwd_bits=4, bwd_bits=2, *, recv_splits=None, c
             raise _sparq.InputError("sparq.torch.quantized_alltoall: more than 2^24 rows to one rank")
         _sparq.quantized_alltoallv(comm, counts.numpy(), [1] * comm.size, got.numpy(), [1] * comm.size, "fp32", 1)
         recv_splits = [int(v) for v in got.tolist()]
+    on_device = codecs == "device" or (codecs == "auto" and x.is_cuda)
     return _QuantizedAlltoall.apply(x, splits, [int(r) for r in recv_splits], _codec(fwd_bits), _codec(bwd_bits),
-                                    comm)
+                                    comm, on_device)

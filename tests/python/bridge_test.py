@@ -7,6 +7,9 @@ started by mpiexec: sparq's MPI transport); `--cuda` runs the CUDA checks
 instead, where torch has a CUDA device. Each check runs on every rank, and
 the run fails if any rank fails. Under torchrun and mpiexec a second job
 checks that a rank that dies ends the others.
+
+Where torch has no CUDA device, sparq.gpu's kernels (quantized_alltoall's
+codecs="device") run on CPU tensors under Triton's interpreter.
 """
 import argparse
 import datetime
@@ -17,9 +20,14 @@ import subprocess
 import sys
 import time
 import traceback
+import warnings
 
 import numpy as np
 import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # before anything imports Triton; the ranks inherit it
+    warnings.filterwarnings("ignore", category=RuntimeWarning, module="triton")  # the interpreter's masked lanes
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch import nn
@@ -192,6 +200,38 @@ def quantized_alltoall_forward_and_backward(rank, size):
     back = torch.cat(back)
     brng = (back.max(dim=1).values - back.min(dim=1).values).unsqueeze(1)
     assert ((x.grad - back).abs() <= brng / 3 / 2 * 1.0001 + 1e-6).all()
+
+
+@check
+def quantized_alltoall_with_device_codecs_equals_the_host_codecs(rank, size):
+    """sparq.gpu's kernels (here under Triton's interpreter) encode and decode
+    the blocks as the CPU codecs do: the same rows, gradients and bytes on
+    the wire; and ranks of both kinds mix (rank 0 on the device, the others
+    on the host, the messages being the same)."""
+    dim = 16
+    splits = [(rank + j) % 3 + 1 for j in range(size)]
+    x = torch.randn(sum(splits), dim, generator=torch.Generator().manual_seed(rank))
+    w = torch.randn(sum((r + rank) % 3 + 1 for r in range(size)), dim, generator=torch.Generator().manual_seed(9))
+    comm = st._default_alltoall_comm()
+
+    def run(codecs, fwd, bwd):
+        xd = x.clone().requires_grad_()
+        before = comm.counters()["bytes_sent"]
+        y = st.quantized_alltoall(xd, splits, fwd, bwd, codecs=codecs)
+        (y * w).sum().backward()
+        return y.detach(), xd.grad, comm.counters()["bytes_sent"] - before
+
+    for fwd, bwd in ((4, 2), (8, 8), (2, 4), (32, 32)):
+        host, device = run("host", fwd, bwd), run("device", fwd, bwd)
+        assert torch.equal(host[0], device[0]) and torch.equal(host[1], device[1]), f"q{fwd}/q{bwd}"
+        assert host[2] == device[2], f"q{fwd}/q{bwd}: {host[2]} bytes sent by the host codecs, {device[2]} by the device's"
+        mixed = run("device" if rank == 0 else "host", fwd, bwd)
+        assert torch.equal(host[0], mixed[0]) and torch.equal(host[1], mixed[1]), f"mixed q{fwd}/q{bwd}"
+    try:
+        st.quantized_alltoall(x, splits, 4, 2, codecs="gpu")
+        raise AssertionError("codecs='gpu' was accepted")
+    except sparq.InputError as e:
+        assert "auto, host or device" in str(e), str(e)
 
 
 @check
