@@ -323,6 +323,40 @@ PYBIND11_MODULE(_sparq, m) {
           "grad <- the average over ranks of what each sent. `pieces` ((name, size), ...) name the tensors "
           "of a bucket, so that dct and topk select per tensor. Every rank calls it in the same order.")
       .def(
+          "exchange_pairs",
+          [](PyGradExchange& g, const std::string& name, std::size_t dim, py::array idx, py::array val) {
+            Transport& t = g.comm.transport();
+            const auto what = fmt::format("bucket '{}' on rank {}", name, t.rank());
+            auto i = py_views::span_of<const std::uint32_t>(idx, what + ", indices", false, "uint32");
+            std::span<const float> v = float_span(val, what + ", values", false);
+            compress::SparseStream sum;
+            CollStats cs;
+            {
+              py::gil_scoped_release nogil;
+              try {
+                // Validated like a message: sorted, unique, below dim.
+                const auto sent = compress::SparseStream::sparse(dim, {i.begin(), i.end()}, {v.begin(), v.end()});
+                cs = g.x.allreduce_pairs(t, name, sent, sum);
+              } catch (...) {
+                rethrow_with_prefix(what);
+              }
+            }
+            py::dict d;
+            d["bytes_sent"] = cs.wire.bytes_sent;
+            d["dense"] = sum.is_dense();
+            py::array_t<std::uint32_t> si(static_cast<py::ssize_t>(sum.indices().size()));
+            std::copy(sum.indices().begin(), sum.indices().end(), si.mutable_data());
+            py::array_t<float> sv(static_cast<py::ssize_t>(sum.values().size()));
+            std::copy(sum.values().begin(), sum.values().end(), sv.mutable_data());
+            d["indices"] = si;
+            d["values"] = sv;
+            return d;
+          },
+          py::arg("name"), py::arg("dim"), py::arg("indices"), py::arg("values"),
+          "dct/topk with the pairs selected elsewhere (sparq.gpu's kernels): the sparse allreduce of this "
+          "rank's pairs (uint32 indices ascending, float32 values) of the bucket `name` of `dim` values; returns "
+          "the sum, sparse (indices, values) or dense (values), and bytes_sent.")
+      .def(
           "state",
           [](const PyGradExchange& g) {
             const auto blob = g.x.save_state();

@@ -40,7 +40,7 @@ def alltoall_rows(x, send_rows, recv_rows, codec, comm):
         data, faults = x.view(-1).view(torch.uint8), None
     else:
         data, faults = rowwise.launch_quantize(x.view(-1), dim, BITS[codec], "f16")
-    send = _to_host(torch.cat([data[:start * row_bytes], data[(start + send_rows[r]) * row_bytes:]]), faults)
+    send = to_host(torch.cat([data[:start * row_bytes], data[(start + send_rows[r]) * row_bytes:]]), faults)
     if faults is not None:
         try:
             raise_row_errors(send[1], rowwise.FAULTS, what)
@@ -49,7 +49,7 @@ def alltoall_rows(x, send_rows, recv_rows, codec, comm):
     recv = torch.empty(row_bytes * (sum(recv_rows) - recv_rows[r]), dtype=torch.uint8, pin_memory=x.is_cuda)
     _sparq.alltoallv_bytes(comm, send[0].numpy(), [0 if j == r else n * row_bytes for j, n in enumerate(send_rows)],
                            recv.numpy(), [0 if i == r else n * row_bytes for i, n in enumerate(recv_rows)])
-    got = _to_device(recv, x.device)
+    got = to_device(recv, x.device)
     if codec == "fp32":
         rows = got.view(torch.float32)
     else:
@@ -69,25 +69,27 @@ def _side_stream(device):
     return _side_streams[device]
 
 
-def _to_host(t, faults):
-    """(t, faults) in pinned host memory, copied on the side stream once the
-    current stream's work is done; returns when the copies have landed. CPU
-    tensors (the kernels under Triton's interpreter) are returned as they are."""
-    if not t.is_cuda:
-        return t, faults
-    side = _side_stream(t.device)
-    side.wait_stream(torch.cuda.current_stream(t.device))
+def to_host(*tensors):
+    """The tensors (None stays None) in pinned host memory, copied on the
+    side stream once the current stream's work is done; returns when the
+    copies have landed. CPU tensors (the kernels under Triton's interpreter)
+    are returned as they are."""
+    live = [t for t in tensors if t is not None]
+    if not live or not live[0].is_cuda:
+        return list(tensors)
+    device = live[0].device
+    side = _side_stream(device)
+    side.wait_stream(torch.cuda.current_stream(device))
     with torch.cuda.stream(side):
-        out = [torch.empty(a.shape, dtype=a.dtype, pin_memory=True).copy_(a, non_blocking=True)
-               if a is not None else None for a in (t, faults)]
-        for a in (t, faults):
-            if a is not None:
-                a.record_stream(side)
+        out = [None if t is None else torch.empty(t.shape, dtype=t.dtype, pin_memory=True).copy_(t, non_blocking=True)
+               for t in tensors]
+        for t in live:
+            t.record_stream(side)
     side.synchronize()
     return out
 
 
-def _to_device(host, device):
+def to_device(host, device):
     """host's bytes on `device`, copied on the side stream; the current
     stream waits for them (the host does not)."""
     if device.type != "cuda":

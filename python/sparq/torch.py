@@ -23,9 +23,11 @@ SPARQ_TRANSPORT=gloo|mpi, or connect(transport=...), overrides the choice.
 """
 import atexit
 import datetime
+import functools
 import os
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import torch
@@ -126,8 +128,18 @@ class Hook:
     State (residuals, thresholds, step) saves with state_dict().
     """
 
-    def __init__(self, codec, *, allreduce="auto", comm=None, model=None):
+    def __init__(self, codec, *, allreduce="auto", comm=None, model=None, codecs="auto", device_codec=None):
+        if codecs not in ("auto", "host", "device"):
+            raise _sparq.InputError(f"sparq hook: codecs '{codecs}'; they are auto, host or device")
+        if codecs == "device" and device_codec is None:
+            raise _sparq.InputError(f"sparq hook: codec {codec} has no device kernels yet (dct with f32 values has); "
+                                    "use codecs='host'")
         self.codec = codec
+        # Where the codec runs: the device's kernels (sparq.gpu) for CUDA
+        # buckets under "auto", for every bucket under "device".
+        self._codecs = codecs
+        self._device_codec = device_codec  # a factory, called at the first bucket on the device
+        self._device = None
         self.__name__ = self.__qualname__ = f"sparq_hook({codec})"  # DDP logs the hook by name
         self._allreduce = allreduce
         self._comm = comm
@@ -185,6 +197,11 @@ class Hook:
         step = self.step
         if bucket.is_last():
             self.step += 1
+        if self._device_codec is not None and (self._codecs == "device" or (self._codecs == "auto" and buf.is_cuda)):
+            if self._device is None:
+                self._device = self._device_codec()
+            return self._exchange_on_device(x, name, buf, pieces, step, f"sparq hook: bucket {bucket.index()} on "
+                                            f"rank {rank}")
         host = _to_host(buf, f"sparq hook: bucket {bucket.index()} on rank {rank}")
         # A future that will hold a CUDA tensor must name its device.
         fut = torch.futures.Future(devices=[buf.device]) if host is not buf else torch.futures.Future()
@@ -204,6 +221,32 @@ class Hook:
         self._last = self._pool.submit(work)
         return fut
 
+    def _exchange_on_device(self, x, name, buf, pieces, step, what):
+        """The codec's selection on buf's device; only its pairs go to the
+        host, for the exchange on the hook's thread (device_dct)."""
+        fut = torch.futures.Future(devices=[buf.device]) if buf.is_cuda else torch.futures.Future()
+        t0 = time.perf_counter()
+        try:
+            finish, kept = self._device.exchange(x, name, buf, pieces, step, what)
+        except BaseException as e:  # noqa: B902 - handed to DDP, which raises it in backward
+            fut.set_exception(e)
+            return fut
+        select_seconds = time.perf_counter() - t0
+        p = self.comm.size
+
+        def work():
+            try:
+                t1 = time.perf_counter()
+                self.bytes_sent += finish(p)
+                self.dense_bytes += 2 * (p - 1) * buf.numel() * 4 // p if p > 1 else 0
+                self.exchange_seconds += select_seconds + time.perf_counter() - t1
+                fut.set_result(buf)
+            except BaseException as e:  # noqa: B902
+                fut.set_exception(e)
+
+        self._last = self._pool.submit(work)
+        return fut
+
     def wait(self):
         """Blocks until every bucket handed to the hook is exchanged."""
         if self._last is not None:
@@ -211,6 +254,9 @@ class Hook:
 
     def state_dict(self):
         self.wait()
+        if self._device is not None and self._device.residuals:
+            raise _sparq.InputError("sparq hook: saving the state of codecs on the device is not built yet "
+                                    "(their residuals live on the device); use codecs='host' to checkpoint it")
         blob = self._x.state() if self._x is not None else self._blob
         return {
             "codec": self.codec,
@@ -240,13 +286,23 @@ def _to_host(t, what):
     return torch.empty(t.shape, dtype=t.dtype, pin_memory=True).copy_(t)
 
 
-def dct_hook(eta=0.99, L=1000, *, values="f32", allreduce="auto", comm=None, model=None):
+def dct_hook(eta=0.99, L=1000, *, values="f32", allreduce="auto", comm=None, model=None, codecs="auto"):
     """DCT-DP: per-tensor hard threshold, recomputed every L steps, keeping the
     top (1 - eta) of |grad + residual|; error feedback per tensor; sparse
     allreduce (`auto` picks the algorithm). values: f32, bf16 or fp8 (sparq's
-    extension: the kept values in 16 or 8 bits, their rounding fed back)."""
+    extension: the kept values in 16 or 8 bits, their rounding fed back).
+    codecs: where the selection runs: "device" (sparq.gpu's kernels, so
+    only the kept pairs leave a GPU; f32 values), "host" (a CUDA bucket
+    staged through pinned host memory), or "auto": the device's for CUDA
+    buckets with f32 values, else the host's. The same bits either way."""
     codec = f"dct:{eta},{L}" + ("" if values == "f32" else f"+{values}")
-    return Hook(codec, allreduce=allreduce, comm=comm, model=model)
+    device = functools.partial(_device_dct, eta, L) if values == "f32" else None
+    return Hook(codec, allreduce=allreduce, comm=comm, model=model, codecs=codecs, device_codec=device)
+
+
+def _device_dct(eta, L):
+    from .device_dct import DeviceDct  # imports Triton, only where the codecs run on the device
+    return DeviceDct(eta, L)
 
 
 def quantized_hook(bits=4, ec=True, *, allreduce="ring", comm=None, model=None):

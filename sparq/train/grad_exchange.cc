@@ -221,13 +221,7 @@ ExchangeStats GradExchange::exchange(Transport& t, std::string_view name, std::s
       st.kept = select_bucket(pieces, grad, step);
       st.compress_seconds = seconds_since(t0);
       t0 = Clock::now();
-      SparseAllreduceOptions o;
-      o.algo = codec_.sparse_algo;
-      o.values = codec_.values;
-      auto h = auto_history_.find(name);
-      if (h == auto_history_.end()) h = auto_history_.emplace(std::string(name), SparseAutoHistory{}).first;
-      o.history = &h->second;
-      cs = sparse_allreduce(t, stream_, sum_, o);
+      cs = allreduce_pairs(t, name, stream_, sum_);
       sum_.to_dense(grad, inv_p);
       st.comm_seconds = seconds_since(t0);
       break;
@@ -237,6 +231,19 @@ ExchangeStats GradExchange::exchange(Transport& t, std::string_view name, std::s
   st.counted = cs.counted;
   st.wait_seconds = st.compress_seconds + st.comm_seconds;
   return st;
+}
+
+CollStats GradExchange::allreduce_pairs(Transport& t, std::string_view name, const compress::SparseStream& sent,
+                                        compress::SparseStream& sum) {
+  SPARQ_CHECK_AS(InputError, codec_.kind == DpCodec::Kind::Dct || codec_.kind == DpCodec::Kind::TopK,
+                 "exchange of selected pairs: codec {} sends no pairs", codec_.text);
+  SparseAllreduceOptions o;
+  o.algo = codec_.sparse_algo;
+  o.values = codec_.values;
+  auto h = auto_history_.find(name);
+  if (h == auto_history_.end()) h = auto_history_.emplace(std::string(name), SparseAutoHistory{}).first;
+  o.history = &h->second;
+  return sparse_allreduce(t, sent, sum, o);
 }
 
 namespace {

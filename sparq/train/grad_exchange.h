@@ -131,6 +131,12 @@ class GradExchange {
   ExchangeStats exchange(Transport& t, std::string_view name, std::span<const Piece> pieces, std::span<float> grad,
                          std::uint64_t step);
 
+  // dct / topk with this step's pairs selected elsewhere (a GPU rank's
+  // kernels, sparq.torch): the sparse allreduce of `sent` (this rank's pairs
+  // of the bucket `name`) into `sum`, under the plan `auto` keeps for name.
+  CollStats allreduce_pairs(Transport& t, std::string_view name, const compress::SparseStream& sent,
+                            compress::SparseStream& sum);
+
   // The codec's state on this rank, bit for bit: the residuals, DCT-DP's
   // thresholds and schedule, auto's plans. load_state() of a blob saved by an
   // exchange with the same codec continues exactly where it left off; another
