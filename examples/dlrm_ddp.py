@@ -8,6 +8,11 @@ categorical values mapped to rows by the same hash.
         --hook dct:0.98,1000 --emb-codec q4/q2
 
 (or mpiexec -n 4 with MASTER_ADDR and MASTER_PORT set: any env:// launch).
+With --device cuda the model, the tables and the batches live on the GPU
+(every rank on cuda:LOCAL_RANK modulo the GPUs, so ranks may share one),
+and --codecs says where sparq's codecs run: on the device (sparq.gpu's
+kernels, only compressed bytes cross to the host) or on the host (each
+bucket and block staged in fp32).
 
 Each rank reads the global batch's ids of its own tables and its share of the
 dense features and labels; the lookups go to the ranks that own the samples
@@ -17,6 +22,7 @@ reference's, with the bytes this rank sent per step (sparq's counters).
 import argparse
 import ctypes
 import datetime
+import os
 import sys
 import time
 import traceback
@@ -58,6 +64,7 @@ def save_model(path, model, weight, owned, sizes, dim, step):
     --load-sparq): the dense parameters in sparq's order, every table from
     the rank that owns it."""
     rank, size = dist.get_rank(), dist.get_world_size()
+    weight = weight.cpu()
     if rank != 0:
         dist.send(weight, 0)
         return
@@ -129,8 +136,9 @@ class DenseDlrm(nn.Module):
     DLRM's order all the same (i > j over the bottom output, then tables 0
     to 25), which is what the top MLP's weights see."""
 
-    def __init__(self, bot, top, bf16=False, table_pos=None):
+    def __init__(self, bot, top, bf16=False, table_pos=None, device="cpu"):
         super().__init__()
+        self.device_type = torch.device(device).type
         self.bot = mlp(bot, relu_last=True)
         self.top = mlp(top, relu_last=False)
         self.bf16 = bf16
@@ -138,18 +146,21 @@ class DenseDlrm(nn.Module):
         li, lj = torch.tril_indices(n, n, offset=-1)
         pos = torch.tensor([0] + [1 + p for p in (table_pos or range(NUM_SPARSE))])
         # Not a buffer: DDP would broadcast it every step.
-        self.pairs = pos[li] * n + pos[lj]
+        self.pairs = (pos[li] * n + pos[lj]).to(device)
 
     def forward(self, dense, emb):  # emb: (batch, 26, dim), tables in table_pos order
         # bf16: the MLPs under autocast (oneDNN's bf16 GEMMs), the interaction
         # in fp32, as sparq train --mlp-precision bf16 does; parameters and
         # their gradients stay fp32.
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+        with torch.autocast(self.device_type, dtype=torch.bfloat16, enabled=self.bf16):
             x = self.bot(dense)
         x = x.float()
         z = torch.cat([x.unsqueeze(1), emb], dim=1)
-        dots = Interaction.apply(z, self.pairs)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+        if self.device_type == "cpu":
+            dots = Interaction.apply(z, self.pairs)
+        else:  # the batched product on the GPU, torch's own backward
+            dots = torch.bmm(z, z.transpose(1, 2)).flatten(1).index_select(1, self.pairs)
+        with torch.autocast(self.device_type, dtype=torch.bfloat16, enabled=self.bf16):
             out = self.top(torch.cat([x, dots], dim=1))
         return out.float().squeeze(1)
 
@@ -162,9 +173,17 @@ def main():
     ap.add_argument("--bucket-cap-mb", type=float, default=25,
                     help="DDP's bucket size: smaller buckets let the hook's exchanges overlap more of backward")
     ap.add_argument("--save", help="write the trained model here (rank 0; a sparq checkpoint, atomically)")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where the model and tables live")
+    ap.add_argument("--codecs", default="auto", choices=["auto", "host", "device"],
+                    help="where sparq's codecs run (auto: on the device for CUDA tensors where sparq has kernels)")
     args = ap.parse_args()
 
     rank, size = init_distributed(args.timeout)
+    if args.device == "cuda":
+        if not torch.cuda.is_available():
+            raise SystemExit("--device cuda: torch sees no CUDA device")
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)) % torch.cuda.device_count())
+    device = torch.device(args.device, torch.cuda.current_device()) if args.device == "cuda" else torch.device("cpu")
     timeout = datetime.timedelta(seconds=args.timeout)
     torch.set_num_threads(args.threads)
     # Debian's torch multiplies fp32 matrices with OpenBLAS, whose own thread
@@ -196,18 +215,23 @@ def main():
     weight = torch.empty(rows, dim)
     for t in mine:
         nn.init.uniform_(weight[offset[t]:offset[t] + sizes[t]], -(1.0 / sizes[t]) ** 0.5, (1.0 / sizes[t]) ** 0.5)
+    weight = weight.to(device)
 
     # The received blocks hold the tables in rank order; the model takes them so.
     by_rank = sum(owned, [])
     model = DenseDlrm(bot, top, bf16=args.mlp_precision == "bf16",
-                      table_pos=[by_rank.index(t) for t in range(NUM_SPARSE)])
+                      table_pos=[by_rank.index(t) for t in range(NUM_SPARSE)], device=device).to(device)
     # The gradients are views into DDP's buckets: no copy into them and back.
     ddp = DDP(model, bucket_cap_mb=args.bucket_cap_mb, gradient_as_bucket_view=True)
     hook = None
     if args.hook != "none":
-        codec = args.hook
-        hook = st.Hook(codec, allreduce="ring" if codec.startswith("q") else "auto", model=ddp,
-                       comm=st.connect(timeout=timeout))
+        codec, comm = args.hook, st.connect(timeout=timeout)
+        if codec.startswith("dct:") and "+" not in codec:  # the codec with device kernels
+            eta, life_span = codec[4:].split(",")
+            hook = st.dct_hook(float(eta), int(life_span), model=ddp, comm=comm, codecs=args.codecs)
+        else:
+            hook = st.Hook(codec, allreduce="ring" if codec.startswith("q") else "auto", model=ddp, comm=comm,
+                           codecs=args.codecs)
         ddp.register_comm_hook(None, hook)
     fwd, bwd = (args.emb_codec.split("/") + [args.emb_codec])[:2]
     bits = {"fp32": 32, "q8": 8, "q4": 4, "q2": 2}
@@ -237,10 +261,10 @@ def main():
         # Rows for rank j: its n samples x my tables, sample-major (the global
         # batch holds rank j's samples at j*n).
         idx = torch.from_numpy(np.stack([rows_of(ids[:, t], t, sizes[t]) + offset[t] for t in mine], axis=1)
-                               .reshape(-1) if mine else np.zeros(0, np.int64))
+                               .reshape(-1) if mine else np.zeros(0, np.int64)).to(device)
         send = weight.index_select(0, idx).requires_grad_(grad)
         got = st.quantized_alltoall(send, [n * len(mine)] * size, bits[fwd], bits[bwd],
-                                    recv_splits=[n * len(o) for o in owned], comm=a2a)
+                                    recv_splits=[n * len(o) for o in owned], comm=a2a, codecs=args.codecs)
         blocks = torch.split(got, [n * len(o) for o in owned])
         return torch.cat([blk.view(n, len(o), dim) for blk, o in zip(blocks, owned)], dim=1), idx, send
 
@@ -270,7 +294,8 @@ def main():
                 rec = test_set[s:s + batch]
                 share = rec[rank * local:(rank + 1) * local]
                 emb = lookups(rec["sparse"], False)[0]
-                scores.append(torch.sigmoid(model(torch.from_numpy(np.ascontiguousarray(share["dense"])), emb)))
+                scores.append(torch.sigmoid(model(torch.from_numpy(np.ascontiguousarray(share["dense"])).to(device),
+                                                  emb)).cpu())
                 labels.append(torch.from_numpy(np.ascontiguousarray(share["label"])))
         report_test(torch.cat(scores), torch.cat(labels), it, steps, at - t0 - testing)
         testing += time.perf_counter() - at
@@ -285,8 +310,8 @@ def main():
         t = time.perf_counter()
         rec = np.take(train, order[it * batch:(it + 1) * batch])  # 5x train[...] on a memmap (bench/dlrm_ddp_ops.py)
         share = rec[rank * local:(rank + 1) * local]
-        dense = torch.from_numpy(np.ascontiguousarray(share["dense"]))
-        label = torch.from_numpy(np.ascontiguousarray(share["label"]))
+        dense = torch.from_numpy(np.ascontiguousarray(share["dense"])).to(device)
+        label = torch.from_numpy(np.ascontiguousarray(share["label"])).to(device)
         t1 = time.perf_counter()
         emb, idx, send = lookups(rec["sparse"], True)
         t2 = time.perf_counter()
