@@ -164,11 +164,18 @@ def _quantize_kernel(x_ptr, err_ptr, out_ptr, fault_ptr, rows, cols, row_bytes,
                      BITS: tl.constexpr, F16: tl.constexpr, EC: tl.constexpr, WORDS: tl.constexpr,
                      BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     LEVELS: tl.constexpr = (1 << BITS) - 1
-    r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    # The program's first row moves the pointers (64-bit, once); the lanes
+    # keep 32-bit offsets from there (registers: more programs per SM).
+    first = tl.program_id(0).to(tl.int64) * BLOCK_R
+    x_ptr += first * cols
+    err_ptr += first * cols
+    fault_ptr += first
+    out_ptr += first * (row_bytes // 4 if WORDS else row_bytes)
+    r = tl.arange(0, BLOCK_R)
     c = tl.arange(0, BLOCK_C)
-    rmask = r < rows
+    rmask = r < rows - first
     m = rmask[:, None] & (c[None, :] < cols)
-    offs = r.to(tl.int64)[:, None] * cols + c[None, :]
+    offs = r[:, None] * cols + c[None, :]
     z = tl.load(x_ptr + offs, mask=m, other=0.0)
     if EC:
         z = z + tl.load(err_ptr + offs, mask=m, other=0.0)
@@ -198,7 +205,7 @@ def _store_bytes(out_ptr, r, rmask, codes, scale_bits, bias_bits, row_bytes, col
                  BITS: tl.constexpr, F16: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     HEADER: tl.constexpr = 4 if F16 else 8
     CODE_BLOCK: tl.constexpr = BLOCK_C * BITS // 8
-    base = out_ptr + r.to(tl.int64) * row_bytes
+    base = out_ptr + r * row_bytes
     if F16:
         _store_le(base, scale_bits, 2, rmask)
         _store_le(base + 2, bias_bits, 2, rmask)
@@ -218,7 +225,7 @@ def _store_words(out_ptr, r, rmask, codes, scale_bits, bias_bits, row_words,
     header and 32 // BITS codes a word, stored as int32 (out_ptr is)."""
     PER_WORD: tl.constexpr = 32 // BITS
     HEADER_WORDS: tl.constexpr = 1 if F16 else 2
-    base = out_ptr + r.to(tl.int64) * row_words
+    base = out_ptr + r * row_words
     if F16:
         tl.store(base, scale_bits | (bias_bits << 16), mask=rmask)
     else:
@@ -238,12 +245,16 @@ def _dequantize_kernel(in_ptr, out_ptr, fault_ptr, rows, cols, row_bytes,
                        BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     HEADER: tl.constexpr = 4 if F16 else 8
     CODE_BLOCK: tl.constexpr = BLOCK_C * BITS // 8
-    r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
-    rmask = r < rows
+    first = tl.program_id(0).to(tl.int64) * BLOCK_R  # as in _quantize_kernel
+    in_ptr += first * (row_bytes // 4 if WORDS else row_bytes)
+    out_ptr += first * cols
+    fault_ptr += first
+    r = tl.arange(0, BLOCK_R)
+    rmask = r < rows - first
     if WORDS:  # in_ptr is int32: the header and 32 // BITS codes a word
         PER_WORD: tl.constexpr = 32 // BITS
         row_words = row_bytes // 4
-        base = in_ptr + r.to(tl.int64) * row_words
+        base = in_ptr + r * row_words
         if F16:
             h = tl.load(base, mask=rmask, other=0)
             scale_bits, bias_bits = h & 0xFFFF, (h >> 16) & 0xFFFF
@@ -255,7 +266,7 @@ def _dequantize_kernel(in_ptr, out_ptr, fault_ptr, rows, cols, row_bytes,
         shifts = tl.arange(0, PER_WORD) * BITS
         codes = tl.reshape((words[:, :, None] >> shifts[None, None, :]) & ((1 << BITS) - 1), (BLOCK_R, BLOCK_C))
     else:
-        base = in_ptr + r.to(tl.int64) * row_bytes
+        base = in_ptr + r * row_bytes
         if F16:
             scale_bits, bias_bits = _load_le(base, 2, rmask), _load_le(base + 2, 2, rmask)
         else:
@@ -273,7 +284,7 @@ def _dequantize_kernel(in_ptr, out_ptr, fault_ptr, rows, cols, row_bytes,
     tl.store(fault_ptr + r, tl.where(ok, 0, BAD_HEADER).to(tl.int8), mask=rmask)
     c = tl.arange(0, BLOCK_C)
     m = rmask[:, None] & (c[None, :] < cols)
-    tl.store(out_ptr + r.to(tl.int64)[:, None] * cols + c[None, :],
+    tl.store(out_ptr + r[:, None] * cols + c[None, :],
              bias[:, None] + scale[:, None] * codes.to(tl.float32), mask=m)
 
 

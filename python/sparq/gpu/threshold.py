@@ -29,20 +29,23 @@ FAULTS = {1: "holds NaN or inf (block {row})"}
 def _select_kernel(g_ptr, e_ptr, tau, n, stage_idx, stage_val, counts, faults,
                    EC: tl.constexpr, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
-    offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    w = tl.load(g_ptr + offs, mask=m, other=0.0)
+    # The block's start moves the pointers (64-bit, once); the lanes keep
+    # 32-bit offsets from there (registers: more programs per SM).
+    base = pid.to(tl.int64) * BLOCK
+    lane = tl.arange(0, BLOCK)
+    m = lane < n - base
+    w = tl.load(g_ptr + base + lane, mask=m, other=0.0)
     if EC:
-        w = w + tl.load(e_ptr + offs, mask=m, other=0.0)
+        w = w + tl.load(e_ptr + base + lane, mask=m, other=0.0)
         keep = m & (tl.abs(w) >= tau)
-        tl.store(e_ptr + offs, tl.where(keep, 0.0, w), mask=m)
+        tl.store(e_ptr + base + lane, tl.where(keep, 0.0, w), mask=m)
     else:
         keep = m & (tl.abs(w) >= tau)
     tl.store(faults + pid, tl.max(tl.where(m & ((w - w) != 0.0), NOT_FINITE, 0), axis=0).to(tl.int8))
     k = keep.to(tl.int32)
-    slot = pid.to(tl.int64) * BLOCK + tl.cumsum(k, axis=0) - k
-    tl.store(stage_idx + slot, offs.to(tl.int32), mask=keep)
-    tl.store(stage_val + slot, w, mask=keep)
+    slot = tl.cumsum(k, axis=0) - k
+    tl.store(stage_idx + base + slot, lane + base.to(tl.int32), mask=keep)
+    tl.store(stage_val + base + slot, w, mask=keep)
     tl.store(counts + pid, tl.sum(k, axis=0))
 
 
@@ -53,9 +56,9 @@ def _gather_kernel(stage_idx, stage_val, counts, ends, out_idx, out_val, BLOCK: 
     start = tl.load(ends + pid) - count
     j = tl.arange(0, BLOCK)
     m = j < count
-    src = pid.to(tl.int64) * BLOCK + j
-    tl.store(out_idx + start + j, tl.load(stage_idx + src, mask=m), mask=m)
-    tl.store(out_val + start + j, tl.load(stage_val + src, mask=m), mask=m)
+    base = pid.to(tl.int64) * BLOCK
+    tl.store(out_idx + start + j, tl.load(stage_idx + base + j, mask=m), mask=m)
+    tl.store(out_val + start + j, tl.load(stage_val + base + j, mask=m), mask=m)
 
 
 def threshold_pack(x, tau, err=None, what="threshold pack: "):
