@@ -165,6 +165,22 @@ class DenseDlrm(nn.Module):
         return out.float().squeeze(1)
 
 
+def profile_line(prof, steps, device):
+    """The profiled steps' time on the device (its kernels'; on the CPU the
+    operators' own), and the part in sparq.gpu's ranges (the kernels and
+    what they launch)."""
+    ev = prof.key_averages()
+    if device.type == "cuda":
+        total = sum(e.self_device_time_total for e in ev)
+        ours = sum(e.device_time_total for e in ev if e.key.startswith("sparq.gpu."))
+    else:
+        total = sum(e.self_cpu_time_total for e in ev)
+        ours = sum(e.cpu_time_total for e in ev if e.key.startswith("sparq.gpu."))
+    where = "GPU" if device.type == "cuda" else "CPU"
+    return (f"profile (rank 0, {steps} steps): {where} time {total / steps / 1e3:.3f} ms/step, sparq.gpu "
+            f"{ours / steps / 1e3:.3f} ms/step ({ours / max(total, 1e-9):.1%})")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_args(ap)
@@ -176,6 +192,9 @@ def main():
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where the model and tables live")
     ap.add_argument("--codecs", default="auto", choices=["auto", "host", "device"],
                     help="where sparq's codecs run (auto: on the device for CUDA tensors where sparq has kernels)")
+    ap.add_argument("--profile-steps", type=int, default=0,
+                    help="profile this many steps after 5 (torch.profiler): the step's GPU (or CPU) time and the "
+                         "share of sparq.gpu's kernels, on rank 0")
     args = ap.parse_args()
 
     rank, size = init_distributed(args.timeout)
@@ -306,7 +325,12 @@ def main():
     # (it overlaps backward, so it is not a part of the step's sum).
     phase = dict.fromkeys(("data", "lookups", "fwd+bwd", "opt", "hook"), 0.0)
     hook_at = 0.0
+    prof, profiled = None, range(start + 5, start + 5 + args.profile_steps)
     for it in range(start, steps):
+        if it == profiled.start and args.profile_steps:
+            prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU] +
+                                          ([torch.profiler.ProfilerActivity.CUDA] if device.type == "cuda" else []))
+            prof.start()
         t = time.perf_counter()
         rec = np.take(train, order[it * batch:(it + 1) * batch])  # 5x train[...] on a memmap (bench/dlrm_ddp_ops.py)
         share = rec[rank * local:(rank + 1) * local]
@@ -332,6 +356,11 @@ def main():
             phase[key] += dt
         loss_sum += loss.item()
         n_loss += 1
+        if prof is not None and it + 1 == profiled.stop:
+            prof.stop()
+            if rank == 0:
+                print(profile_line(prof, len(profiled), device), flush=True)
+            prof = None
         if (it + 1) % args.print_freq == 0 or it + 1 == steps:
             now, b = time.perf_counter(), sent()
             k = n_loss
@@ -353,6 +382,10 @@ def main():
             test(it + 1)
     test(steps)
     clock.report(steps - start)
+    if rank == 0 and device.type == "cuda":
+        c = st.host_copies
+        print(f"host copies (rank 0): {c['to_host'] / (steps - start) / 1e6:.3f} MB/step to the host, "
+              f"{c['to_device'] / (steps - start) / 1e6:.3f} MB/step back (--codecs {args.codecs})", flush=True)
     if hook:
         hook.wait()
     if args.save:

@@ -77,6 +77,8 @@ def to_host(*tensors):
     live = [t for t in tensors if t is not None]
     if not live or not live[0].is_cuda:
         return list(tensors)
+    from .torch import host_copies
+    host_copies["to_host"] += sum(t.nbytes for t in live)
     device = live[0].device
     side = _side_stream(device)
     side.wait_stream(torch.cuda.current_stream(device))
@@ -94,6 +96,8 @@ def to_device(host, device):
     stream waits for them (the host does not)."""
     if device.type != "cuda":
         return host
+    from .torch import host_copies
+    host_copies["to_device"] += host.nbytes
     side = _side_stream(device)
     with torch.cuda.stream(side):
         dev = torch.empty(host.shape, dtype=host.dtype, device=device)

@@ -213,6 +213,7 @@ class Hook:
                 self.dense_bytes += stats["dense_bytes"]
                 self.exchange_seconds += stats["compress_seconds"] + stats["comm_seconds"]
                 if host is not buf:
+                    host_copies["to_device"] += host.nbytes
                     buf.copy_(host)  # synchronous: done before the result is set
                 fut.set_result(buf)
             except BaseException as e:  # noqa: B902 - handed to DDP, which raises it in backward
@@ -276,6 +277,11 @@ class Hook:
             self._blob = blob
 
 
+# Bytes the bridge copied between a GPU and the host (PCIe), both ways:
+# the host codecs' fp32 staging and the device codecs' compressed bytes.
+host_copies = {"to_host": 0, "to_device": 0}
+
+
 def _to_host(t, what):
     """t itself when on the CPU; a CUDA tensor's copy in pinned host memory
     (the copy waits for the work queued on t's stream)."""
@@ -283,7 +289,14 @@ def _to_host(t, what):
         return t
     if t.device.type != "cuda":
         raise _sparq.InputError(f"{what}: a tensor on {t.device}; sparq takes CPU tensors and stages CUDA ones")
+    host_copies["to_host"] += t.nbytes
     return torch.empty(t.shape, dtype=t.dtype, pin_memory=True).copy_(t)
+
+
+def _to_device(host, device):
+    if device.type == "cuda":
+        host_copies["to_device"] += host.nbytes
+    return host.to(device)
 
 
 def dct_hook(eta=0.99, L=1000, *, values="f32", allreduce="auto", comm=None, model=None, codecs="auto"):
@@ -368,7 +381,7 @@ def _host_alltoall(x, send_rows, recv_rows, codec, comm, what):
     out = torch.empty((sum(recv_rows), dim), pin_memory=x.is_cuda)
     _sparq.quantized_alltoallv(comm, src.numpy(), [r * dim for r in send_rows], out.numpy(),
                                [r * dim for r in recv_rows], codec, dim)
-    return out.to(x.device)
+    return _to_device(out, x.device)
 
 
 def quantized_alltoall(x, splits, fwd_bits=4, bwd_bits=2, *, recv_splits=None, comm=None, codecs="auto"):

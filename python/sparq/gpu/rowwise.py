@@ -19,6 +19,7 @@ import triton
 import triton.language as tl
 
 from .errors import raise_row_errors
+from .profiling import profiled
 
 # Globals a kernel reads must be constexpr (Triton 3.6 refuses others).
 ROUND_MAGIC = tl.constexpr(12582912.0)  # 1.5 * 2^23
@@ -313,6 +314,7 @@ def quantize(x, cols, bits, scale="f16", err=None):
     return out
 
 
+@profiled("sparq.gpu.quantize")
 def launch_quantize(x, cols, bits, scale, err=None):
     """quantize's kernel alone: (bytes, per-row fault codes), nothing waited for."""
     check_format(bits, scale, cols)
@@ -346,6 +348,7 @@ def dequantize(data, cols, bits, scale="f16"):
     return out
 
 
+@profiled("sparq.gpu.dequantize")
 def launch_dequantize(data, cols, bits, scale):
     """dequantize's kernel alone: (values, per-row fault codes), nothing waited for."""
     check_format(bits, scale, cols)

@@ -18,6 +18,7 @@ import triton
 import triton.language as tl
 
 from .errors import raise_row_errors
+from .profiling import profiled
 
 # Values a program selects, and its warps (scripts/gpu-bench.py --tune).
 BLOCK, WARPS = 4096, 4
@@ -72,6 +73,7 @@ def threshold_pack(x, tau, err=None, what="threshold pack: "):
     return idx[:n], val[:n]
 
 
+@profiled("sparq.gpu.threshold_pack")
 def launch_threshold_pack(x, tau, err=None):
     """threshold_pack's kernels alone: (index capacity, value capacity, the
     pair count as a 1-element device tensor, per-block fault codes)."""
@@ -102,6 +104,7 @@ def launch_threshold_pack(x, tau, err=None):
     return out_idx, out_val, ends[-1:], faults
 
 
+@profiled("sparq.gpu.sparsity_threshold")
 def sparsity_threshold(x, eta):
     """DCT's threshold of x: element floor(n * eta) of |x| sorted ascending
     (+inf when that is n), as the CPU computes it (n * eta in double with a
