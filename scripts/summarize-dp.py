@@ -119,7 +119,8 @@ def mp_table1(g):
 
 
 # Student's t, two-sided 95 %, by degrees of freedom.
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
+        14: 2.145, 19: 2.093, 29: 2.045, 39: 2.023}
 
 
 def mp_table1_seeds(g):
@@ -134,7 +135,7 @@ def mp_table1_seeds(g):
         dset, tag, eta = key.split("_")
         if eta != "0":
             split = {"bot2": "2 (bot:2)", "bot2top2": "3 (bot:2,top:2)"}[tag]
-            paired_row(f"{sets[dset]} | {split}", eta, g[key], g.get(f"{dset}_{tag}_0", []))
+            paired_row(f"{sets[dset]} | {split}", eta, paired(g[key], g.get(f"{dset}_{tag}_0", [])))
 
 
 def mp_map(g):
@@ -144,10 +145,16 @@ def mp_map(g):
     if not keys:
         return
     paired_header("Zipf | teacher AUC")
+    pooled = {}
     for key in keys:
         z, a, eta = key.split("_")
         if eta != "0":
-            paired_row(f"{z[1:]} | {a[1:]}", eta, g[key], g.get(f"{z}_{a}_0", []))
+            pairs = paired(g[key], g.get(f"{z}_{a}_0", []))
+            paired_row(f"{z[1:]} | {a[1:]}", eta, pairs)
+            pooled.setdefault(eta, []).extend(pairs)
+    # Every set's seed pairs together: one mean per eta over the whole map.
+    for eta, pairs in sorted(pooled.items()):
+        paired_row("all sets | all", eta, pairs)
 
 
 def paired_header(first):
@@ -156,9 +163,13 @@ def paired_header(first):
     print("|---|---|---|---|---|---|---|---|---|")
 
 
-def paired_row(label, eta, runs_at_eta, runs_at_0):
+def paired(runs_at_eta, runs_at_0):
+    """(run, its seed's run at eta 0) for every seed that has both."""
     base = {r["seed"]: r for r in runs_at_0}
-    pairs = [(r, base[r["seed"]]) for r in sorted(runs_at_eta, key=lambda r: r["seed"]) if r["seed"] in base]
+    return [(r, base[r["seed"]]) for r in sorted(runs_at_eta, key=lambda r: r["seed"]) if r["seed"] in base]
+
+
+def paired_row(label, eta, pairs):
     if not pairs:
         return
     rel = [100 * (r["test"]["loss"] / b["test"]["loss"] - 1) for r, b in pairs]
