@@ -132,7 +132,7 @@ class Hook:
         if codecs not in ("auto", "host", "device"):
             raise _sparq.InputError(f"sparq hook: codecs '{codecs}'; they are auto, host or device")
         if codecs == "device" and device_codec is None:
-            raise _sparq.InputError(f"sparq hook: codec {codec} has no device kernels yet (dct with f32 values has); "
+            raise _sparq.InputError(f"sparq hook: codec {codec} has no device kernels yet (dct and topk with f32 values have); "
                                     "use codecs='host'")
         self.codec = codec
         # Where the codec runs: the device's kernels (sparq.gpu) for CUDA
@@ -309,13 +309,13 @@ def dct_hook(eta=0.99, L=1000, *, values="f32", allreduce="auto", comm=None, mod
     staged through pinned host memory), or "auto": the device's for CUDA
     buckets with f32 values, else the host's. The same bits either way."""
     codec = f"dct:{eta},{L}" + ("" if values == "f32" else f"+{values}")
-    device = functools.partial(_device_dct, eta, L) if values == "f32" else None
+    device = functools.partial(_device_codec, "DeviceDct", eta, L) if values == "f32" else None
     return Hook(codec, allreduce=allreduce, comm=comm, model=model, codecs=codecs, device_codec=device)
 
 
-def _device_dct(eta, L):
-    from .device_dct import DeviceDct  # imports Triton, only where the codecs run on the device
-    return DeviceDct(eta, L)
+def _device_codec(kind, *args):
+    from . import device_sparse  # imports Triton, only where the codecs run on the device
+    return getattr(device_sparse, kind)(*args)
 
 
 def quantized_hook(bits=4, ec=True, *, allreduce="ring", comm=None, model=None):
@@ -324,10 +324,11 @@ def quantized_hook(bits=4, ec=True, *, allreduce="ring", comm=None, model=None):
     return Hook(f"q{bits}" + ("+ec" if ec else ""), allreduce=allreduce, comm=comm, model=model)
 
 
-def topk_hook(k, b, *, allreduce="auto", comm=None, model=None):
+def topk_hook(k, b, *, allreduce="auto", comm=None, model=None, codecs="auto"):
     """SparCML's TopK SGD: the k largest of every b values of grad + residual,
-    residual keeps the rest, sparse allreduce."""
-    return Hook(f"topk:{k}/{b}", allreduce=allreduce, comm=comm, model=model)
+    residual keeps the rest, sparse allreduce. codecs: as dct_hook's."""
+    return Hook(f"topk:{k}/{b}", allreduce=allreduce, comm=comm, model=model, codecs=codecs,
+                device_codec=functools.partial(_device_codec, "DeviceTopK", k, b))
 
 
 def _codec(bits):

@@ -235,25 +235,27 @@ def quantized_alltoall_with_device_codecs_equals_the_host_codecs(rank, size):
 
 
 @check
-def dct_hook_with_device_codecs_equals_the_host_codecs(rank, size):
-    """DCT-DP's selection by sparq.gpu's kernels (here under Triton's
-    interpreter): the same averaged gradients, bit for bit, as the host
-    codecs over steps with and without a threshold recomputed (residuals
-    and thresholds carried); ranks of both kinds mix."""
-    runs = {}
-    for codecs in ("host", "device", "mixed"):
-        model, x, y = model_and_batch(rank)
-        ddp = DDP(model, bucket_cap_mb=0.005)
-        where = codecs if codecs != "mixed" else ("device" if rank == 0 else "host")
-        hook = st.dct_hook(0.9, 3, model=ddp, codecs=where)
-        ddp.register_comm_hook(None, hook)
-        runs[codecs] = [ddp_grads(ddp, x + s, y) for s in range(5)]
-        hook.wait()
-        assert (hook._device is not None) == (where == "device"), f"{codecs}: the codecs ran elsewhere"
-    for codecs in ("device", "mixed"):
-        for s, (a, b) in enumerate(zip(runs["host"], runs[codecs])):
-            for name in a:
-                assert torch.equal(a[name], b[name]), f"{codecs}: step {s} {name}"
+def sparsifying_hooks_with_device_codecs_equal_the_host_codecs(rank, size):
+    """DCT-DP's and TopK's selection by sparq.gpu's kernels (here under
+    Triton's interpreter): the same averaged gradients, bit for bit, as the
+    host codecs over steps with and without a threshold recomputed
+    (residuals and thresholds carried); ranks of both kinds mix."""
+    for make in (lambda ddp, where: st.dct_hook(0.9, 3, model=ddp, codecs=where),
+                 lambda ddp, where: st.topk_hook(4, 64, model=ddp, codecs=where)):
+        runs = {}
+        for codecs in ("host", "device", "mixed"):
+            model, x, y = model_and_batch(rank)
+            ddp = DDP(model, bucket_cap_mb=0.005)
+            where = codecs if codecs != "mixed" else ("device" if rank == 0 else "host")
+            hook = make(ddp, where)
+            ddp.register_comm_hook(None, hook)
+            runs[codecs] = [ddp_grads(ddp, x + s, y) for s in range(5)]
+            hook.wait()
+            assert (hook._device is not None) == (where == "device"), f"{hook.codec} {codecs}: the codecs ran elsewhere"
+        for codecs in ("device", "mixed"):
+            for s, (a, b) in enumerate(zip(runs["host"], runs[codecs])):
+                for name in a:
+                    assert torch.equal(a[name], b[name]), f"{hook.codec} {codecs}: step {s} {name}"
     try:
         st.dct_hook(0.9, 3, values="bf16", codecs="device")
         raise AssertionError("bf16 values on the device were accepted")

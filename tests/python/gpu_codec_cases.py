@@ -45,3 +45,14 @@ def threshold_inputs():
     yield "one value", np.arange(1, 4_097, dtype=np.float32), 0.99999
     yield "denormals and signs", (g.standard_normal(30_000) * 1e-39).astype(np.float32), 0.95
     yield "one huge value", np.concatenate([g.standard_normal(999), [3e38]]).astype(np.float32), 0.9995
+
+
+def topk_inputs():
+    """(name, values, bucket, k) for TopK per bucket; the last run of each
+    is shorter than its bucket."""
+    g = np.random.default_rng(13)
+    yield "random", g.standard_normal(5_000).astype(np.float32), 512, 8
+    yield "ties", np.repeat(g.standard_normal(40), 25).astype(np.float32), 128, 16
+    yield "signed ties", np.tile(np.array([1.0, -1.0, 0.5, -0.0, 0.0], np.float32), 300), 100, 3
+    yield "k beyond the bucket", g.standard_normal(1_000).astype(np.float32), 64, 100
+    yield "zeros", np.zeros(777, np.float32), 256, 2

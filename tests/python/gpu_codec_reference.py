@@ -57,6 +57,21 @@ class Reference:
         return self._get(f"p/{key}/{err is not None}", compute)
 
 
+    def topk(self, key, x, bucket, k, err=None):
+        """(indices, values[, residual after]) of TopK per bucket; with err,
+        TopK SGD's accumulation as GradExchange does it: W = err + x, the
+        pairs of W's TopK, err = W with the sent places zeroed."""
+        def compute():
+            w = x if err is None else err + x  # float32, as the CPU's e[i] += g[i]
+            idx, val = self.lib.bucket_topk(np.ascontiguousarray(w), bucket, k)
+            if err is None:
+                return idx, val
+            left = w.copy()
+            left[idx] = 0
+            return idx, val, left
+        return self._get(f"k/{key}/{err is not None}", compute)
+
+
 def compute_all(ref):
     """Every CPU result the GPU tests ask for."""
     for cols in cases.COLS:
@@ -71,6 +86,9 @@ def compute_all(ref):
         tau = ref.threshold(name, x, eta)
         ref.threshold_pack(name, x, tau)
         ref.threshold_pack(name, x, tau, cases.residual(x.size))
+    for name, x, bucket, k in cases.topk_inputs():
+        ref.topk(name, x, bucket, k)
+        ref.topk(name, x, bucket, k, cases.residual(x.size))
 
 
 if __name__ == "__main__":

@@ -93,6 +93,28 @@ def test_threshold_and_pack_equal_the_cpu(name, x, eta):
     same_bits(err_dev, want_err)
 
 
+@pytest.mark.parametrize("name,x,bucket,k", list(cases.topk_inputs()), ids=lambda v: v if isinstance(v, str) else "")
+def test_topk_per_bucket_equals_the_cpu(name, x, bucket, k):
+    idx, val = gpu.bucket_topk(on_device(x), bucket, k)
+    want_idx, want_val = REF.topk(name, x, bucket, k)
+    same_bits(idx, want_idx.astype(np.int32))
+    same_bits(val, want_val)
+    err = cases.residual(x.size)
+    err_dev = on_device(err)
+    idx, val = gpu.bucket_topk(on_device(x), bucket, k, err=err_dev)
+    want_idx, want_val, want_err = REF.topk(name, x, bucket, k, err)
+    same_bits(idx, want_idx.astype(np.int32))
+    same_bits(val, want_val)
+    same_bits(err_dev, want_err)
+
+
+def test_topk_refuses_nan_naming_the_bucket():
+    x = np.ones(1_000, np.float32)
+    x[700] = np.nan
+    with pytest.raises(ValueError, match="tensor w: holds NaN or inf \\(TopK bucket 1\\)"):
+        gpu.bucket_topk(on_device(x), 512, 4, what="tensor w: ")
+
+
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
 @pytest.mark.parametrize("scale", ["f16", "f32"])
 def test_a_row_holding_nan_or_inf_is_an_error_naming_it(bad, scale):
