@@ -4,11 +4,15 @@ gpu_tests.log, kernels.jsonl, cpu.log: the files device-check writes) and
 replaces the block between '<!-- device:begin -->' and '<!-- device:end -->'
 in RESULTS_MD.
 
-  summarize-device.py DATA_DIR RESULTS_MD
+  summarize-device.py DATA_DIR RESULTS_MD [EMULATED_RUNS]
+
+EMULATED_RUNS: the output of docs/data/device/emulated-weak/run.sh (the
+weak scaling on the virtual clock), tabled beside the measured one.
 """
 import json
 import pathlib
 import re
+import statistics
 import sys
 
 
@@ -86,6 +90,21 @@ def cpu_table(d):
     return out
 
 
+def emulated_table(path):
+    runs = {}
+    for line in pathlib.Path(path).read_text().splitlines():
+        m = re.match(r"run \d+ (\S+) P=(\d+): modeled ([\d.]+) ms/it", line)
+        if m:
+            runs.setdefault((m[1], int(m[2])), []).append(float(m[3]))
+    out = ["", f"Predicted on the virtual clock (`{path}`: an infinite network, so each rank's own CPU time; "
+           "median of 3 runs of 40 steps):", "",
+           "| tables | ranks | modelled ms/step | weak-scaling efficiency |", "|---|---|---|---|"]
+    for (placement, p), v in sorted(runs.items()):
+        one = statistics.median(runs[(placement, 1)])
+        out.append(f"| {placement} | {p} | {statistics.median(v):.1f} | {one / statistics.median(v):.0%} |")
+    return out
+
+
 def main():
     data, results = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
     rows = [json.loads(line) for line in (data / "kernels.jsonl").read_text().splitlines() if line.strip()]
@@ -94,6 +113,7 @@ def main():
              f"GPU codecs against the CPU codecs' results: **{tests(data)}**.", "",
              *kernel_table(rows), *tune_table(rows), "",
              *cpu_table(data),
+             *(emulated_table(sys.argv[3]) if len(sys.argv) > 3 else []),
              "<!-- device:end -->"]
     text = results.read_text()
     begin, end = text.find("<!-- device:begin -->"), text.find("<!-- device:end -->")
