@@ -27,6 +27,17 @@ FAULTS = {1: "holds NaN or inf (block {row})"}
 
 
 @triton.jit
+def load_sum(x_ptr, e_ptr, start, lane, m, EC: tl.constexpr):
+    """x (+ e with EC) at start + lane where m, 0 elsewhere: the values a
+    sparsifying codec selects from (float addition commutes, so err + x and
+    x + err are the same bits)."""
+    w = tl.load(x_ptr + start + lane, mask=m, other=0.0)
+    if EC:
+        w = w + tl.load(e_ptr + start + lane, mask=m, other=0.0)
+    return w
+
+
+@triton.jit
 def _select_kernel(g_ptr, e_ptr, tau, n, stage_idx, stage_val, counts, faults,
                    EC: tl.constexpr, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
@@ -35,13 +46,10 @@ def _select_kernel(g_ptr, e_ptr, tau, n, stage_idx, stage_val, counts, faults,
     base = pid.to(tl.int64) * BLOCK
     lane = tl.arange(0, BLOCK)
     m = lane < n - base
-    w = tl.load(g_ptr + base + lane, mask=m, other=0.0)
+    w = load_sum(g_ptr, e_ptr, base, lane, m, EC)
+    keep = m & (tl.abs(w) >= tau)
     if EC:
-        w = w + tl.load(e_ptr + base + lane, mask=m, other=0.0)
-        keep = m & (tl.abs(w) >= tau)
         tl.store(e_ptr + base + lane, tl.where(keep, 0.0, w), mask=m)
-    else:
-        keep = m & (tl.abs(w) >= tau)
     tl.store(faults + pid, tl.max(tl.where(m & ((w - w) != 0.0), NOT_FINITE, 0), axis=0).to(tl.int8))
     k = keep.to(tl.int32)
     slot = tl.cumsum(k, axis=0) - k

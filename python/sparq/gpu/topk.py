@@ -18,6 +18,7 @@ import triton.language as tl
 
 from .errors import raise_row_errors
 from .profiling import profiled
+from .threshold import load_sum
 
 NOT_FINITE = tl.constexpr(1)  # a global a kernel reads must be constexpr
 FAULTS = {1: "holds NaN or inf (TopK bucket {row})"}
@@ -31,9 +32,7 @@ def _topk_kernel(x_ptr, e_ptr, n, k, out_idx, out_val, faults, bucket,
     start = pid.to(tl.int64) * bucket
     lane = tl.arange(0, BLOCK)
     m = (lane < bucket) & (lane < n - start)
-    w = tl.load(x_ptr + start + lane, mask=m, other=0.0)
-    if EC:
-        w = tl.load(e_ptr + start + lane, mask=m, other=0.0) + w
+    w = load_sum(x_ptr, e_ptr, start, lane, m, EC)
     bad = m & ((w - w) != 0.0)
     tl.store(faults + pid, tl.max(tl.where(bad, NOT_FINITE, 0), axis=0).to(tl.int8))
     mag = tl.where(m & ~bad, tl.abs(w), -1.0)  # -1: never picked
