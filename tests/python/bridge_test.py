@@ -256,6 +256,19 @@ def sparsifying_hooks_with_device_codecs_equal_the_host_codecs(rank, size):
             for s, (a, b) in enumerate(zip(runs["host"], runs[codecs])):
                 for name in a:
                     assert torch.equal(a[name], b[name]), f"{hook.codec} {codecs}: step {s} {name}"
+    # NaN in a gradient (on every rank: none waits for another): an error
+    # naming the bucket, the rank and the tensor, from the device's kernels.
+    for make in (lambda ddp: st.dct_hook(0.9, 3, model=ddp, codecs="device"),
+                 lambda ddp: st.topk_hook(4, 64, model=ddp, codecs="device")):
+        model, x, y = model_and_batch(rank)
+        ddp = DDP(model)
+        ddp.register_comm_hook(None, make(ddp))
+        x[0, 0] = float("nan")
+        try:
+            ddp_grads(ddp, x, y)
+            raise AssertionError("a NaN gradient was accepted")
+        except Exception as e:  # DDP re-raises the hook's error as a RuntimeError
+            assert f"bucket 0 on rank {rank}" in str(e) and "NaN" in str(e) and "tensor " in str(e), str(e)
     try:
         st.dct_hook(0.9, 3, values="bf16", codecs="device")
         raise AssertionError("bf16 values on the device were accepted")
