@@ -244,13 +244,9 @@ def main():
     ddp = DDP(model, bucket_cap_mb=args.bucket_cap_mb, gradient_as_bucket_view=True)
     hook = None
     if args.hook != "none":
-        codec, comm = args.hook, st.connect(timeout=timeout)
-        if codec.startswith("dct:") and "+" not in codec:  # the codec with device kernels
-            eta, life_span = codec[4:].split(",")
-            hook = st.dct_hook(float(eta), int(life_span), model=ddp, comm=comm, codecs=args.codecs)
-        else:
-            hook = st.Hook(codec, allreduce="ring" if codec.startswith("q") else "auto", model=ddp, comm=comm,
-                           codecs=args.codecs)
+        codec = args.hook
+        hook = st.Hook(codec, allreduce="ring" if codec.startswith("q") else "auto", model=ddp,
+                       comm=st.connect(timeout=timeout), codecs=args.codecs)
         ddp.register_comm_hook(None, hook)
     fwd, bwd = (args.emb_codec.split("/") + [args.emb_codec])[:2]
     bits = {"fp32": 32, "q8": 8, "q4": 4, "q2": 2}

@@ -5,6 +5,7 @@
 // result would land in the copy.
 #include <pybind11/numpy.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -40,6 +41,14 @@ inline std::span<std::byte> byte_span(py::array& a, const std::string& what, boo
 inline std::span<const std::byte> raw_bytes(const py::array& a, const std::string& what) {
   SPARQ_CHECK_AS(InputError, (a.flags() & py::array::c_style) != 0, "{}: not contiguous", what);
   return {static_cast<const std::byte*>(a.data()), static_cast<std::size_t>(a.nbytes())};
+}
+
+// A new numpy array holding a copy of `v` (a result handed to Python).
+template <class T>
+py::array_t<T> array_of(std::span<const T> v) {
+  py::array_t<T> a(static_cast<py::ssize_t>(v.size()));
+  std::copy(v.begin(), v.end(), a.mutable_data());
+  return a;
 }
 
 }  // namespace sparq::py_views

@@ -17,6 +17,7 @@
 namespace sparq {
 
 namespace py = pybind11;
+using py_views::array_of;
 using py_views::byte_span;
 using py_views::float_span;
 
@@ -26,13 +27,6 @@ compress::RowwiseFormat rowwise_format(int bits, const std::string& scale) {
   compress::check_code_bits(bits);
   SPARQ_CHECK_AS(InputError, scale == "f16" || scale == "f32", "row-wise: scale '{}'; it is f16 or f32", scale);
   return {bits, scale == "f16" ? compress::ScaleType::F16 : compress::ScaleType::F32};
-}
-
-template <class T>
-py::array_t<T> array_of(const std::vector<T>& v) {
-  py::array_t<T> a(static_cast<py::ssize_t>(v.size()));
-  std::copy(v.begin(), v.end(), a.mutable_data());
-  return a;
 }
 
 }  // namespace
@@ -114,7 +108,7 @@ void add_codecs(py::module_& m) {
           n = compress::threshold_pack(v, tau, idx, val);
         }
         idx.resize(n), val.resize(n);
-        return py::make_tuple(array_of(idx), array_of(val));
+        return py::make_tuple(array_of<std::uint32_t>(idx), array_of<float>(val));
       },
       py::arg("x"), py::arg("tau"), py::arg("err") = py::none(),
       "The (index, value) pairs with |x| >= tau in index order; with `err`, DCT-DP's fused step on x + err (err "
@@ -134,7 +128,7 @@ void add_codecs(py::module_& m) {
         std::vector<std::uint32_t> idx;
         std::vector<float> val;
         compress::bucket_topk(v, bucket, k, idx, val);
-        return py::make_tuple(array_of(idx), array_of(val));
+        return py::make_tuple(array_of<std::uint32_t>(idx), array_of<float>(val));
       },
       py::arg("x"), py::arg("bucket"), py::arg("k"),
       "SparCML's TopK: the k largest |x| of every run of `bucket` values (global indices ascending, values).");

@@ -343,19 +343,16 @@ PYBIND11_MODULE(_sparq, m) {
             }
             py::dict d;
             d["bytes_sent"] = cs.wire.bytes_sent;
+            d["dense_bytes"] = dense_ring_bytes(t.size(), dim);
             d["dense"] = sum.is_dense();
-            py::array_t<std::uint32_t> si(static_cast<py::ssize_t>(sum.indices().size()));
-            std::copy(sum.indices().begin(), sum.indices().end(), si.mutable_data());
-            py::array_t<float> sv(static_cast<py::ssize_t>(sum.values().size()));
-            std::copy(sum.values().begin(), sum.values().end(), sv.mutable_data());
-            d["indices"] = si;
-            d["values"] = sv;
+            d["indices"] = py_views::array_of(sum.indices());
+            d["values"] = py_views::array_of(sum.values());
             return d;
           },
           py::arg("name"), py::arg("dim"), py::arg("indices"), py::arg("values"),
           "dct/topk with the pairs selected elsewhere (sparq.gpu's kernels): the sparse allreduce of this "
           "rank's pairs (uint32 indices ascending, float32 values) of the bucket `name` of `dim` values; returns "
-          "the sum, sparse (indices, values) or dense (values), and bytes_sent.")
+          "the sum, sparse (indices, values) or dense (values), bytes_sent and dense_bytes (exchange()'s).")
       .def(
           "state",
           [](const PyGradExchange& g) {
@@ -371,6 +368,21 @@ PYBIND11_MODULE(_sparq, m) {
           },
           "Restores a state() of an exchange with the same codec.");
 
+  m.def(
+      "dp_codec",
+      [](const std::string& codec) {
+        const DpCodec c = parse_dp_codec(codec);  // InputError naming what is wrong
+        static constexpr const char* kinds[] = {"none", "dct", "topk", "quantized"};
+        py::dict d;
+        d["kind"] = kinds[static_cast<int>(c.kind)];
+        d["eta"] = c.eta;
+        d["life_span"] = c.life_span;
+        d["k"] = c.k;
+        d["bucket"] = c.bucket;
+        d["f32_values"] = c.values == compress::ValueFormat::F32;
+        return d;
+      },
+      py::arg("codec"), "The fields of a --dp-codec (kind, eta, life_span, k, bucket, f32_values).");
   add_block_codec(m);
   add_dct_mp(m);
   add_codecs(m);

@@ -39,8 +39,8 @@ class DeviceSparse:
 
     def exchange(self, x, name, buf, pieces, step, what):
         """Selects buf's pairs on its device and hands back a function that,
-        on the hook's thread, exchanges them and averages the sum into buf.
-        Returns (that function, pairs kept)."""
+        on the hook's thread, exchanges them, averages the sum into buf and
+        returns exchange_pairs' counts. Returns (that function, pairs kept)."""
         flat = buf.view(-1)
         idx, val, off = [], [], 0
         for piece, n in pieces:
@@ -61,7 +61,7 @@ class DeviceSparse:
             else:
                 flat.zero_()
                 flat[to_device(torch.from_numpy(got["indices"].view("int32")), buf.device).long()] = values
-            return got["bytes_sent"]
+            return got
 
         return finish, kept
 

@@ -128,17 +128,14 @@ class Hook:
     State (residuals, thresholds, step) saves with state_dict().
     """
 
-    def __init__(self, codec, *, allreduce="auto", comm=None, model=None, codecs="auto", device_codec=None):
-        if codecs not in ("auto", "host", "device"):
-            raise _sparq.InputError(f"sparq hook: codecs '{codecs}'; they are auto, host or device")
-        if codecs == "device" and device_codec is None:
-            raise _sparq.InputError(f"sparq hook: codec {codec} has no device kernels yet (dct and topk with f32 values have); "
-                                    "use codecs='host'")
+    def __init__(self, codec, *, allreduce="auto", comm=None, model=None, codecs="auto"):
+        _check_codecs(codecs, "sparq hook")
+        self._device_codec = _device_codec_of(codec)  # a factory, called at the first bucket on the device
+        if codecs == "device" and self._device_codec is None:
+            raise _sparq.InputError(f"sparq hook: codec {codec} has no device kernels yet (dct and topk with f32 "
+                                    "values have); use codecs='host'")
         self.codec = codec
-        # Where the codec runs: the device's kernels (sparq.gpu) for CUDA
-        # buckets under "auto", for every bucket under "device".
-        self._codecs = codecs
-        self._device_codec = device_codec  # a factory, called at the first bucket on the device
+        self._codecs = codecs  # where the codec runs (_on_device)
         self._device = None
         self.__name__ = self.__qualname__ = f"sparq_hook({codec})"  # DDP logs the hook by name
         self._allreduce = allreduce
@@ -197,7 +194,7 @@ class Hook:
         step = self.step
         if bucket.is_last():
             self.step += 1
-        if self._device_codec is not None and (self._codecs == "device" or (self._codecs == "auto" and buf.is_cuda)):
+        if self._device_codec is not None and _on_device(self._codecs, buf):
             if self._device is None:
                 self._device = self._device_codec()
             return self._exchange_on_device(x, name, buf, pieces, step, f"sparq hook: bucket {bucket.index()} on "
@@ -224,7 +221,7 @@ class Hook:
 
     def _exchange_on_device(self, x, name, buf, pieces, step, what):
         """The codec's selection on buf's device; only its pairs go to the
-        host, for the exchange on the hook's thread (device_dct)."""
+        host, for the exchange on the hook's thread (device_sparse)."""
         fut = torch.futures.Future(devices=[buf.device]) if buf.is_cuda else torch.futures.Future()
         t0 = time.perf_counter()
         try:
@@ -238,8 +235,9 @@ class Hook:
         def work():
             try:
                 t1 = time.perf_counter()
-                self.bytes_sent += finish(p)
-                self.dense_bytes += 2 * (p - 1) * buf.numel() * 4 // p if p > 1 else 0
+                stats = finish(p)
+                self.bytes_sent += stats["bytes_sent"]
+                self.dense_bytes += stats["dense_bytes"]
                 self.exchange_seconds += select_seconds + time.perf_counter() - t1
                 fut.set_result(buf)
             except BaseException as e:  # noqa: B902
@@ -309,11 +307,31 @@ def dct_hook(eta=0.99, L=1000, *, values="f32", allreduce="auto", comm=None, mod
     staged through pinned host memory), or "auto": the device's for CUDA
     buckets with f32 values, else the host's. The same bits either way."""
     codec = f"dct:{eta},{L}" + ("" if values == "f32" else f"+{values}")
-    device = functools.partial(_device_codec, "DeviceDct", eta, L) if values == "f32" else None
-    return Hook(codec, allreduce=allreduce, comm=comm, model=model, codecs=codecs, device_codec=device)
+    return Hook(codec, allreduce=allreduce, comm=comm, model=model, codecs=codecs)
 
 
-def _device_codec(kind, *args):
+def _check_codecs(codecs, what):
+    if codecs not in ("auto", "host", "device"):
+        raise _sparq.InputError(f"{what}: codecs '{codecs}'; they are auto, host or device")
+
+
+def _on_device(codecs, t):
+    """Whether `codecs` runs the codec where t lives: always under "device",
+    for CUDA tensors under "auto"."""
+    return codecs == "device" or (codecs == "auto" and t.is_cuda)
+
+
+def _device_codec_of(codec):
+    """A factory of the codec's selection on the device (sparq.gpu's kernels),
+    or None where sparq has none (every codec but dct and topk with f32 values)."""
+    c = _sparq.dp_codec(codec)
+    if not c["f32_values"] or c["kind"] not in ("dct", "topk"):
+        return None
+    args = ("DeviceDct", c["eta"], c["life_span"]) if c["kind"] == "dct" else ("DeviceTopK", c["k"], c["bucket"])
+    return functools.partial(_device_sparse, *args)
+
+
+def _device_sparse(kind, *args):
     from . import device_sparse  # imports Triton, only where the codecs run on the device
     return getattr(device_sparse, kind)(*args)
 
@@ -327,8 +345,7 @@ def quantized_hook(bits=4, ec=True, *, allreduce="ring", comm=None, model=None):
 def topk_hook(k, b, *, allreduce="auto", comm=None, model=None, codecs="auto"):
     """SparCML's TopK SGD: the k largest of every b values of grad + residual,
     residual keeps the rest, sparse allreduce. codecs: as dct_hook's."""
-    return Hook(f"topk:{k}/{b}", allreduce=allreduce, comm=comm, model=model, codecs=codecs,
-                device_codec=functools.partial(_device_codec, "DeviceTopK", k, b))
+    return Hook(f"topk:{k}/{b}", allreduce=allreduce, comm=comm, model=model, codecs=codecs)
 
 
 def _codec(bits):
@@ -400,8 +417,7 @@ def quantized_alltoall(x, splits, fwd_bits=4, bwd_bits=2, *, recv_splits=None, c
     if x.dim() != 2 or x.dtype != torch.float32 or x.device.type not in ("cpu", "cuda"):
         raise _sparq.InputError(f"sparq.torch.quantized_alltoall: rank {comm.rank} got a {x.dim()}-D {x.dtype} "
                                 f"tensor on {x.device}; it takes a 2-D float32 tensor on the CPU or a CUDA device")
-    if codecs not in ("auto", "host", "device"):
-        raise _sparq.InputError(f"sparq.torch.quantized_alltoall: codecs '{codecs}'; they are auto, host or device")
+    _check_codecs(codecs, "sparq.torch.quantized_alltoall")
     splits = [int(s) for s in splits]
     if len(splits) != comm.size or sum(splits) != x.shape[0] or min(splits) < 0:
         raise _sparq.InputError(f"sparq.torch.quantized_alltoall: rank {comm.rank}: splits {splits} do not "
@@ -413,6 +429,5 @@ def quantized_alltoall(x, splits, fwd_bits=4, bwd_bits=2, *, recv_splits=None, c
             raise _sparq.InputError("sparq.torch.quantized_alltoall: more than 2^24 rows to one rank")
         _sparq.quantized_alltoallv(comm, counts.numpy(), [1] * comm.size, got.numpy(), [1] * comm.size, "fp32", 1)
         recv_splits = [int(v) for v in got.tolist()]
-    on_device = codecs == "device" or (codecs == "auto" and x.is_cuda)
     return _QuantizedAlltoall.apply(x, splits, [int(r) for r in recv_splits], _codec(fwd_bits), _codec(bwd_bits),
-                                    comm, on_device)
+                                    comm, _on_device(codecs, x))
