@@ -20,6 +20,7 @@ dense features and labels; the lookups go to the ranks that own the samples
 reference's, with the bytes this rank sent per step (sparq's counters).
 """
 import argparse
+import collections
 import ctypes
 import datetime
 import os
@@ -31,6 +32,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.autograd import DeviceType
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import sparq
@@ -165,20 +167,40 @@ class DenseDlrm(nn.Module):
         return out.float().squeeze(1)
 
 
-def profile_line(prof, steps, device):
-    """The profiled steps' time on the device (its kernels'; on the CPU the
-    operators' own), and the part in sparq.gpu's ranges (the kernels and
-    what they launch)."""
-    ev = prof.key_averages()
-    if device.type == "cuda":
-        total = sum(e.self_device_time_total for e in ev)
-        ours = sum(e.device_time_total for e in ev if e.key.startswith("sparq.gpu."))
-    else:
-        total = sum(e.self_cpu_time_total for e in ev)
-        ours = sum(e.cpu_time_total for e in ev if e.key.startswith("sparq.gpu."))
+def profile_lines(prof, steps, device, top=12):
+    """The profiled steps' time on the device: the sum of its kernels and
+    copies (on the CPU, the operators' own time); the part that is
+    sparq.gpu's: its Triton kernels (named _sparq_*) and what torch ran
+    inside its ranges; then the kernels (operators) that took the most."""
+    parts = collections.Counter()  # name -> microseconds
+    calls = collections.Counter()
+    ours = 0.0
+    for e in prof.events():
+        if device.type == "cpu":
+            done = [(e.key, e.self_cpu_time_total, in_sparq_range(e))] if e.device_type == DeviceType.CPU else []
+        elif e.device_type == DeviceType.CPU:  # the kernels it launched
+            done = [(k.name, k.duration, in_sparq_range(e)) for k in e.kernels]
+        else:  # a kernel or copy not tied to an operator; GPU-side ranges are spans, not work
+            done = [] if e.is_user_annotation else [(e.name, e.time_range.elapsed_us(), False)]
+        for name, us, inside in done:
+            parts[name] += us
+            calls[name] += 1
+            ours += us if inside or "_sparq_" in name else 0.0
+    total = sum(parts.values())
     where = "GPU" if device.type == "cuda" else "CPU"
-    return (f"profile (rank 0, {steps} steps): {where} time {total / steps / 1e3:.3f} ms/step, sparq.gpu "
-            f"{ours / steps / 1e3:.3f} ms/step ({ours / max(total, 1e-9):.1%})")
+    lines = [f"profile (rank 0, {steps} steps): {where} time {total / steps / 1e3:.3f} ms/step, sparq.gpu "
+             f"{ours / steps / 1e3:.3f} ms/step ({ours / max(total, 1e-9):.1%})"]
+    for name, us in parts.most_common(top):
+        lines.append(f"profile   {us / steps / 1e3:8.3f} ms/step {calls[name] / steps:6.1f} calls/step: {name[:90]}")
+    return lines
+
+
+def in_sparq_range(e):
+    while e is not None:
+        if e.name.startswith("sparq.gpu."):
+            return True
+        e = e.cpu_parent
+    return False
 
 
 def main():
@@ -193,8 +215,8 @@ def main():
     ap.add_argument("--codecs", default="auto", choices=["auto", "host", "device"],
                     help="where sparq's codecs run (auto: on the device for CUDA tensors where sparq has kernels)")
     ap.add_argument("--profile-steps", type=int, default=0,
-                    help="profile this many steps after 5 (torch.profiler): the step's GPU (or CPU) time and the "
-                         "share of sparq.gpu's kernels, on rank 0")
+                    help="profile the last this many steps (torch.profiler): the step's GPU (or CPU) time, the "
+                         "share of sparq.gpu's kernels and the operators that took most, on rank 0")
     args = ap.parse_args()
 
     rank, size = init_distributed(args.timeout)
@@ -321,7 +343,7 @@ def main():
     # (it overlaps backward, so it is not a part of the step's sum).
     phase = dict.fromkeys(("data", "lookups", "fwd+bwd", "opt", "hook"), 0.0)
     hook_at = 0.0
-    prof, profiled = None, range(start + 5, start + 5 + args.profile_steps)
+    prof, profiled = None, range(max(start, steps - args.profile_steps), steps)
     for it in range(start, steps):
         if it == profiled.start and args.profile_steps:
             prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU] +
@@ -355,7 +377,7 @@ def main():
         if prof is not None and it + 1 == profiled.stop:
             prof.stop()
             if rank == 0:
-                print(profile_line(prof, len(profiled), device), flush=True)
+                print("\n".join(profile_lines(prof, len(profiled), device)), flush=True)
             prof = None
         if (it + 1) % args.print_freq == 0 or it + 1 == steps:
             now, b = time.perf_counter(), sent()

@@ -20,11 +20,12 @@ from . import _sparq
 from .device_alltoall import to_device, to_host
 from .gpu import threshold as th
 from .gpu import topk
+from .gpu.errors import raise_row_errors
 
 
 class DeviceSparse:
     """A sparsifying codec on the device: a residual per tensor, and
-    select() (the subclass's) making one tensor's pairs."""
+    launch() (the subclass's) queuing one tensor's selection."""
 
     def __init__(self):
         self.residuals = {}
@@ -42,14 +43,28 @@ class DeviceSparse:
         on the hook's thread, exchanges them, averages the sum into buf and
         returns exchange_pairs' counts. Returns (that function, pairs kept)."""
         flat = buf.view(-1)
-        idx, val, off = [], [], 0
+        picks, off = [], 0
         for piece, n in pieces:
-            i, v = self.select(piece, flat[off:off + n], step, what)
-            idx.append(i + off)
-            val.append(v)
+            picks.append((piece, off) + self.launch(piece, flat[off:off + n], step, what))
             off += n
-        idx, val = torch.cat(idx), torch.cat(val)
-        host_idx, host_val = to_host(idx, val)
+        # One wait for every tensor's pair count and fault flag: a wait per
+        # tensor would stall the hook's thread behind the backward pass still
+        # queued on the stream, once for each.
+        flags = torch.stack([faults.max() for *_, faults in picks]).to(torch.int32)
+        counts = [count.view(1) for *_, count, _ in picks if torch.is_tensor(count)]
+        known = torch.cat([flags] + counts).cpu().tolist()
+        counts = iter(known[len(picks):])
+        idx, val = [], []
+        for (piece, off, i, v, count, faults), flag in zip(picks, known):
+            if flag:
+                try:
+                    raise_row_errors(faults, self.FAULTS, f"{what}: tensor {piece} ")
+                except ValueError as e:
+                    raise _sparq.InputError(str(e)) from None
+            count = next(counts) if torch.is_tensor(count) else count
+            idx.append(i[:count] + off)
+            val.append(v[:count])
+        host_idx, host_val = to_host(torch.cat(idx), torch.cat(val))
         kept = host_idx.numel()
 
         def finish(size):
@@ -67,14 +82,17 @@ class DeviceSparse:
 
 
 class DeviceDct(DeviceSparse):
+    FAULTS = th.FAULTS
+
     def __init__(self, eta, life_span):
         super().__init__()
         self.eta, self.life_span = eta, life_span
         self.taus = {}
 
-    def select(self, name, grad, step, what):
-        """This step's pairs of one tensor (int32 indices, float32 values),
-        its residual updated."""
+    def launch(self, name, grad, step, what):
+        """One tensor's kernels, nothing waited for: (index capacity, value
+        capacity, the pair count on the device, fault flags); its residual
+        updated. The threshold, every L steps, waits (a select over |W|)."""
         err = self.residual(name, grad, what)
         if name not in self.taus or step % self.life_span == 0:
             try:
@@ -82,21 +100,24 @@ class DeviceDct(DeviceSparse):
             except ValueError as e:
                 raise _sparq.InputError(f"{what}: tensor {name}: {e}") from None
         try:
-            return th.threshold_pack(grad, self.taus[name], err, what=f"{what}: tensor {name} ")
+            return th.launch_threshold_pack(grad, self.taus[name], err)
         except ValueError as e:
-            raise _sparq.InputError(str(e)) from None
+            raise _sparq.InputError(f"{what}: tensor {name}: {e}") from None
 
 
 class DeviceTopK(DeviceSparse):
+    FAULTS = topk.FAULTS
+
     def __init__(self, k, bucket):
         super().__init__()
         self.k, self.bucket = k, bucket
 
-    def select(self, name, grad, step, what):
-        """This step's pairs of one tensor, its residual updated."""
+    def launch(self, name, grad, step, what):
+        """One tensor's kernel, nothing waited for: (indices, values, their
+        count, fault flags); its residual updated."""
         try:
-            return topk.bucket_topk(grad, self.bucket, self.k, self.residual(name, grad, what),
-                                    what=f"{what}: tensor {name} ")
+            idx, val, faults = topk.launch_bucket_topk(grad, self.bucket, self.k, self.residual(name, grad, what),
+                                                       what=f"{what}: tensor {name} ")
         except ValueError as e:
             raise _sparq.InputError(str(e)) from None
-
+        return idx, val, idx.numel(), faults

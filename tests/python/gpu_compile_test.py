@@ -34,27 +34,27 @@ def rowwise_variants():
         out = "*i32" if words else "*u8"
         shape = dict(BITS=bits, F16=f16, WORDS=words, BLOCK_R=block_r, BLOCK_C=block_c)
         for ec in (True, False):
-            yield (rowwise._quantize_kernel,
+            yield (rowwise._sparq_quantize_kernel,
                    dict(x_ptr="*fp32", err_ptr="*fp32", out_ptr=out, fault_ptr="*i8",
                         rows="i32", cols="i32", row_bytes="i32"),
                    dict(shape, EC=ec), dict(num_warps=rowwise.WARPS, enable_fp_fusion=False))
-        yield (rowwise._dequantize_kernel,
+        yield (rowwise._sparq_dequantize_kernel,
                dict(in_ptr=out, out_ptr="*fp32", fault_ptr="*i8", rows="i32", cols="i32", row_bytes="i32"),
                shape, dict(num_warps=rowwise.WARPS, enable_fp_fusion=False))
 
 
 def sparsifying_variants():
     for ec in (True, False):
-        yield (threshold._select_kernel,
+        yield (threshold._sparq_select_kernel,
                dict(g_ptr="*fp32", e_ptr="*fp32", tau="fp32", n="i32", stage_idx="*i32", stage_val="*fp32",
                     counts="*i32", faults="*i8"),
                dict(EC=ec, BLOCK=threshold.BLOCK), dict(num_warps=threshold.WARPS, enable_fp_fusion=False))
         for bucket in (1, 512, 16384):
-            yield (topk._topk_kernel,
+            yield (topk._sparq_topk_kernel,
                    dict(x_ptr="*fp32", e_ptr="*fp32", n="i32", k="i32", out_idx="*i32", out_val="*fp32",
                         faults="*i8", bucket="i32"),
                    dict(EC=ec, BLOCK=triton.next_power_of_2(bucket)), dict(num_warps=topk.WARPS))
-    yield (threshold._gather_kernel,
+    yield (threshold._sparq_gather_kernel,
            dict(stage_idx="*i32", stage_val="*fp32", counts="*i32", ends="*i32", out_idx="*i32", out_val="*fp32"),
            dict(BLOCK=threshold.BLOCK), dict(num_warps=threshold.WARPS))
 

@@ -161,7 +161,7 @@ def _codes(z, scale, bias, LEVELS: tl.constexpr):
 
 
 @triton.jit
-def _quantize_kernel(x_ptr, err_ptr, out_ptr, fault_ptr, rows, cols, row_bytes,
+def _sparq_quantize_kernel(x_ptr, err_ptr, out_ptr, fault_ptr, rows, cols, row_bytes,
                      BITS: tl.constexpr, F16: tl.constexpr, EC: tl.constexpr, WORDS: tl.constexpr,
                      BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     LEVELS: tl.constexpr = (1 << BITS) - 1
@@ -241,12 +241,12 @@ def _store_words(out_ptr, r, rmask, codes, scale_bits, bias_bits, row_words,
 
 
 @triton.jit
-def _dequantize_kernel(in_ptr, out_ptr, fault_ptr, rows, cols, row_bytes,
+def _sparq_dequantize_kernel(in_ptr, out_ptr, fault_ptr, rows, cols, row_bytes,
                        BITS: tl.constexpr, F16: tl.constexpr, WORDS: tl.constexpr,
                        BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     HEADER: tl.constexpr = 4 if F16 else 8
     CODE_BLOCK: tl.constexpr = BLOCK_C * BITS // 8
-    first = tl.program_id(0).to(tl.int64) * BLOCK_R  # as in _quantize_kernel
+    first = tl.program_id(0).to(tl.int64) * BLOCK_R  # as in _sparq_quantize_kernel
     in_ptr += first * (row_bytes // 4 if WORDS else row_bytes)
     out_ptr += first * cols
     fault_ptr += first
@@ -332,7 +332,7 @@ def launch_quantize(x, cols, bits, scale, err=None):
     if rows:
         block_r, block_c = _blocks(cols, bits)
         words = _word_rows(rb)
-        _quantize_kernel[(triton.cdiv(rows, block_r),)](
+        _sparq_quantize_kernel[(triton.cdiv(rows, block_r),)](
             x, err if err is not None else x, out.view(torch.int32) if words else out, faults, rows, cols, rb,
             BITS=bits, F16=scale == "f16", EC=err is not None, WORDS=words, BLOCK_R=block_r, BLOCK_C=block_c,
             num_warps=WARPS, enable_fp_fusion=False)
@@ -363,7 +363,7 @@ def launch_dequantize(data, cols, bits, scale):
     if rows:
         block_r, block_c = _blocks(cols, bits)
         words = _word_rows(rb) and data.data_ptr() % 4 == 0
-        _dequantize_kernel[(triton.cdiv(rows, block_r),)](
+        _sparq_dequantize_kernel[(triton.cdiv(rows, block_r),)](
             data.view(torch.int32) if words else data, out, faults, rows, cols, rb, BITS=bits, F16=scale == "f16",
             WORDS=words,
             BLOCK_R=block_r, BLOCK_C=block_c, num_warps=WARPS, enable_fp_fusion=False)

@@ -38,7 +38,7 @@ def load_sum(x_ptr, e_ptr, start, lane, m, EC: tl.constexpr):
 
 
 @triton.jit
-def _select_kernel(g_ptr, e_ptr, tau, n, stage_idx, stage_val, counts, faults,
+def _sparq_select_kernel(g_ptr, e_ptr, tau, n, stage_idx, stage_val, counts, faults,
                    EC: tl.constexpr, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
     # The block's start moves the pointers (64-bit, once); the lanes keep
@@ -59,7 +59,7 @@ def _select_kernel(g_ptr, e_ptr, tau, n, stage_idx, stage_val, counts, faults,
 
 
 @triton.jit
-def _gather_kernel(stage_idx, stage_val, counts, ends, out_idx, out_val, BLOCK: tl.constexpr):
+def _sparq_gather_kernel(stage_idx, stage_val, counts, ends, out_idx, out_val, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
     count = tl.load(counts + pid)
     start = tl.load(ends + pid) - count
@@ -103,12 +103,12 @@ def launch_threshold_pack(x, tau, err=None):
     out_idx = torch.empty(n, dtype=torch.int32, device=dev)
     out_val = torch.empty(n, dtype=torch.float32, device=dev)
     if n:
-        _select_kernel[(blocks,)](x, err if err is not None else x, float(tau), n, stage_idx, stage_val,
+        _sparq_select_kernel[(blocks,)](x, err if err is not None else x, float(tau), n, stage_idx, stage_val,
                                   counts, faults, EC=err is not None, BLOCK=block, num_warps=WARPS,
                                   enable_fp_fusion=False)
     ends = torch.cumsum(counts, 0, dtype=torch.int32)
     if n:
-        _gather_kernel[(blocks,)](stage_idx, stage_val, counts, ends, out_idx, out_val, BLOCK=block, num_warps=WARPS)
+        _sparq_gather_kernel[(blocks,)](stage_idx, stage_val, counts, ends, out_idx, out_val, BLOCK=block, num_warps=WARPS)
     return out_idx, out_val, ends[-1:], faults
 
 

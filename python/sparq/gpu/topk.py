@@ -26,7 +26,7 @@ WARPS = 4
 
 
 @triton.jit
-def _topk_kernel(x_ptr, e_ptr, n, k, out_idx, out_val, faults, bucket,
+def _sparq_topk_kernel(x_ptr, e_ptr, n, k, out_idx, out_val, faults, bucket,
                  EC: tl.constexpr, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
     start = pid.to(tl.int64) * bucket
@@ -50,13 +50,21 @@ def _topk_kernel(x_ptr, e_ptr, n, k, out_idx, out_val, faults, bucket,
     tl.store(out_val + slot, w, mask=picked)
 
 
-@profiled("sparq.gpu.topk")
 def bucket_topk(x, bucket, k, err=None, what="TopK: "):
     """The pairs (int32 indices, float32 values) of the min(k, run) largest
     |x| (+ err) of every run of `bucket` values, in index order, on x's
     device; with `err`, TopK SGD's error accumulation (err updated in
     place). NaN or inf raises ValueError naming the run; `what` names the
     tensor."""
+    idx, val, faults = launch_bucket_topk(x, bucket, k, err, what)
+    raise_row_errors(faults, FAULTS, what)
+    return idx, val
+
+
+@profiled("sparq.gpu.topk")
+def launch_bucket_topk(x, bucket, k, err=None, what="TopK: "):
+    """bucket_topk's kernel alone: (indices, values, per-bucket fault codes),
+    nothing waited for (the pair count is known beforehand)."""
     if x.dtype != torch.float32 or not x.is_contiguous():
         raise ValueError(f"{what}the input must be a contiguous float32 tensor, not {x.dtype}")
     if not 0 < bucket <= 16384 or k < 0:
@@ -75,7 +83,6 @@ def bucket_topk(x, bucket, k, err=None, what="TopK: "):
     val = torch.empty(count, dtype=torch.float32, device=x.device)
     faults = torch.zeros(max(buckets, 1), dtype=torch.int8, device=x.device)
     if buckets:
-        _topk_kernel[(buckets,)](x, err if err is not None else x, n, k, idx, val, faults, bucket,
+        _sparq_topk_kernel[(buckets,)](x, err if err is not None else x, n, k, idx, val, faults, bucket,
                                  EC=err is not None, BLOCK=triton.next_power_of_2(bucket), num_warps=WARPS)
-    raise_row_errors(faults, FAULTS, what)
-    return idx, val
+    return idx, val, faults
