@@ -28,8 +28,8 @@ def load(data):
 
 
 def key(r):
-    if r.get("hook"):
-        return ("dp", r["hook"])
+    if r.get("hook"):  # TopK SGD runs compare with the fp32 exchange under the same optimizer and rate
+        return ("dp", r["hook"], r.get("optimizer", "adam"), r.get("lr"))
     return ("mp", r["splits"], r["eta"], r.get("values") or "f32")
 
 
@@ -82,23 +82,26 @@ def topk_order(config):
 
 
 def topk_table(by):
-    base = ("dp", "none")
-    if base not in by:
-        return []
-    rows = ["| gradient exchange (2 ranks) | train loss | test loss | test loss vs fp32 | BLEU | BLEU vs fp32 "
-            "| gradient bytes sent per rank and step | vs the dense ring | seeds |",
-            "|---|---|---|---|---|---|---|---|---|"]
-    for config in [base] + sorted((c for c in by if c[0] == "dp" and c != base), key=topk_order):
-        runs = list(by[config].values())
-        sent = statistics.mean(r["grad_bytes_sent"] / r["steps"] for r in runs)
-        ratio = statistics.mean(r["grad_dense_bytes"] / r["grad_bytes_sent"] for r in runs)
-        name = "fp32 (sparq's dense allreduce)" if config == base else f"`{config[1]}`"
-        dl = paired(by, config, base, "test_loss", True) if config != base else None
-        db = paired(by, config, base, "bleu", False) if config != base else None
-        rows.append(f"| {name} | {mean(by, config, 'train_loss'):.4f} | {mean(by, config, 'test_loss'):.4f} | "
-                    f"{fmt_pm(dl[0], dl[1], ' %') if dl else ''} | {mean(by, config, 'bleu'):.2f} | "
-                    f"{fmt_pm(db[0], db[1]) if db else ''} | {sent / 1e3:.1f} kB | {ratio:.0f}x fewer | "
-                    f"{len(runs)} |")
+    groups = sorted({c[2:] for c in by if c[0] == "dp"}, key=lambda g: (g[0] != "adam", g))
+    rows = ["| gradient exchange (2 ranks) | optimizer | train loss | test loss | test loss vs fp32 | BLEU "
+            "| BLEU vs fp32 | gradient bytes sent per rank and step | vs the dense ring | seeds |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for opt, lr in groups:
+        base = ("dp", "none", opt, lr)
+        mine = sorted((c for c in by if c[0] == "dp" and c[2:] == (opt, lr) and c != base), key=topk_order)
+        for config in ([base] if base in by else []) + mine:
+            runs = list(by[config].values())
+            sent = statistics.mean(r["grad_bytes_sent"] / r["steps"] for r in runs)
+            ratio = statistics.mean(r["grad_dense_bytes"] / r["grad_bytes_sent"] for r in runs)
+            name = "fp32 (sparq's dense allreduce)" if config == base else f"`{config[1]}`"
+            against = config != base and base in by
+            dl = paired(by, config, base, "test_loss", True) if against else None
+            db = paired(by, config, base, "bleu", False) if against else None
+            rows.append(f"| {name} | {opt} {'(momentum 0.9) ' if opt == 'sgd' else ''}lr {lr:g} | "
+                        f"{mean(by, config, 'train_loss'):.4f} | {mean(by, config, 'test_loss'):.4f} | "
+                        f"{fmt_pm(dl[0], dl[1], ' %') if dl else ''} | {mean(by, config, 'bleu'):.2f} | "
+                        f"{fmt_pm(db[0], db[1]) if db else ''} | {sent / 1e3:.1f} kB | {ratio:.0f}x fewer | "
+                        f"{len(runs)} |")
     return rows
 
 
@@ -130,7 +133,8 @@ def plot(by, base, out):
     import matplotlib.pyplot as plt
 
     mp = sorted((c for c in by if c[0] == "mp" and c[1]), key=lambda c: (c[1], c[2], c[3] != "f32"))
-    dp = sorted((c for c in by if c[0] == "dp"), key=topk_order)
+    dp = sorted((c for c in by if c[0] == "dp" and c[2] == "adam"), key=topk_order)  # the plot: Adam's runs
+    dense = next((c for c in dp if c[1] == "none"), None)
     color = {c: plt.cm.tab20(i % 20) for i, c in enumerate([base] + mp + dp)}
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
     for config in [base] + mp + dp:
@@ -139,7 +143,7 @@ def plot(by, base, out):
     axes[0].set_ylabel("test loss (nats per token, mean over seeds)")
     axes[0].set_title("test loss")
     for ax, configs, ref, title in ((axes[1], mp, base, "DCT-MP against the baseline"),
-                                    (axes[2], [c for c in dp if c[1] != "none"], ("dp", "none"),
+                                    (axes[2], [c for c in dp if c[1] != "none"], dense,
                                      "TopK SGD against fp32 DDP")):
         for config in configs:
             ax.plot(*curve_change(by, config, ref), label=label(config, base), lw=1, color=color[config])
