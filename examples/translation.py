@@ -56,8 +56,10 @@ def parse_args(argv=None):
     ap.add_argument("--seed", type=int, default=1, help="the model's initialisation and batch order")
     ap.add_argument("--epochs", type=int, default=6)
     ap.add_argument("--batch-size", type=int, default=64, help="sentence pairs per (global) batch")
-    ap.add_argument("--optimizer", choices=["adam", "sgd"], default="adam",
-                    help="adam (fairseq's), or sgd with momentum 0.9 (what TopK SGD with error feedback assumes)")
+    ap.add_argument("--optimizer", choices=["adam", "sgd", "sgd-mc"], default="adam",
+                    help="adam (fairseq's), sgd with momentum 0.9 (what TopK SGD with error feedback assumes), or "
+                         "sgd-mc: the same momentum applied to each rank's gradients before the exchange (DGC's "
+                         "momentum correction, data parallel only), the optimizer plain SGD")
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--warmup", type=int, default=200)
     ap.add_argument("--label-smoothing", type=float, default=0.1)
@@ -253,11 +255,13 @@ def main(argv=None):
     if ddp:
         net = nn.parallel.DistributedDataParallel(model)
         hook = st.Hook(a.hook, model=net)
-        net.register_comm_hook(state=None, hook=hook)
+        net.register_comm_hook(state=None, hook=momentum_corrected(hook, 0.9) if a.optimizer == "sgd-mc" else hook)
+    elif a.optimizer == "sgd-mc":
+        raise SystemExit("--optimizer sgd-mc: the momentum goes into the data-parallel exchange (run with --hook)")
     if a.optimizer == "adam":
         opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.98), eps=1e-8)
     else:
-        opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
+        opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9 if a.optimizer == "sgd" else 0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / a.warmup, math.sqrt(a.warmup / (s + 1))))
     rng = random.Random(a.seed)
     curve, step, t0 = [], 0, time.perf_counter()
@@ -293,6 +297,29 @@ def main(argv=None):
                 f.write(json.dumps(result) + "\n")
     if ddp:
         dist.destroy_process_group()
+
+
+def momentum_corrected(hook, m):
+    """DGC's momentum correction (Lin et al., 2018) around a gradient hook:
+    each rank keeps a velocity u = m * u + grad per bucket and hands u to the
+    exchange in place of grad, so that a sparsifier's residual accumulates
+    velocities and what it releases late still carries its momentum; the
+    optimizer then applies the averaged result without momentum. With a dense
+    exchange this is momentum SGD itself (the average is linear). DGC's
+    factor masking (zeroing the velocity of sent values) is not done: the
+    hook does not tell which values it sent."""
+    velocity = {}
+
+    def call(state, bucket):
+        buf = bucket.buffer()
+        u = velocity.get(bucket.index())
+        if u is None or u.shape != buf.shape:  # DDP re-buckets once, after the first step
+            u = velocity[bucket.index()] = torch.zeros_like(buf)
+        u.mul_(m).add_(buf)
+        buf.copy_(u)
+        return hook(state, bucket)
+
+    return call
 
 
 def report(a, model, test, refs, tv, train_loss, curve, cuts, hook, steps, seconds):

@@ -79,8 +79,11 @@ run train "${common[@]}" --test-freq 5 --metrics "$D/t.jsonl" || fail "test-freq
 first_test=$(grep -m1 '"event":"test"' "$D/t.jsonl")
 loss5=$(echo "$first_test" | grep -o '"loss":[0-9.e+-]*' | cut -d: -f2)
 auc5=$(echo "$first_test" | grep -o '"auc":[0-9.e+-]*' | cut -d: -f2)
+# Two ranks sum their gradients in another order than one: their first test
+# loss may differ from one rank's in the last bits, hence the slack.
+target5=$(awk -v l="$loss5" 'BEGIN { printf "%.9g", l * (1 + 1e-6) }')
 for ranks in 1 2; do
-  run train "${common[@]}" --nepochs 2 --test-freq 5 --ranks $ranks --target-loss "$loss5" --metrics "$D/tl.jsonl" ||
+  run train "${common[@]}" --nepochs 2 --test-freq 5 --ranks $ranks --target-loss "$target5" --metrics "$D/tl.jsonl" ||
     fail "target loss: $(cat "$D/err")"
   grep -q "^target reached: test loss .* <= .* at step 5 (epoch 0, it 5/20): .* s of training" "$D/out" ||
     fail "target loss reached at the first test ($ranks ranks): $(cat "$D/out")"
