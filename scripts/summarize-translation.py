@@ -81,6 +81,9 @@ def topk_order(config):
     return int(k), config[1]
 
 
+OPTIMIZERS = {"sgd": "sgd (momentum 0.9)", "sgd-mc": "sgd, momentum 0.9 before the exchange (DGC)"}
+
+
 def topk_table(by):
     groups = sorted({c[2:] for c in by if c[0] == "dp"}, key=lambda g: (g[0] != "adam", g))
     rows = ["| gradient exchange (2 ranks) | optimizer | train loss | test loss | test loss vs fp32 | BLEU "
@@ -97,7 +100,7 @@ def topk_table(by):
             against = config != base and base in by
             dl = paired(by, config, base, "test_loss", True) if against else None
             db = paired(by, config, base, "bleu", False) if against else None
-            rows.append(f"| {name} | {opt} {'(momentum 0.9) ' if opt == 'sgd' else ''}lr {lr:g} | "
+            rows.append(f"| {name} | {OPTIMIZERS.get(opt, opt)} lr {lr:g} | "
                         f"{mean(by, config, 'train_loss'):.4f} | {mean(by, config, 'test_loss'):.4f} | "
                         f"{fmt_pm(dl[0], dl[1], ' %') if dl else ''} | {mean(by, config, 'bleu'):.2f} | "
                         f"{fmt_pm(db[0], db[1]) if db else ''} | {sent / 1e3:.1f} kB | {ratio:.0f}x fewer | "
