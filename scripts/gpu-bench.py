@@ -110,11 +110,10 @@ def main():
            12 * n + 8 * kept, eta=a.eta, kept=kept)
     record("call:threshold_pack_ec", timed(lambda: gpu.threshold_pack(x, tau, e), a.warmup, a.repeats),
            12 * n + 8 * kept, eta=a.eta, kept=kept)
-    tk = importlib.import_module(gpu.__name__ + ".topk")
     kept = n // 512 * 8
-    record("topk", timed(lambda: tk.bucket_topk(x, 512, 8), a.warmup, a.repeats), 4 * n + 8 * kept, bucket=512, k=8)
+    record("topk", timed(lambda: gpu.bucket_topk(x, 512, 8), a.warmup, a.repeats), 4 * n + 8 * kept, bucket=512, k=8)
     e = err.clone()
-    record("topk_ec", timed(lambda: tk.bucket_topk(x, 512, 8, e), a.warmup, a.repeats), 12 * n + 8 * kept,
+    record("topk_ec", timed(lambda: gpu.bucket_topk(x, 512, 8, e), a.warmup, a.repeats), 12 * n + 8 * kept,
            bucket=512, k=8)
     record("sparsity_threshold", timed(lambda: gpu.sparsity_threshold(x, a.eta), 2, 10), 4 * n, eta=a.eta)
     record("torch.kthvalue", timed(lambda: torch.kthvalue(x.abs(), int(n * a.eta) + 1), 1, 3), 4 * n, eta=a.eta)

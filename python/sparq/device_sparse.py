@@ -51,9 +51,9 @@ class DeviceSparse:
         # tensor would stall the hook's thread behind the backward pass still
         # queued on the stream, once for each.
         flags = torch.stack([faults.max() for *_, faults in picks]).to(torch.int32)
-        counts = [count.view(1) for *_, count, _ in picks if torch.is_tensor(count)]
-        known = torch.cat([flags] + counts).cpu().tolist()
-        counts = iter(known[len(picks):])
+        on_device = [count.view(1) for *_, count, _ in picks if torch.is_tensor(count)]
+        known = torch.cat([flags] + on_device).cpu().tolist()
+        device_counts = iter(known[len(picks):])
         idx, val = [], []
         for (piece, off, i, v, count, faults), flag in zip(picks, known):
             if flag:
@@ -61,7 +61,7 @@ class DeviceSparse:
                     raise_row_errors(faults, self.FAULTS, f"{what}: tensor {piece} ")
                 except ValueError as e:
                     raise _sparq.InputError(str(e)) from None
-            count = next(counts) if torch.is_tensor(count) else count
+            count = next(device_counts) if torch.is_tensor(count) else count
             idx.append(i[:count] + off)
             val.append(v[:count])
         host_idx, host_val = to_host(torch.cat(idx), torch.cat(val))

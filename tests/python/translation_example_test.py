@@ -42,3 +42,32 @@ def test_the_corpus_is_fixed_by_its_seed():
 def test_bad_flag_combinations_are_refused(flags):
     with pytest.raises(SystemExit):
         translation.parse_args(flags)
+
+
+class FakeBucket:
+    def __init__(self, grad):
+        self.grad = grad.clone()
+
+    def index(self):
+        return 0
+
+    def buffer(self):
+        return self.grad
+
+
+def test_momentum_correction_hands_the_velocity_to_the_exchange():
+    """u_t = m u_(t-1) + g_t goes to the hook in place of g_t (closed form)."""
+    import torch
+    seen = []
+    hook = translation.momentum_corrected(lambda state, bucket: seen.append(bucket.buffer().clone()), 0.9)
+    g = [torch.tensor([1.0, -2.0]), torch.tensor([0.5, 4.0]), torch.tensor([0.0, 1.0])]
+    for x in g:
+        hook(None, FakeBucket(x))
+    want = [g[0], 0.9 * g[0] + g[1], 0.81 * g[0] + 0.9 * g[1] + g[2]]
+    for got, w in zip(seen, want):
+        assert torch.allclose(got, w, rtol=1e-6)
+
+
+def test_sgd_mc_without_a_data_parallel_exchange_is_refused():
+    with pytest.raises(SystemExit, match="sgd-mc"):
+        translation.main(TINY + ["--optimizer", "sgd-mc"])
