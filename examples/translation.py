@@ -56,10 +56,12 @@ def parse_args(argv=None):
     ap.add_argument("--seed", type=int, default=1, help="the model's initialisation and batch order")
     ap.add_argument("--epochs", type=int, default=6)
     ap.add_argument("--batch-size", type=int, default=64, help="sentence pairs per (global) batch")
-    ap.add_argument("--optimizer", choices=["adam", "sgd", "sgd-mc"], default="adam",
-                    help="adam (fairseq's), sgd with momentum 0.9 (what TopK SGD with error feedback assumes), or "
+    ap.add_argument("--optimizer", choices=["adam", "sgd", "sgd-mc", "adam-pre"], default="adam",
+                    help="adam (fairseq's), sgd with momentum 0.9 (what TopK SGD with error feedback assumes), "
                          "sgd-mc: the same momentum applied to each rank's gradients before the exchange (DGC's "
-                         "momentum correction, data parallel only), the optimizer plain SGD")
+                         "momentum correction), or adam-pre: each rank's Adam direction (its own moments) handed "
+                         "to the exchange, so that error feedback acts on updates; the last two data parallel "
+                         "only, the optimizer then plain SGD")
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--warmup", type=int, default=200)
     ap.add_argument("--label-smoothing", type=float, default=0.1)
@@ -255,9 +257,11 @@ def main(argv=None):
     if ddp:
         net = nn.parallel.DistributedDataParallel(model)
         hook = st.Hook(a.hook, model=net)
-        net.register_comm_hook(state=None, hook=momentum_corrected(hook, 0.9) if a.optimizer == "sgd-mc" else hook)
-    elif a.optimizer == "sgd-mc":
-        raise SystemExit("--optimizer sgd-mc: the momentum goes into the data-parallel exchange (run with --hook)")
+        wrap = {"sgd-mc": lambda h: momentum_corrected(h, 0.9), "adam-pre": adam_before_exchange}
+        net.register_comm_hook(state=None, hook=wrap.get(a.optimizer, lambda h: h)(hook))
+    elif a.optimizer in ("sgd-mc", "adam-pre"):
+        raise SystemExit(f"--optimizer {a.optimizer}: the optimizer's state goes into the data-parallel exchange "
+                         "(run with --hook)")
     if a.optimizer == "adam":
         opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.98), eps=1e-8)
     else:
@@ -299,6 +303,24 @@ def main(argv=None):
         dist.destroy_process_group()
 
 
+def before_exchange(hook, update):
+    """A gradient hook that first hands each bucket's gradient to
+    update(state, buf), which rewrites buf in place from per-bucket state
+    (a dict, kept per bucket index; new when DDP re-buckets after the first
+    step), then exchanges the result with `hook`."""
+    states = {}
+
+    def call(state, bucket):
+        buf = bucket.buffer()
+        st = states.get(bucket.index())
+        if st is None or st["shape"] != buf.shape:
+            st = states[bucket.index()] = {"shape": buf.shape}
+        update(st, buf)
+        return hook(state, bucket)
+
+    return call
+
+
 def momentum_corrected(hook, m):
     """DGC's momentum correction (Lin et al., 2018) around a gradient hook:
     each rank keeps a velocity u = m * u + grad per bucket and hands u to the
@@ -308,18 +330,36 @@ def momentum_corrected(hook, m):
     exchange this is momentum SGD itself (the average is linear). DGC's
     factor masking (zeroing the velocity of sent values) is not done: the
     hook does not tell which values it sent."""
-    velocity = {}
-
-    def call(state, bucket):
-        buf = bucket.buffer()
-        u = velocity.get(bucket.index())
-        if u is None or u.shape != buf.shape:  # DDP re-buckets once, after the first step
-            u = velocity[bucket.index()] = torch.zeros_like(buf)
+    def update(st, buf):
+        u = st.setdefault("u", torch.zeros_like(buf))
         u.mul_(m).add_(buf)
         buf.copy_(u)
-        return hook(state, bucket)
 
-    return call
+    return before_exchange(hook, update)
+
+
+def adam_before_exchange(hook, betas=(0.9, 0.98), eps=1e-8):
+    """Adam's direction computed on each rank from its own gradients (its own
+    first and second moments, bias-corrected as torch's Adam does) and handed
+    to the exchange in place of the gradient; the optimizer is then plain SGD
+    at Adam's learning rate. A sparsifier's error feedback then holds back
+    and releases updates already scaled by Adam. Fed back gradients instead
+    reach Adam as rare bursts, which inflate its second moment and so shrink
+    every step. (SparCML's Algorithm 2 feeds back SGD steps; this is sparq's
+    extension of it to Adam.) On one rank with a dense exchange this is Adam
+    itself; on several, the average of the ranks' Adam directions."""
+    b1, b2 = betas
+
+    def update(st, buf):
+        if "m" not in st:
+            st.update(m=torch.zeros_like(buf), v=torch.zeros_like(buf), t=0)
+        st["t"] += 1
+        st["m"].mul_(b1).add_(buf, alpha=1 - b1)
+        st["v"].mul_(b2).addcmul_(buf, buf, value=1 - b2)
+        denom = (st["v"] / (1 - b2 ** st["t"])).sqrt_().add_(eps)
+        torch.div(st["m"], denom, out=buf).div_(1 - b1 ** st["t"])
+
+    return before_exchange(hook, update)
 
 
 def report(a, model, test, refs, tv, train_loss, curve, cuts, hook, steps, seconds):

@@ -1,5 +1,5 @@
 // decode_stream() over arbitrary messages: every index coding (fixed 1/2/4
-// bytes, delta-varint) and value format (f32, bf16, fp8) is picked by the
+// bytes, delta-varint) and value format (f32, bf16, fp8, fp4) is picked by the
 // message's own header. A stream that decodes must be usable (densified) and
 // survive an f32 round trip unchanged. Only WireError may come out.
 #include <cstddef>

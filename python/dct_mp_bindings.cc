@@ -100,7 +100,7 @@ void add_dct_mp(py::module_& m) {
       [](py::array packed, const std::string& values_format) {
         const compress::ValueFormat vf = value_format(values_format);
         std::span<const float> v = float_span(packed, "DCT-MP values: input", false);
-        py::array_t<std::uint8_t> out(static_cast<py::ssize_t>(v.size() * compress::value_bytes(vf)));
+        py::array_t<std::uint8_t> out(static_cast<py::ssize_t>(compress::values_bytes(v.size(), vf)));
         std::span<std::byte> o(reinterpret_cast<std::byte*>(out.mutable_data()), static_cast<std::size_t>(out.size()));
         py::gil_scoped_release nogil;
         compress::dct_mp_encode_values(v, o, vf);

@@ -28,8 +28,8 @@ def load(data):
 
 
 def key(r):
-    if r.get("hook"):  # TopK SGD runs compare with the fp32 exchange under the same optimizer and rate
-        return ("dp", r["hook"], r.get("optimizer", "adam"), r.get("lr"))
+    if r.get("hook"):  # TopK SGD runs compare with the fp32 exchange under the same optimizer, rate and length
+        return ("dp", r["hook"], r.get("optimizer", "adam"), r.get("lr"), r["epochs"])
     return ("mp", r["splits"], r["eta"], r.get("values") or "f32")
 
 
@@ -81,17 +81,18 @@ def topk_order(config):
     return int(k), config[1]
 
 
-OPTIMIZERS = {"sgd": "sgd (momentum 0.9)", "sgd-mc": "sgd, momentum 0.9 before the exchange (DGC)"}
+OPTIMIZERS = {"sgd": "sgd (momentum 0.9)", "sgd-mc": "sgd, momentum 0.9 before the exchange (DGC)",
+              "adam-pre": "adam before the exchange"}
 
 
 def topk_table(by):
-    groups = sorted({c[2:] for c in by if c[0] == "dp"}, key=lambda g: (g[0] != "adam", g))
-    rows = ["| gradient exchange (2 ranks) | optimizer | train loss | test loss | test loss vs fp32 | BLEU "
+    groups = sorted({c[2:] for c in by if c[0] == "dp"}, key=lambda g: (g[2], g[0] != "adam", g))
+    rows = ["| gradient exchange (2 ranks) | optimizer | epochs | train loss | test loss | test loss vs fp32 | BLEU "
             "| BLEU vs fp32 | gradient bytes sent per rank and step | vs the dense ring | seeds |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
-    for opt, lr in groups:
-        base = ("dp", "none", opt, lr)
-        mine = sorted((c for c in by if c[0] == "dp" and c[2:] == (opt, lr) and c != base), key=topk_order)
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for opt, lr, epochs in groups:
+        base = ("dp", "none", opt, lr, epochs)
+        mine = sorted((c for c in by if c[0] == "dp" and c[2:] == (opt, lr, epochs) and c != base), key=topk_order)
         for config in ([base] if base in by else []) + mine:
             runs = list(by[config].values())
             sent = statistics.mean(r["grad_bytes_sent"] / r["steps"] for r in runs)
@@ -100,7 +101,7 @@ def topk_table(by):
             against = config != base and base in by
             dl = paired(by, config, base, "test_loss", True) if against else None
             db = paired(by, config, base, "bleu", False) if against else None
-            rows.append(f"| {name} | {OPTIMIZERS.get(opt, opt)} lr {lr:g} | "
+            rows.append(f"| {name} | {OPTIMIZERS.get(opt, opt)} lr {lr:g} | {epochs} | "
                         f"{mean(by, config, 'train_loss'):.4f} | {mean(by, config, 'test_loss'):.4f} | "
                         f"{fmt_pm(dl[0], dl[1], ' %') if dl else ''} | {mean(by, config, 'bleu'):.2f} | "
                         f"{fmt_pm(db[0], db[1]) if db else ''} | {sent / 1e3:.1f} kB | {ratio:.0f}x fewer | "
@@ -136,7 +137,7 @@ def plot(by, base, out):
     import matplotlib.pyplot as plt
 
     mp = sorted((c for c in by if c[0] == "mp" and c[1]), key=lambda c: (c[1], c[2], c[3] != "f32"))
-    dp = sorted((c for c in by if c[0] == "dp" and c[2] == "adam"), key=topk_order)  # the plot: Adam's runs
+    dp = sorted((c for c in by if c[0] == "dp" and c[2:] == ("adam", 0.002, 4)), key=topk_order)  # the plot: Adam's runs
     dense = next((c for c in dp if c[1] == "none"), None)
     color = {c: plt.cm.tab20(i % 20) for i, c in enumerate([base] + mp + dp)}
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))

@@ -300,8 +300,9 @@ def _to_device(host, device):
 def dct_hook(eta=0.99, L=1000, *, values="f32", allreduce="auto", comm=None, model=None, codecs="auto"):
     """DCT-DP: per-tensor hard threshold, recomputed every L steps, keeping the
     top (1 - eta) of |grad + residual|; error feedback per tensor; sparse
-    allreduce (`auto` picks the algorithm). values: f32, bf16 or fp8 (sparq's
-    extension: the kept values in 16 or 8 bits, their rounding fed back).
+    allreduce (`auto` picks the algorithm). values: f32, bf16, fp8 or fp4
+    (sparq's extension: the kept values in 16, 8 or 4 bits, their rounding
+    fed back).
     codecs: where the selection runs: "device" (sparq.gpu's kernels, so
     only the kept pairs leave a GPU; f32 values), "host" (a CUDA bucket
     staged through pinned host memory), or "auto": the device's for CUDA
@@ -342,10 +343,12 @@ def quantized_hook(bits=4, ec=True, *, allreduce="ring", comm=None, model=None):
     return Hook(f"q{bits}" + ("+ec" if ec else ""), allreduce=allreduce, comm=comm, model=model)
 
 
-def topk_hook(k, b, *, allreduce="auto", comm=None, model=None, codecs="auto"):
+def topk_hook(k, b, *, values="f32", allreduce="auto", comm=None, model=None, codecs="auto"):
     """SparCML's TopK SGD: the k largest of every b values of grad + residual,
-    residual keeps the rest, sparse allreduce. codecs: as dct_hook's."""
-    return Hook(f"topk:{k}/{b}", allreduce=allreduce, comm=comm, model=model, codecs=codecs)
+    residual keeps the rest, sparse allreduce. values and codecs: as
+    dct_hook's."""
+    codec = f"topk:{k}/{b}" + ("" if values == "f32" else f"+{values}")
+    return Hook(codec, allreduce=allreduce, comm=comm, model=model, codecs=codecs)
 
 
 def _codec(bits):

@@ -12,13 +12,13 @@
 //  - dsar-split-allgather: the same split, then the reduced range goes dense
 //    and a dense ring allgather follows, optionally QSGD-quantized.
 //  - dense: densify and run the dense allreduce (for comparison).
-//  - values = Bf16 or Fp8: every stream message (sparse, or a partial sum
+//  - values = Bf16, Fp8 or Fp4: every stream message (sparse, or a partial sum
 //    that went dense) carries values in that format (a sender rounds its
 //    own partial sum first, so partners still agree), and the result is
 //    rounded to it on every rank; the dense phases (dsar's allgather,
 //    `dense`) still send fp32, or QSGD where asked. The dense switch
 //    follows the format: at v value bytes a stream stays sparse up to
-//    N v / (1 + v) pairs (compress::sparse_capacity).
+//    N v / (1 + v) pairs (fp4: about 0.35 N; compress::sparse_capacity).
 //  - auto: the cheapest of the four under an alpha-beta estimate (see
 //    SparseAutoRule), dense unless a sparse one is more than 1% cheaper. All
 //    ranks must choose alike: without a SparseAutoHistory that costs one

@@ -49,24 +49,24 @@ void dct_mp_scatter(const RowMask& mask, std::span<const float> packed, std::spa
     for (std::size_t c = 0; c < mask.cols(); ++c) dense[r * mask.cols() + c] = mask.test(r, c) ? packed[k++] : 0.0f;
 }
 
-static std::size_t dct_mp_value_bytes(ValueFormat vf) {
+static std::size_t dct_mp_values_bytes(std::size_t n, ValueFormat vf) {
   SPARQ_CHECK_AS(InputError, vf == ValueFormat::F32 || vf == ValueFormat::Bf16,
-                 "DCT-MP: values are f32 or bf16, not fp8 (it needs a scale)");
-  return value_bytes(vf);
+                 "DCT-MP: values are f32 or bf16, not fp8 or fp4 (they need scales)");
+  return values_bytes(n, vf);
 }
 
 std::size_t dct_mp_message_bytes(std::size_t rows, std::size_t cols, std::size_t keep, ValueFormat vf) {
-  return rows * ((cols + 7) / 8) + rows * keep * dct_mp_value_bytes(vf);
+  return rows * ((cols + 7) / 8) + dct_mp_values_bytes(rows * keep, vf);
 }
 
 void dct_mp_encode_values(std::span<const float> values, std::span<std::byte> out, ValueFormat vf) {
-  SPARQ_CHECK_AS(InputError, out.size() == values.size() * dct_mp_value_bytes(vf),
+  SPARQ_CHECK_AS(InputError, out.size() == dct_mp_values_bytes(values.size(), vf),
                  "DCT-MP values: {} values into {} bytes", values.size(), out.size());
   store_values(values, vf, 0, out.data());
 }
 
 void dct_mp_decode_values(std::span<const std::byte> in, std::span<float> values, ValueFormat vf) {
-  SPARQ_CHECK_AS(WireError, in.size() == values.size() * dct_mp_value_bytes(vf),
+  SPARQ_CHECK_AS(WireError, in.size() == dct_mp_values_bytes(values.size(), vf),
                  "DCT-MP values: a message of {} bytes for {} values", in.size(), values.size());
   load_values(in.data(), vf, 0, values);
 }

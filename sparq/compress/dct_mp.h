@@ -71,7 +71,7 @@ RowMask decode_row_mask(std::span<const std::byte> in, std::size_t rows, std::si
 void dct_mp_decode(std::span<const std::byte> in, std::size_t rows, std::size_t cols, std::size_t keep, RowMask& mask,
                    std::span<float> values, ValueFormat vf = ValueFormat::F32);
 // The values alone (the backward message, or the forward one's tail):
-// out.size() == values.size() * value_bytes(vf); decode checks the size
+// out.size() == values_bytes(values.size(), vf); decode checks the size
 // (WireError).
 void dct_mp_encode_values(std::span<const float> values, std::span<std::byte> out, ValueFormat vf);
 void dct_mp_decode_values(std::span<const std::byte> in, std::span<float> values, ValueFormat vf);

@@ -10,14 +10,12 @@ void round_with_feedback(SparseStream& sent, std::span<float> e, ValueFormat vf)
   SPARQ_CHECK_AS(InputError, !sent.is_dense() && e.size() == sent.dim(),
                  "round_with_feedback: needs a sparse stream and a residual of its dimension");
   if (vf == ValueFormat::F32) return;
-  const int scale = value_scale(sent.values(), vf);
   const auto idx = sent.indices();
   const auto val = sent.mutable_values();
-  for (std::size_t j = 0; j < idx.size(); ++j) {
-    const float r = round_value(val[j], vf, scale);
-    e[idx[j]] += val[j] - r;
-    val[j] = r;
-  }
+  thread_local std::vector<float> before;
+  before.assign(val.begin(), val.end());
+  round_values(val, vf);
+  for (std::size_t j = 0; j < idx.size(); ++j) e[idx[j]] += before[j] - val[j];
 }
 
 ErrorFeedbackStore::ErrorFeedbackStore(DrainOptions drain) : drain_(drain) {

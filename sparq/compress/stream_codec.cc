@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "sparq/compress/half.h"
 #include "sparq/core/error.h"
@@ -115,6 +116,80 @@ double pow2(int e) { return std::bit_cast<double>(static_cast<std::uint64_t>(102
 float to_fp8_range(float v, int scale) { return static_cast<float>(static_cast<double>(v) * pow2(-scale)); }
 float from_fp8(std::uint8_t q, int scale) { return static_cast<float>(static_cast<double>(e4m3_to_float(q)) * pow2(scale)); }
 
+// fp4 (E2M1: sign, 2 exponent bits, 1 mantissa bit) magnitudes by code & 7,
+// and the midpoints between neighbours.
+constexpr double kFp4[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+constexpr double kFp4Mid[7] = {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5};
+
+// A group's scale exponent e: the least with max |v| <= 6 * 2^e, so nothing
+// saturates (OCP's MX formats take floor(log2 max) - 2 and clip instead);
+// clamped to int8. Non-finite values throw InputError.
+int fp4_scale(std::span<const float> group) {
+  float mx = 0.0f;
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    SPARQ_CHECK_AS(InputError, std::isfinite(group[i]), "fp4 stream values: non-finite value {} at {}", group[i], i);
+    mx = std::max(mx, std::fabs(group[i]));
+  }
+  if (mx == 0.0f) return 0;
+  int e;
+  const double m = std::frexp(static_cast<double>(mx), &e);  // mx = m * 2^e, m in [0.5, 1)
+  return std::clamp(m <= 0.75 ? e - 3 : e - 2, -128, 127);
+}
+
+// The code of v at scale 2^e: round to nearest on the E2M1 grid, ties to the
+// even code (mantissa bit 0), zero always positive; near float's largest
+// (scale 2^126) the next code down where a code's value is beyond float.
+std::uint8_t to_fp4(float v, int e) {
+  const double x = std::fabs(static_cast<double>(v)) * pow2(-e);  // exact: a power-of-two scale
+  std::uint8_t code = 0;
+  for (int i = 0; i < 7; ++i) code += x > kFp4Mid[i] || (x == kFp4Mid[i] && i % 2 == 1);
+  while (kFp4[code] * pow2(e) > std::numeric_limits<float>::max()) --code;
+  return code == 0 ? 0 : static_cast<std::uint8_t>(code | (std::signbit(v) ? 8 : 0));
+}
+
+// Code 8 (-0) and codes beyond float's range are never written: a decoder
+// refuses them, so every message has one finite reading and re-encodes to
+// the same values.
+float from_fp4(std::uint8_t code, int e) {
+  SPARQ_CHECK_AS(WireError, code != 8, "sparse stream: fp4 code 8 (negative zero), which no encoder writes");
+  const double m = kFp4[code & 7] * pow2(e);
+  SPARQ_CHECK_AS(WireError, m <= std::numeric_limits<float>::max(), "sparse stream: fp4 code {} at scale 2^{} is "
+                 "beyond float's range", code, e);
+  return static_cast<float>(code & 8 ? -m : m);
+}
+
+// Each group of kFp4Group values: its scale byte (int8 e), then its codes,
+// two a byte, the first in the low nibble.
+void store_fp4(std::span<const float> values, std::uint8_t* out) {
+  for (std::size_t g = 0; g < values.size(); g += kFp4Group) {
+    const auto group = values.subspan(g, std::min(kFp4Group, values.size() - g));
+    const int e = fp4_scale(group);
+    *out++ = static_cast<std::uint8_t>(static_cast<std::int8_t>(e));
+    for (std::size_t i = 0; i < group.size(); i += 2)
+      *out++ = static_cast<std::uint8_t>(to_fp4(group[i], e) | (i + 1 < group.size() ? to_fp4(group[i + 1], e) << 4 : 0));
+  }
+}
+
+void load_fp4(const std::uint8_t* in, std::span<float> values) {
+  for (std::size_t g = 0; g < values.size(); g += kFp4Group) {
+    const std::size_t len = std::min(kFp4Group, values.size() - g);
+    const int e = static_cast<std::int8_t>(*in++);
+    for (std::size_t i = 0; i < len; i += 2, ++in) {
+      values[g + i] = from_fp4(*in & 15, e);
+      if (i + 1 < len) values[g + i + 1] = from_fp4(*in >> 4, e);
+    }
+  }
+}
+
+// Rounds each group to fp4 in place (what a peer decodes).
+void round_fp4(std::span<float> values) {
+  for (std::size_t g = 0; g < values.size(); g += kFp4Group) {
+    const auto group = values.subspan(g, std::min(kFp4Group, values.size() - g));
+    const int e = fp4_scale(group);
+    for (float& v : group) v = from_fp4(to_fp4(v, e), e);
+  }
+}
+
 // The index coding byte and run length encode_stream will use.
 struct IndexRun {
   std::uint8_t coding;
@@ -131,8 +206,8 @@ IndexRun index_run(const SparseStream& s) {
   return {static_cast<std::uint8_t>(c), fixed};
 }
 
-}  // namespace
-
+// The fp8 message scale (0 for the other formats); non-finite values throw
+// InputError.
 int value_scale(std::span<const float> values, ValueFormat vf) {
   if (vf != ValueFormat::Fp8) return 0;
   float mx = 0.0f;
@@ -147,23 +222,27 @@ int value_scale(std::span<const float> values, ValueFormat vf) {
   return std::clamp(e - 8, -128, 127);
 }
 
-float round_value(float v, ValueFormat vf, int scale) {
+}  // namespace
+
+void round_values(std::span<float> values, ValueFormat vf) {
   switch (vf) {
-    case ValueFormat::F32: return v;
-    case ValueFormat::Bf16: return bf16_to_float(float_to_bf16(v));
-    case ValueFormat::Fp8: return from_fp8(float_to_e4m3(to_fp8_range(v, scale)), scale);
+    case ValueFormat::F32: return;
+    case ValueFormat::Bf16:
+      for (float& v : values) v = bf16_to_float(float_to_bf16(v));
+      return;
+    case ValueFormat::Fp8: {
+      const int scale = value_scale(values, vf);
+      for (float& v : values) v = from_fp8(float_to_e4m3(to_fp8_range(v, scale)), scale);
+      return;
+    }
+    case ValueFormat::Fp4: round_fp4(values); return;
   }
-  return v;
 }
 
-void round_values(SparseStream& s, ValueFormat vf) {
-  if (vf == ValueFormat::F32) return;
-  const int scale = value_scale(s.values(), vf);
-  for (float& v : s.mutable_values()) v = round_value(v, vf, scale);
-}
+void round_values(SparseStream& s, ValueFormat vf) { round_values(s.mutable_values(), vf); }
 
 std::size_t encoded_size(const SparseStream& s, ValueFormat vf) {
-  return kStreamHeaderBytes + index_run(s).bytes + s.nnz() * value_bytes(vf);
+  return kStreamHeaderBytes + index_run(s).bytes + values_bytes(s.nnz(), vf);
 }
 
 void densify_if_smaller(SparseStream& s, ValueFormat vf) {
@@ -172,7 +251,7 @@ void densify_if_smaller(SparseStream& s, ValueFormat vf) {
 
 void encode_stream(const SparseStream& s, std::span<std::byte> out, ValueFormat vf) {
   const IndexRun run = index_run(s);
-  const std::size_t size = kStreamHeaderBytes + run.bytes + s.nnz() * value_bytes(vf);
+  const std::size_t size = kStreamHeaderBytes + run.bytes + values_bytes(s.nnz(), vf);
   SPARQ_CHECK_AS(InputError, out.size() == size, "sparse stream encode: buffer {} bytes, needs {}", out.size(), size);
   auto* p = reinterpret_cast<std::uint8_t*>(out.data());
   const auto dim = static_cast<std::uint32_t>(s.dim()), n = static_cast<std::uint32_t>(s.nnz());
@@ -210,6 +289,7 @@ void store_values(std::span<const float> values, ValueFormat vf, int scale, std:
     case ValueFormat::Fp8:
       for (float v : values) *vals++ = float_to_e4m3(to_fp8_range(v, scale));
       break;
+    case ValueFormat::Fp4: store_fp4(values, vals); break;
   }
 }
 
@@ -229,6 +309,7 @@ void load_values(const std::byte* in, ValueFormat vf, int scale, std::span<float
     case ValueFormat::Fp8:
       for (std::size_t i = 0; i < values.size(); ++i) values[i] = from_fp8(vals[i], scale);
       break;
+    case ValueFormat::Fp4: load_fp4(vals, values); break;
   }
 }
 
@@ -239,7 +320,7 @@ SparseStream decode_stream(std::span<const std::byte> in) {
   const std::uint8_t kind = p[0], coding = p[1], format = p[2];
   const std::uint32_t dim = load_u32(p + 4), n = load_u32(p + 8);
   SPARQ_CHECK_AS(WireError, kind == kSparse || kind == kDense, "sparse stream: unknown kind {}", kind);
-  SPARQ_CHECK_AS(WireError, format <= 2, "sparse stream: unknown value format {}", format);
+  SPARQ_CHECK_AS(WireError, format <= 3, "sparse stream: unknown value format {}", format);
   const auto vf = static_cast<ValueFormat>(format);
   const int scale = static_cast<std::int8_t>(p[3]);
   SPARQ_CHECK_AS(WireError, vf == ValueFormat::Fp8 || scale == 0, "sparse stream: scale byte {} not zero", p[3]);
@@ -249,17 +330,16 @@ SparseStream decode_stream(std::span<const std::byte> in) {
                  "sparse stream: index coding {} for a {} stream of dimension {} (expected {}{})", coding,
                  dense ? "dense" : "sparse", dim, c, dense ? "" : " or 128");
   SPARQ_CHECK_AS(WireError, dense ? n == dim : n <= dim, "sparse stream: {} entries for dimension {}", n, dim);
-  const std::size_t vb = value_bytes(vf);
-  // 64-bit arithmetic: n < 2^32 and c + vb <= 8, so no overflow.
-  const std::uint64_t values_bytes = static_cast<std::uint64_t>(n) * vb;
+  // 64-bit arithmetic: n < 2^32 and at most 8 bytes a pair, so no overflow.
+  const std::uint64_t vbytes = values_bytes(n, vf);
   std::uint64_t run_bytes = static_cast<std::uint64_t>(n) * c;
   if (coding == kVarint) {
     // At least one byte per index; the run must then decode exactly.
-    SPARQ_CHECK_AS(WireError, in.size() >= kStreamHeaderBytes + values_bytes + n,
+    SPARQ_CHECK_AS(WireError, in.size() >= kStreamHeaderBytes + vbytes + n,
                    "sparse stream: {} bytes, too short for {} varint pairs", in.size(), n);
-    run_bytes = in.size() - kStreamHeaderBytes - values_bytes;
+    run_bytes = in.size() - kStreamHeaderBytes - vbytes;
   }
-  const std::uint64_t want = kStreamHeaderBytes + run_bytes + values_bytes;
+  const std::uint64_t want = kStreamHeaderBytes + run_bytes + vbytes;
   SPARQ_CHECK_AS(WireError, in.size() == want, "sparse stream: {} bytes, header says {}", in.size(), want);
   SparseStream s(dim);
   s.dense_ = dense;

@@ -5,7 +5,7 @@
 //   0      1     kind: 1 = sparse, 2 = dense
 //   1      1     index coding (sparse): c = index_bytes(dim) (1, 2 or 4) for
 //                fixed-width indices, or 0x80 for delta-varint; 0 if dense
-//   2      1     value format: 0 = f32, 1 = bf16, 2 = fp8 (E4M3)
+//   2      1     value format: 0 = f32, 1 = bf16, 2 = fp8 (E4M3), 3 = fp4 (E2M1)
 //   3      1     fp8: scale exponent e (int8), value = fp8 * 2^e; else 0
 //   4      4     dim (u32)
 //   8      4     n: pairs if sparse (<= dim), = dim if dense
@@ -17,15 +17,22 @@
 // any decoded run is strictly increasing); no number longer than 5 bytes. The
 // encoder takes whichever run is shorter (fixed on a tie): at the ~2% density
 // of DCT-DP most gaps fit one byte, against 4 for a fixed index of a tensor of
-// more than 65536 values. Values are f32, or on request bf16 or fp8 E4M3
-// (round to nearest even). fp8 shares one power-of-two scale per message,
-// chosen so that the largest magnitude lands in [128, 256): relative error
-// at most 2^-4, values below max * 2^-17 flush to zero. bf16 and fp8 are
-// lossy; a sender that must hold what its peers decode calls round_values().
+// more than 65536 values. Values are f32, or on request bf16, fp8 E4M3 or
+// fp4 E2M1 (round to nearest even). fp8 shares one power-of-two scale per
+// message, chosen so that the largest magnitude lands in [128, 256):
+// relative error at most 2^-4, values below max * 2^-17 flush to zero. fp4
+// (magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6) takes a power-of-two scale per
+// group of 32 values, as OCP's MXFP4 does: each group is its scale byte
+// (int8 e, value = fp4 * 2^e; the least e that holds the group's largest
+// magnitude without clipping), then its codes, two a byte, low nibble
+// first; relative error at most 1/6 above 2^e, values below 2^(e-2) flush
+// to zero. bf16, fp8 and fp4 are lossy; a sender that must hold what its
+// peers decode calls round_values().
 //
-// Sizes: 12 + run + n * v with v = 4 (f32), 2 (bf16) or 1 (fp8); the same
-// from counts alone, and the dense switch, are in stream_size.h. A sparse
-// message larger than the dense one is legal (just wasteful).
+// Sizes: 12 + run + V(n), V(n) = n * v with v = 4 (f32), 2 (bf16) or 1
+// (fp8), ceil(n / 32) + ceil(n / 2) for fp4; the same from counts alone, and
+// the dense switch, are in stream_size.h. A sparse message larger than the
+// dense one is legal (just wasteful).
 #include <cstddef>
 #include <span>
 
@@ -34,16 +41,13 @@
 
 namespace sparq::compress {
 
-// The fp8 scale exponent for these values (0 for the other formats); throws
-// InputError on a non-finite value when vf is Fp8.
-int value_scale(std::span<const float> values, ValueFormat vf);
-// v as a peer decodes it from a message of format vf and that scale.
-float round_value(float v, ValueFormat vf, int scale);
-// Rounds s's values to vf in place (no-op for F32).
+// Rounds values to vf in place, as a peer decodes them from one message (no-op
+// for F32); fp8 and fp4 throw InputError on a non-finite value.
+void round_values(std::span<float> values, ValueFormat vf);
 void round_values(SparseStream& s, ValueFormat vf);
-// The values as a message carries them: values.size() * value_bytes(vf)
-// bytes at out, and back (scale: value_scale's, 0 for f32 and bf16). Sizes
-// are the caller's to check.
+// The values as a message carries them: values_bytes(values.size(), vf)
+// bytes at out, and back (scale: fp8's message scale, else 0). Sizes are the
+// caller's to check.
 void store_values(std::span<const float> values, ValueFormat vf, int scale, std::byte* out);
 void load_values(const std::byte* in, ValueFormat vf, int scale, std::span<float> values);
 

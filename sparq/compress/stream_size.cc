@@ -32,25 +32,34 @@ std::size_t index_run(std::size_t k, std::size_t dim, IndexCoding ic) {
 
 }  // namespace
 
-std::size_t value_bytes(ValueFormat vf) { return vf == ValueFormat::F32 ? 4 : vf == ValueFormat::Bf16 ? 2 : 1; }
+std::size_t values_bytes(std::size_t n, ValueFormat vf) {
+  switch (vf) {
+    case ValueFormat::F32: return 4 * n;
+    case ValueFormat::Bf16: return 2 * n;
+    case ValueFormat::Fp8: return n;
+    case ValueFormat::Fp4: return (n + kFp4Group - 1) / kFp4Group + (n + 1) / 2;
+  }
+  return 4 * n;
+}
 
 std::size_t index_bytes(std::size_t dim) { return dim <= (1u << 8) ? 1 : dim <= (1u << 16) ? 2 : 4; }
 
 std::size_t sparse_encoded_size(std::size_t k, std::size_t dim, ValueFormat vf, IndexCoding ic) {
   SPARQ_CHECK_AS(InputError, k <= dim, "sparse stream size: {} pairs in dimension {}", k, dim);
-  return kStreamHeaderBytes + index_run(k, dim, ic) + k * value_bytes(vf);
+  return kStreamHeaderBytes + index_run(k, dim, ic) + values_bytes(k, vf);
 }
 
-std::size_t dense_encoded_size(std::size_t dim, ValueFormat vf) { return kStreamHeaderBytes + dim * value_bytes(vf); }
+std::size_t dense_encoded_size(std::size_t dim, ValueFormat vf) { return kStreamHeaderBytes + values_bytes(dim, vf); }
 
 std::size_t sparse_capacity(std::size_t dim, ValueFormat vf, IndexCoding ic) {
-  // Every index takes at least a byte, so at most dim v / (1 + v) pairs fit;
-  // at that density (>= 1/2) a varint takes one byte, so for the encoder's
-  // choice that bound is delta itself, found in one step (sums ask on every
-  // call). Otherwise bisect below it: sizes grow with k (a varint's expected
-  // length falls more slowly than k rises), and k = 0 always fits.
-  const std::size_t dense = dense_encoded_size(dim, vf), v = value_bytes(vf);
-  std::size_t lo = 0, hi = dim * v / (1 + v);
+  // Every index takes at least a byte, so at most dim v / (1 + v) pairs fit
+  // (v bytes a value; for fp4's v < 1, dim / 2 bounds it); at that density
+  // (>= 1/2) a varint takes one byte, so for the encoder's choice that bound
+  // is delta itself, found in one step (sums ask on every call). Otherwise
+  // bisect below it: sizes grow with k (a varint's expected length falls
+  // more slowly than k rises), and k = 0 always fits.
+  const std::size_t dense = dense_encoded_size(dim, vf), v = values_bytes(1, vf);
+  std::size_t lo = 0, hi = vf == ValueFormat::Fp4 ? dim / 2 : dim * v / (1 + v);
   if (sparse_encoded_size(hi, dim, vf, ic) <= dense) return hi;
   while (lo < hi) {
     const std::size_t mid = hi - (hi - lo) / 2;

@@ -2,8 +2,10 @@
 // Encoded sizes of sparse streams from counts alone, and the dense switch
 // that follows from them (the wire format is in stream_codec.h).
 //
-// A sparse stream of k pairs in dimension N encodes to 12 + run + k*v bytes,
-// a dense one to 12 + N*v, with v = 4, 2 or 1 value bytes (f32, bf16, fp8).
+// A sparse stream of k pairs in dimension N encodes to 12 + run + V(k) bytes,
+// a dense one to 12 + V(N), with V(n) = n*v for v = 4, 2 or 1 value bytes
+// (f32, bf16, fp8), and V(n) = ceil(n/32) + ceil(n/2) for fp4 (a scale byte
+// per 32 values, 4 bits a value).
 // The index run is k*c bytes with fixed-width indices (c = index_bytes(N)),
 // or the delta-varint run; the encoder writes the shorter. Only the varint
 // run depends on where the indices are. From counts alone we take its
@@ -23,7 +25,8 @@
 // byte, so delta <= N v / (1 + v), a density of at least 1/2; there
 // q^128 <= 2^-128 and each varint takes one byte, so with the encoder's
 // choice delta = floor(N * v / (1 + v)) for every N: 0.8 N (f32), 2/3 N
-// (bf16), N/2 (fp8). SparCML's delta = N * 4 / (4 + c) is the f32 case with
+// (bf16), N/2 (fp8); fp4's scale bytes make its delta a bisection's (347 of
+// N = 1000). SparCML's delta = N * 4 / (4 + c) is the f32 case with
 // fixed-width indices (IndexCoding::Fixed).
 //
 // Every rank must take the same dense/sparse decision for the same counts (a
@@ -40,9 +43,10 @@ namespace sparq::compress {
 
 inline constexpr std::size_t kStreamHeaderBytes = 12;
 
-enum class ValueFormat : std::uint8_t { F32 = 0, Bf16 = 1, Fp8 = 2 };
-// v: bytes per value on the wire (4, 2, 1).
-std::size_t value_bytes(ValueFormat vf);
+enum class ValueFormat : std::uint8_t { F32 = 0, Bf16 = 1, Fp8 = 2, Fp4 = 3 };
+inline constexpr std::size_t kFp4Group = 32;  // fp4 values per scale byte
+// V(n): bytes of n values on the wire.
+std::size_t values_bytes(std::size_t n, ValueFormat vf);
 
 // c: fixed-width index bytes for dimension dim (1, 2 or 4: the least that holds dim - 1).
 std::size_t index_bytes(std::size_t dim);

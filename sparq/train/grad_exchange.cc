@@ -25,7 +25,8 @@ DpCodec parse_codec_only(std::string_view spec) {
   std::string_view s = spec;
   // At most one value-format suffix.
   for (const auto& [suffix, vf] : {std::pair{std::string_view("+bf16"), compress::ValueFormat::Bf16},
-                                    std::pair{std::string_view("+fp8"), compress::ValueFormat::Fp8}})
+                                    std::pair{std::string_view("+fp8"), compress::ValueFormat::Fp8},
+                                    std::pair{std::string_view("+fp4"), compress::ValueFormat::Fp4}})
     if (s.ends_with(suffix)) {
       SPARQ_CHECK_AS(InputError, s.starts_with("dct:") || s.starts_with("topk:"),
                      "bad --dp-codec '{}': {} applies to the sparse codecs dct and topk", spec, suffix);
@@ -64,7 +65,7 @@ DpCodec parse_codec_only(std::string_view spec) {
   // qsgd2, not qsgd:2).
   auto unknown = [&] {
     SPARQ_THROW(InputError,
-                "unknown --dp-codec '{}' (none, dct:ETA,L and topk:K/B with optional +bf16 or +fp8, q8, q4, q2 with "
+                "unknown --dp-codec '{}' (none, dct:ETA,L and topk:K/B with optional +bf16, +fp8 or +fp4, q8, q4, q2 with "
                 "optional +ec or +ec-skip-first, qsgd:BITS)",
                 s);
   };

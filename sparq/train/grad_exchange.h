@@ -50,13 +50,14 @@ struct DpCodec {
   AllreduceAlgo dense_algo = AllreduceAlgo::Auto;  // none
   QuantAlgo quant_algo = QuantAlgo::Ring;          // quantized
   SparseAlgo sparse_algo = SparseAlgo::Auto;       // dct, topk
-  compress::ValueFormat values = compress::ValueFormat::F32;  // dct, topk: "+bf16", "+fp8"
+  compress::ValueFormat values = compress::ValueFormat::F32;  // dct, topk: "+bf16", "+fp8", "+fp4"
   std::string text = "none";    // as given, for reports
 };
 
 // "none", "dct:0.99,1000", "topk:5/512", "q8", "q4+ec", "q4+ec-skip-first", "q2", "qsgd:4" (dct
-// and topk take "+bf16" or "+fp8": the values of their sparse streams in
-// bfloat16 or scaled fp8 E4M3, rounding error fed back), and
+// and topk take "+bf16", "+fp8" or "+fp4": the values of their sparse
+// streams in bfloat16, scaled fp8 E4M3 or fp4 E2M1 with a scale per 32
+// values, rounding error fed back), and
 // the collective `allreduce` for it (see above; "auto" fits every codec).
 // Throws InputError naming what is wrong.
 DpCodec parse_dp_codec(std::string_view s, std::string_view allreduce = "auto");

@@ -136,13 +136,15 @@ SparseStream lossy_input(std::size_t n, std::size_t k, int rank, int p) {
   return s;
 }
 
-// Low-precision values on the wire (bf16, fp8): every rank holds the same
-// result, each element a value of the format within rounds * (rel * sum |x_i|
-// + 2^-16 max) of the exact sum, where rounds bounds the roundings one
-// contribution meets (its own, once per stage, and the result's), rel is the
-// format's half ulp (2^-8, 2^-4) and the second term covers fp8's flush of
-// values below 2^-17 of a message's largest; and the messages shrink with the
-// value width.
+// Low-precision values on the wire (bf16, fp8, fp4): every rank holds the
+// same result, each element a value of the format within rounds * (rel *
+// sum |x_i| + flush * max) of the exact sum, where rounds bounds the
+// roundings one contribution meets (its own, once per stage, and the
+// result's), rel is the format's largest relative rounding error (2^-8,
+// 2^-4, and 1/5 for fp4 at or above its group's scale 2^e) and the second
+// term covers what flushes or rounds coarser: fp8's values below 2^-17 of
+// a message's largest, fp4's below 2^e (error at most 2^(e-2), and 2^e <
+// a group's largest / 3); and the messages shrink with the value width.
 class SparseLowPrecision : public testing::TestWithParam<Case> {};
 
 TEST_P(SparseLowPrecision, AgreesAcrossRanksWithinRoundingBound) {
@@ -164,8 +166,8 @@ TEST_P(SparseLowPrecision, AgreesAcrossRanksWithinRoundingBound) {
   while ((1 << stages) < p) ++stages;
   const double rounds = stages + 3;
   // bytes[rank][format]; under mpiexec a process fills only its own rank's row.
-  std::vector<std::array<std::uint64_t, 3>> bytes(p, {0, 0, 0});
-  for (ValueFormat vf : {ValueFormat::F32, ValueFormat::Bf16, ValueFormat::Fp8})
+  std::vector<std::array<std::uint64_t, 4>> bytes(p, {0, 0, 0, 0});
+  for (ValueFormat vf : {ValueFormat::F32, ValueFormat::Bf16, ValueFormat::Fp8, ValueFormat::Fp4})
     test::run_ranks(p, [&](Transport& t) {
       SparseAllreduceOptions opts;
       opts.algo = algo;
@@ -174,22 +176,24 @@ TEST_P(SparseLowPrecision, AgreesAcrossRanksWithinRoundingBound) {
       const CollStats st = sparse_allreduce(t, lossy_input(n, k, t.rank(), p), out, opts);
       bytes[t.rank()][static_cast<int>(vf)] = st.wire.bytes_sent;
       if (vf == ValueFormat::F32) return;
-      const double rel = vf == ValueFormat::Bf16 ? 0x1p-8 : 0x1p-4;
+      const double rel = vf == ValueFormat::Bf16 ? 0x1p-8 : vf == ValueFormat::Fp8 ? 0x1p-4 : 0.2;
+      const double flush = vf == ValueFormat::Fp4 ? 1.0 / 12 : 0x1p-16;
       std::vector<float> got(n);
       out.to_dense(got);
       for (std::size_t i = 0; i < n; ++i)
-        ASSERT_LE(std::fabs(got[i] - exact[i]), rounds * (rel * mag[i] + 0x1p-16 * max_mag)) << i;
+        ASSERT_LE(std::fabs(got[i] - exact[i]), rounds * (rel * mag[i] + flush * max_mag)) << i;
       SparseStream again = out;
       compress::round_values(again, vf);
       EXPECT_TRUE(std::ranges::equal(again.values(), out.values())) << "result not in the format";
       expect_same_on_every_rank(t, out);
     });
-  // Pairs of 4 + ~1.5 bytes become 2 + ~1.5 and 1 + ~1.5, where messages are sparse.
+  // Pairs of 4 + ~1.5 bytes become 2 + ~1.5, 1 + ~1.5 and ~0.53 + ~1.5, where messages are sparse.
   if (algo == SparseAlgo::SsarRecursiveDouble || algo == SparseAlgo::SsarSplitAllgather)
     for (const auto& b : bytes) {
       if (b[0] == 0) continue;  // another process's rank
       EXPECT_LT(static_cast<double>(b[1]), 0.8 * static_cast<double>(b[0]));
       EXPECT_LT(static_cast<double>(b[2]), 0.8 * static_cast<double>(b[1]));
+      EXPECT_LT(b[3], b[2]);
     }
 }
 

@@ -81,14 +81,15 @@ TEST(DctDp, MatchesAlgorithmOneAndSplitsBitwise) {
   }
 }
 
-// bf16 / fp8 values: the same mask as fp32, each sent value is W rounded to
-// the format, and the residual keeps the rest, so sent + E == W still holds
-// exactly; the rounding is to nearest (half an ulp: 2^-8 bf16, 2^-4 fp8, or
-// fp8's flush to zero below 2^-17 of the largest).
+// bf16 / fp8 / fp4 values: the same mask as fp32, each sent value is W
+// rounded to the format, and the residual keeps the rest, so sent + E == W
+// still holds exactly; the rounding is to nearest (half an ulp: 2^-8 bf16,
+// 2^-4 fp8, 1/5 fp4, or what flushes: fp8's below 2^-17 of the largest,
+// fp4's below its group's scale, an error under 1/12 of the group's largest).
 TEST(DctDp, LowPrecisionSendsRoundedValuesAndKeepsTheRest) {
   const std::size_t n = 5000;
   const auto g = normal(n, 3);
-  for (ValueFormat vf : {ValueFormat::Bf16, ValueFormat::Fp8}) {
+  for (ValueFormat vf : {ValueFormat::Bf16, ValueFormat::Fp8, ValueFormat::Fp4}) {
     ErrorFeedbackStore s32, slow;
     DctDp d32({.eta = 0.9, .life_span = 4}, s32), dlow({.eta = 0.9, .life_span = 4, .values = vf}, slow);
     SparseStream o32, olow;
@@ -98,7 +99,8 @@ TEST(DctDp, LowPrecisionSendsRoundedValuesAndKeepsTheRest) {
     SparseStream again = olow;
     round_values(again, vf);
     ASSERT_TRUE(std::ranges::equal(again.values(), olow.values())) << "sent values not in the format";
-    const double rel = vf == ValueFormat::Bf16 ? 0x1p-8 : 0x1p-4;
+    const double rel = vf == ValueFormat::Bf16 ? 0x1p-8 : vf == ValueFormat::Fp8 ? 0x1p-4 : 0.2;
+    const double flush = vf == ValueFormat::Fp4 ? 1.0 / 12 : 0x1p-16;
     float mx = 0;
     for (float v : olow.values()) mx = std::max(mx, std::fabs(v));
     std::vector<float> sent(n);
@@ -108,7 +110,7 @@ TEST(DctDp, LowPrecisionSendsRoundedValuesAndKeepsTheRest) {
     for (std::size_t i = 0; i < n; ++i) {
       ASSERT_EQ(sent[i] + err[i], g[i]) << i;
       if (sent[i] == 0.0f && err[i] == g[i]) continue;
-      ASSERT_LE(std::fabs(err[i]), std::max(std::fabs(g[i]) * rel, mx * 0x1p-16)) << i;
+      ASSERT_LE(std::fabs(err[i]), std::max(std::fabs(g[i]) * rel, mx * flush)) << i;
       inexact += err[i] != 0.0f;
     }
     EXPECT_GT(inexact, 0u);

@@ -44,11 +44,12 @@ void expect_sum_matches_dense(const SparseStream& a, const SparseStream& b) {
 }
 
 // A sum's result stays sparse up to delta = N v / (1 + v) pairs for the
-// value format it is sent in (stream_size.h): 800, 666 and 500 of 1000.
+// value format it is sent in (stream_size.h): 800, 666 and 500 of 1000;
+// fp4: k + ceil(k/32) + ceil(k/2) <= 32 + 500 at k = 347.
 TEST(SparseStream, SumSwitchesAtTheValueFormatsDelta) {
   const std::size_t dim = 1000;
   const std::pair<ValueFormat, std::uint32_t> deltas[] = {
-      {ValueFormat::F32, 800}, {ValueFormat::Bf16, 666}, {ValueFormat::Fp8, 500}};
+      {ValueFormat::F32, 800}, {ValueFormat::Bf16, 666}, {ValueFormat::Fp8, 500}, {ValueFormat::Fp4, 347}};
   for (const auto& [vf, delta] : deltas) {
     const SparseStream a = on_support(dim, range(0, 300), 0);
     const SparseStream fits = on_support(dim, range(0, delta - 300), 1);

@@ -166,6 +166,68 @@ TEST(StreamCodec, Fp8ValuesShareAPowerOfTwoScale) {
   EXPECT_EQ(encode(SparseStream::sparse(10, {1}, {0.0f}), ValueFormat::Fp8)[3], std::byte{0});
 }
 
+// The nearest fp4 value to x (E2M1 magnitudes times 2^e), ties to the code
+// with mantissa bit 0: a search over the grid, the independent reference.
+float nearest_fp4(float x, int e) {
+  const double grid[] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+  int best = 0;
+  const double ax = std::fabs(static_cast<double>(x));
+  for (int c = 1; c < 8; ++c) {
+    const double d = std::fabs(grid[c] * std::ldexp(1.0, e) - ax), db = std::fabs(grid[best] * std::ldexp(1.0, e) - ax);
+    if (d < db || (d == db && c % 2 == 0)) best = c;
+  }
+  const float m = static_cast<float>(grid[best] * std::ldexp(1.0, e));
+  return best == 0 ? 0.0f : (x < 0 ? -m : m);
+}
+
+TEST(StreamCodec, Fp4ValuesTakeAPowerOfTwoScaleEach32) {
+  // 70 values: groups of 32, 32 and 6. The first group's largest, 11.5,
+  // needs e = 1 (6 * 2^0 < 11.5 <= 6 * 2^1); the second holds ties and
+  // flushes at its scale 2^-2 (largest 1.5); the third is all zeros.
+  std::vector<float> in(70, 0.0f);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  for (std::size_t i = 0; i < 32; ++i) in[i] = std::clamp(nd(rng), -7.0f, 7.0f);
+  in[3] = -11.5f;
+  // At 2^-2 these are the midpoints 0.25, 0.75, 1.25, 5, -2.5, 3.5 and 1.75 of the grid.
+  const float second[] = {1.5f, 0.0625f, 0.1875f, 0.3125f, 1.25f, -0.625f, 0.875f, 1e-30f, -1e-30f, 0.4375f};
+  std::copy(std::begin(second), std::end(second), in.begin() + 32);
+  std::vector<std::uint32_t> idx(70);
+  for (std::uint32_t i = 0; i < 70; ++i) idx[i] = 3 * i;
+  const SparseStream s = SparseStream::sparse(300, idx, in);
+  const std::vector<std::byte> w = encode(s, ValueFormat::Fp4);
+  const std::size_t values_at = w.size() - (1 + 16) - (1 + 16) - (1 + 3);
+  ASSERT_EQ(w.size(), 12u + 70 + (1 + 16) * 2 + (1 + 3));  // varint gaps of 2: a byte each
+  EXPECT_EQ(w[2], std::byte{3});
+  EXPECT_EQ(w[3], std::byte{0});
+  EXPECT_EQ(static_cast<std::int8_t>(w[values_at]), 1);
+  EXPECT_EQ(static_cast<std::int8_t>(w[values_at + 17]), -2);
+  EXPECT_EQ(static_cast<std::int8_t>(w[values_at + 34]), 0);
+  const SparseStream d = decode_stream(w);
+  const int scales[] = {1, -2, 0};
+  for (std::size_t i = 0; i < 70; ++i) EXPECT_EQ(d.values()[i], nearest_fp4(in[i], scales[i / 32])) << i;
+  EXPECT_EQ(d.values()[3], -6.0f * 2);  // the largest is never clipped
+  const float second_want[] = {1.5f, 0.0f, 0.25f, 0.25f, 1.0f, -0.5f, 1.0f, 0.0f, 0.0f, 0.5f};
+  for (std::size_t i = 0; i < 10; ++i) EXPECT_EQ(d.values()[32 + i], second_want[i]) << i;
+  EXPECT_FALSE(std::signbit(d.values()[40]));  // -1e-30 flushes to +0
+  SparseStream r = s;
+  round_values(r, ValueFormat::Fp4);
+  EXPECT_TRUE(std::ranges::equal(r.values(), d.values()));  // what the sender holds == what peers decode
+  EXPECT_THROW(encode(SparseStream::sparse(10, {1}, {std::numeric_limits<float>::quiet_NaN()}), ValueFormat::Fp4),
+               InputError);
+  // Near float's largest the code below where rounding up would overflow.
+  const float top = std::numeric_limits<float>::max();
+  const SparseStream big = decode_stream(encode(SparseStream::sparse(10, {1, 2}, {top, -top}), ValueFormat::Fp4));
+  EXPECT_EQ(big.values()[0], std::ldexp(3.0f, 126));
+  EXPECT_EQ(big.values()[1], -std::ldexp(3.0f, 126));
+  auto beyond = encode(SparseStream::sparse(10, {1}, {top}), ValueFormat::Fp4);
+  beyond.back() = std::byte{0x06};  // 4 * 2^126 = 2^128
+  EXPECT_THROW(decode_stream(beyond), WireError);
+  auto neg_zero = encode(SparseStream::sparse(10, {1, 2}, {1.0f, 0.0f}), ValueFormat::Fp4);
+  neg_zero.back() = std::byte{0x84};  // codes 4 (1.0) and 8 (-0)
+  EXPECT_THROW(decode_stream(neg_zero), WireError);
+}
+
 TEST(StreamCodec, RoundTripsEveryIndexWidth) {
   for (std::size_t dim : {1u, 256u, 257u, 65536u, 65537u, 1000000u}) {
     std::vector<std::uint32_t> idx;
@@ -206,7 +268,7 @@ TEST(StreamCodec, RejectsEachKindOfCorruption) {
   scaled[3] = std::byte{1};  // a scale byte on f32 values
   expect_wire_error(scaled);
   auto format = good;
-  format[2] = std::byte{3};  // unknown value format
+  format[2] = std::byte{4};  // unknown value format
   expect_wire_error(format);
   auto coding = good;
   coding[1] = std::byte{0x81};  // unknown index coding
@@ -258,7 +320,8 @@ TEST(StreamCodec, FuzzRandomAndMutatedMessagesNeverCrash) {
       handmade(1, 2, 300, {2, 7, 299}, {1, 2, 3}), handmade(1, 1, 200, {0, 199}, {1, 2}),
       handmade(1, 4, 70000, {5, 69999}, {1, 2}), handmade(2, 0, 4, {}, {1, 2, 3, 4}), handmade(1, 1, 5, {}, {}),
       handmade_varint(70000, {5, 200, 69000}, {1, 2, 3}), encode(SparseStream::sparse(300, {2, 7}, {1, 2}), ValueFormat::Bf16),
-      encode(SparseStream::sparse(300, {2, 7, 100}, {1, -2.5f, 1e-3f}), ValueFormat::Fp8)};
+      encode(SparseStream::sparse(300, {2, 7, 100}, {1, -2.5f, 1e-3f}), ValueFormat::Fp8),
+      encode(SparseStream::sparse(300, {2, 7, 100}, {1, -2.5f, 1e-3f}), ValueFormat::Fp4)};
   for (int iter = 0; iter < 100000; ++iter) {
     std::vector<std::byte> w;
     if (iter % 4 == 0) {

@@ -13,6 +13,7 @@ codecs="device") run on CPU tensors under Triton's interpreter.
 """
 import argparse
 import datetime
+import math
 import os
 import signal
 import socket
@@ -121,6 +122,37 @@ def sparsifying_hooks_equal_the_exchange_of_each_tensor(rank, size):
             for name in want:
                 assert torch.equal(got[name], want[name]), f"{codec} step {step} {name}"
         assert hook.bytes_sent > 0 and hook.bytes_sent < hook.dense_bytes, (hook.bytes_sent, hook.dense_bytes)
+
+
+@check
+def fp4_values_keep_topks_choice_in_fewer_bytes(rank, size):
+    """topk_hook(values="fp4") on its first step keeps what the fp32 hook
+    keeps (no residual yet, so the same top-k; fp4 may flush a kept value to
+    zero), each average within fp4's roundings of the fp32 one (as the C++
+    low-precision allreduce test bounds them: per rounding a relative 1/5,
+    plus under 1/12 of the largest value for what flushes below a group's
+    scale; a contribution meets at most log2(P) + 3 roundings), in at most
+    2/5 of the bytes."""
+    grads, hooks = {}, {}
+    for values in ("f32", "fp4"):
+        model, x, y = model_and_batch(rank)
+        ddp = DDP(model, bucket_cap_mb=0.005)
+        hooks[values] = st.topk_hook(4, 64, values=values, model=ddp)
+        ddp.register_comm_hook(None, hooks[values])
+        grads[values] = ddp_grads(ddp, x, y)
+    assert hooks["fp4"].codec == "topk:4/64+fp4"
+    model, x, y = model_and_batch(rank)
+    mine = local_grads(model, x, y)
+    rounds = math.ceil(math.log2(size)) + 3
+    for name, want in grads["f32"].items():
+        every = [torch.empty_like(mine[name]) for _ in range(size)]
+        dist.all_gather(every, mine[name])
+        mag = torch.stack(every).abs().mean(0)
+        biggest = max(float(e.abs().max()) for e in every)
+        got = grads["fp4"][name]
+        assert not bool(((got != 0) & (want == 0)).any()), name
+        assert bool(((got - want).abs() <= rounds * (0.2 * mag + biggest / 12)).all()), name
+    assert hooks["fp4"].bytes_sent <= 0.4 * hooks["f32"].bytes_sent, (hooks["fp4"].bytes_sent, hooks["f32"].bytes_sent)
 
 
 @check

@@ -68,6 +68,28 @@ def test_momentum_correction_hands_the_velocity_to_the_exchange():
         assert torch.allclose(got, w, rtol=1e-6)
 
 
-def test_sgd_mc_without_a_data_parallel_exchange_is_refused():
-    with pytest.raises(SystemExit, match="sgd-mc"):
-        translation.main(TINY + ["--optimizer", "sgd-mc"])
+def test_adam_before_the_exchange_then_sgd_is_torchs_adam():
+    """On one rank with an exchange that changes nothing, Adam's direction
+    handed to the hook and applied by plain SGD moves the weights as
+    torch.optim.Adam does (the independent reference)."""
+    import torch
+    torch.manual_seed(0)
+    w0 = torch.randn(5)
+    grads = [torch.randn(5) * s for s in (1.0, 0.01, 3.0, 1.0)]
+    ref = w0.clone().requires_grad_()
+    adam = torch.optim.Adam([ref], lr=0.01, betas=(0.9, 0.98), eps=1e-8)
+    hook = translation.adam_before_exchange(lambda state, bucket: None)
+    w = w0.clone()
+    for g in grads:
+        ref.grad = g.clone()
+        adam.step()
+        b = FakeBucket(g)
+        hook(None, b)
+        w -= 0.01 * b.buffer()
+    assert torch.allclose(w, ref.detach(), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd-mc", "adam-pre"])
+def test_optimizers_before_the_exchange_without_one_are_refused(optimizer):
+    with pytest.raises(SystemExit, match=optimizer):
+        translation.main(TINY + ["--optimizer", optimizer])

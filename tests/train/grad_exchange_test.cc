@@ -36,12 +36,13 @@ TEST(DpCodec, Parses) {
   EXPECT_DOUBLE_EQ(b.eta, 0.98);
   EXPECT_EQ(parse_dp_codec("topk:5/512+bf16").values, compress::ValueFormat::Bf16);
   EXPECT_EQ(parse_dp_codec("dct:0.98,1000+fp8").values, compress::ValueFormat::Fp8);
+  EXPECT_EQ(parse_dp_codec("topk:16/512+fp4").values, compress::ValueFormat::Fp4);
   EXPECT_EQ(d.values, compress::ValueFormat::F32);
   EXPECT_THROW(parse_dp_codec("dct:0.9,10+bf16", "dense"), InputError);  // dense would send fp32
   EXPECT_NO_THROW(parse_dp_codec("dct:0.9,10+bf16", "ssar-recursive-double"));
   for (const char* bad : {"dct", "dct:1.0,10", "dct:0.9,0", "dct:0.9", "topk:0/512", "topk:600/512", "topk:5",
                           "q3", "qsgd:3", "gzip", "q4+ec-skip", "q4+ec-skip-first+ec",
-                          "dct:x,1", "q8+bf16", "none+bf16", "dct:0.9,10+bf8", "q4+fp8", "dct:0.9,10+fp8+bf16"})
+                          "dct:x,1", "q8+bf16", "none+bf16", "dct:0.9,10+bf8", "q4+fp8", "dct:0.9,10+fp8+bf16", "q4+fp4", "topk:5/512+fp4+fp8"})
     EXPECT_THROW(parse_dp_codec(bad), InputError) << bad;
 }
 
