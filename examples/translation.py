@@ -35,6 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from translation_data import make_corpus  # noqa: E402
 
 PAD, BOS, EOS, UNK = 0, 1, 2, 3
+ADAM_BETAS = (0.9, 0.98)  # fairseq's
 CUTS = {0: [], 1: [("enc", 5)], 2: [("enc", 5), ("dec", 5)], 4: [("enc", 3), ("dec", 3), ("enc", 5), ("dec", 5)]}
 
 
@@ -257,13 +258,14 @@ def main(argv=None):
     if ddp:
         net = nn.parallel.DistributedDataParallel(model)
         hook = st.Hook(a.hook, model=net)
-        wrap = {"sgd-mc": lambda h: momentum_corrected(h, 0.9), "adam-pre": adam_before_exchange}
+        wrap = {"sgd-mc": lambda h: st.momentum_before_exchange(h, 0.9),
+                "adam-pre": lambda h: st.adam_before_exchange(h, betas=ADAM_BETAS)}
         net.register_comm_hook(state=None, hook=wrap.get(a.optimizer, lambda h: h)(hook))
     elif a.optimizer in ("sgd-mc", "adam-pre"):
         raise SystemExit(f"--optimizer {a.optimizer}: the optimizer's state goes into the data-parallel exchange "
                          "(run with --hook)")
     if a.optimizer == "adam":
-        opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.98), eps=1e-8)
+        opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=ADAM_BETAS, eps=1e-8)
     else:
         opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9 if a.optimizer == "sgd" else 0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / a.warmup, math.sqrt(a.warmup / (s + 1))))
@@ -301,65 +303,6 @@ def main(argv=None):
                 f.write(json.dumps(result) + "\n")
     if ddp:
         dist.destroy_process_group()
-
-
-def before_exchange(hook, update):
-    """A gradient hook that first hands each bucket's gradient to
-    update(state, buf), which rewrites buf in place from per-bucket state
-    (a dict, kept per bucket index; new when DDP re-buckets after the first
-    step), then exchanges the result with `hook`."""
-    states = {}
-
-    def call(state, bucket):
-        buf = bucket.buffer()
-        st = states.get(bucket.index())
-        if st is None or st["shape"] != buf.shape:
-            st = states[bucket.index()] = {"shape": buf.shape}
-        update(st, buf)
-        return hook(state, bucket)
-
-    return call
-
-
-def momentum_corrected(hook, m):
-    """DGC's momentum correction (Lin et al., 2018) around a gradient hook:
-    each rank keeps a velocity u = m * u + grad per bucket and hands u to the
-    exchange in place of grad, so that a sparsifier's residual accumulates
-    velocities and what it releases late still carries its momentum; the
-    optimizer then applies the averaged result without momentum. With a dense
-    exchange this is momentum SGD itself (the average is linear). DGC's
-    factor masking (zeroing the velocity of sent values) is not done: the
-    hook does not tell which values it sent."""
-    def update(st, buf):
-        u = st.setdefault("u", torch.zeros_like(buf))
-        u.mul_(m).add_(buf)
-        buf.copy_(u)
-
-    return before_exchange(hook, update)
-
-
-def adam_before_exchange(hook, betas=(0.9, 0.98), eps=1e-8):
-    """Adam's direction computed on each rank from its own gradients (its own
-    first and second moments, bias-corrected as torch's Adam does) and handed
-    to the exchange in place of the gradient; the optimizer is then plain SGD
-    at Adam's learning rate. A sparsifier's error feedback then holds back
-    and releases updates already scaled by Adam. Fed back gradients instead
-    reach Adam as rare bursts, which inflate its second moment and so shrink
-    every step. (SparCML's Algorithm 2 feeds back SGD steps; this is sparq's
-    extension of it to Adam.) On one rank with a dense exchange this is Adam
-    itself; on several, the average of the ranks' Adam directions."""
-    b1, b2 = betas
-
-    def update(st, buf):
-        if "m" not in st:
-            st.update(m=torch.zeros_like(buf), v=torch.zeros_like(buf), t=0)
-        st["t"] += 1
-        st["m"].mul_(b1).add_(buf, alpha=1 - b1)
-        st["v"].mul_(b2).addcmul_(buf, buf, value=1 - b2)
-        denom = (st["v"] / (1 - b2 ** st["t"])).sqrt_().add_(eps)
-        torch.div(st["m"], denom, out=buf).div_(1 - b1 ** st["t"])
-
-    return before_exchange(hook, update)
 
 
 def report(a, model, test, refs, tv, train_loss, curve, cuts, hook, steps, seconds):

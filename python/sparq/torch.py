@@ -34,6 +34,7 @@ import torch
 import torch.distributed as dist
 
 from . import _sparq
+from .before_exchange import adam_before_exchange, momentum_before_exchange  # noqa: F401 - around a hook
 from .dct_mp import CutStats, DctMp, dct_mp  # noqa: F401 - DCT-MP at a cut of any model
 from .pipeline import PipelineError, PipelineStage  # noqa: F401
 

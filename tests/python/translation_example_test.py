@@ -44,51 +44,6 @@ def test_bad_flag_combinations_are_refused(flags):
         translation.parse_args(flags)
 
 
-class FakeBucket:
-    def __init__(self, grad):
-        self.grad = grad.clone()
-
-    def index(self):
-        return 0
-
-    def buffer(self):
-        return self.grad
-
-
-def test_momentum_correction_hands_the_velocity_to_the_exchange():
-    """u_t = m u_(t-1) + g_t goes to the hook in place of g_t (closed form)."""
-    import torch
-    seen = []
-    hook = translation.momentum_corrected(lambda state, bucket: seen.append(bucket.buffer().clone()), 0.9)
-    g = [torch.tensor([1.0, -2.0]), torch.tensor([0.5, 4.0]), torch.tensor([0.0, 1.0])]
-    for x in g:
-        hook(None, FakeBucket(x))
-    want = [g[0], 0.9 * g[0] + g[1], 0.81 * g[0] + 0.9 * g[1] + g[2]]
-    for got, w in zip(seen, want):
-        assert torch.allclose(got, w, rtol=1e-6)
-
-
-def test_adam_before_the_exchange_then_sgd_is_torchs_adam():
-    """On one rank with an exchange that changes nothing, Adam's direction
-    handed to the hook and applied by plain SGD moves the weights as
-    torch.optim.Adam does (the independent reference)."""
-    import torch
-    torch.manual_seed(0)
-    w0 = torch.randn(5)
-    grads = [torch.randn(5) * s for s in (1.0, 0.01, 3.0, 1.0)]
-    ref = w0.clone().requires_grad_()
-    adam = torch.optim.Adam([ref], lr=0.01, betas=(0.9, 0.98), eps=1e-8)
-    hook = translation.adam_before_exchange(lambda state, bucket: None)
-    w = w0.clone()
-    for g in grads:
-        ref.grad = g.clone()
-        adam.step()
-        b = FakeBucket(g)
-        hook(None, b)
-        w -= 0.01 * b.buffer()
-    assert torch.allclose(w, ref.detach(), rtol=1e-5, atol=1e-7)
-
-
 @pytest.mark.parametrize("optimizer", ["sgd-mc", "adam-pre"])
 def test_optimizers_before_the_exchange_without_one_are_refused(optimizer):
     with pytest.raises(SystemExit, match=optimizer):
