@@ -85,25 +85,34 @@ OPTIMIZERS = {"sgd": "sgd (momentum 0.9)", "sgd-mc": "sgd, momentum 0.9 before t
               "adam-pre": "adam before the exchange"}
 
 
+def best_dense(by, epochs):
+    """The full-precision exchange with the lowest mean test loss among the
+    optimizers run for `epochs`: every TopK run of that length is compared
+    with it."""
+    dense = [c for c in by if c[0] == "dp" and c[1] == "none" and c[4] == epochs]
+    return min(dense, key=lambda c: mean(by, c, "test_loss")) if dense else None
+
+
 def topk_table(by):
     groups = sorted({c[2:] for c in by if c[0] == "dp"}, key=lambda g: (g[2], g[0] != "adam", g))
-    rows = ["| gradient exchange (2 ranks) | optimizer | epochs | train loss | test loss | test loss vs fp32 | BLEU "
-            "| BLEU vs fp32 | gradient bytes sent per rank and step | vs the dense ring | seeds |",
+    rows = ["| gradient exchange (2 ranks) | optimizer | epochs | train loss | test loss | test loss vs best fp32 | BLEU "
+            "| BLEU vs best fp32 | gradient bytes sent per rank and step | vs the dense ring | seeds |",
             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for opt, lr, epochs in groups:
-        base = ("dp", "none", opt, lr, epochs)
-        mine = sorted((c for c in by if c[0] == "dp" and c[2:] == (opt, lr, epochs) and c != base), key=topk_order)
-        for config in ([base] if base in by else []) + mine:
+        best = best_dense(by, epochs)
+        own = ("dp", "none", opt, lr, epochs)
+        mine = sorted((c for c in by if c[0] == "dp" and c[2:] == (opt, lr, epochs) and c != own), key=topk_order)
+        for config in ([own] if own in by else []) + mine:
             runs = list(by[config].values())
             sent = statistics.mean(r["grad_bytes_sent"] / r["steps"] for r in runs)
             ratio = statistics.mean(r["grad_dense_bytes"] / r["grad_bytes_sent"] for r in runs)
-            name = "fp32 (sparq's dense allreduce)" if config == base else f"`{config[1]}`"
-            against = config != base and base in by
-            dl = paired(by, config, base, "test_loss", True) if against else None
-            db = paired(by, config, base, "bleu", False) if against else None
+            name = "fp32 (sparq's dense allreduce)" if config == own else f"`{config[1]}`"
+            against = best is not None and config != best
+            dl = paired(by, config, best, "test_loss", True) if against else None
+            db = paired(by, config, best, "bleu", False) if against else None
             rows.append(f"| {name} | {OPTIMIZERS.get(opt, opt)} lr {lr:g} | {epochs} | "
                         f"{mean(by, config, 'train_loss'):.4f} | {mean(by, config, 'test_loss'):.4f} | "
-                        f"{fmt_pm(dl[0], dl[1], ' %') if dl else ''} | {mean(by, config, 'bleu'):.2f} | "
+                        f"{fmt_pm(dl[0], dl[1], ' %') if dl else 'best'} | {mean(by, config, 'bleu'):.2f} | "
                         f"{fmt_pm(db[0], db[1]) if db else ''} | {sent / 1e3:.1f} kB | {ratio:.0f}x fewer | "
                         f"{len(runs)} |")
     return rows
@@ -111,7 +120,7 @@ def topk_table(by):
 
 def label(config, base):
     if config[0] == "dp":
-        return "fp32, 2 ranks" if config[1] == "none" else f"{config[1]}, 2 ranks"
+        return f"{'fp32' if config[1] == 'none' else config[1]}, {config[2]}, 2 ranks, {config[4]} epochs"
     if config == base:
         return "baseline"
     return f"{config[2]:.0%}{' bf16' if config[3] == 'bf16' else ''}, {config[1] + 1} workers"
@@ -137,8 +146,11 @@ def plot(by, base, out):
     import matplotlib.pyplot as plt
 
     mp = sorted((c for c in by if c[0] == "mp" and c[1]), key=lambda c: (c[1], c[2], c[3] != "f32"))
-    dp = sorted((c for c in by if c[0] == "dp" and c[2:] == ("adam", 0.002, 4)), key=topk_order)  # the plot: Adam's runs
-    dense = next((c for c in dp if c[1] == "none"), None)
+    # The plot's TopK: the longest runs, against the best full-precision exchange of that length.
+    epochs = max((c[4] for c in by if c[0] == "dp"), default=None)
+    dense = best_dense(by, epochs) if epochs else None
+    dp = sorted((c for c in by if c[0] == "dp" and c[4] == epochs and c[1] != "none"), key=topk_order)
+    dp = ([dense] if dense else []) + dp
     color = {c: plt.cm.tab20(i % 20) for i, c in enumerate([base] + mp + dp)}
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
     for config in [base] + mp + dp:
@@ -147,8 +159,8 @@ def plot(by, base, out):
     axes[0].set_ylabel("test loss (nats per token, mean over seeds)")
     axes[0].set_title("test loss")
     for ax, configs, ref, title in ((axes[1], mp, base, "DCT-MP against the baseline"),
-                                    (axes[2], [c for c in dp if c[1] != "none"], dense,
-                                     "TopK SGD against fp32 DDP")):
+                                    (axes[2], [c for c in dp if c != dense], dense,
+                                     f"TopK SGD against the best fp32 DDP, {epochs} epochs")):
         for config in configs:
             ax.plot(*curve_change(by, config, ref), label=label(config, base), lw=1, color=color[config])
         ax.axhline(0, color="black", lw=0.5)
