@@ -166,6 +166,7 @@ def plot(by, base, out):
         ax.axhline(0, color="black", lw=0.5)
         ax.set_ylabel("test loss change, % (paired seeds, mean)")
         ax.set_title(title)
+    axes[2].set_yscale("symlog", linthresh=2)  # hundreds of % early, a few % at the end
     for ax in axes:
         ax.set_xlabel("step")
         if ax.get_legend_handles_labels()[0]:
