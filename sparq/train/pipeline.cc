@@ -13,6 +13,23 @@
 
 namespace sparq {
 
+namespace {
+
+// dct's options after its ETA: "l1=LAMBDA", "grad=dense".
+void parse_dct_option(std::string_view s, std::string_view opt, MpCodec& c) {
+  if (opt == "grad=dense") {
+    c.dense_grad = true;
+    return;
+  }
+  const auto r = opt.starts_with("l1=") ? std::from_chars(opt.data() + 3, opt.data() + opt.size(), c.drop_l1)
+                                        : std::from_chars_result{opt.data(), std::errc::invalid_argument};
+  SPARQ_CHECK_AS(InputError,
+                 r.ec == std::errc() && r.ptr == opt.data() + opt.size() && std::isfinite(c.drop_l1) && c.drop_l1 >= 0,
+                 "bad --mp-codec '{}': '{}' is not l1=LAMBDA (LAMBDA >= 0) or grad=dense", s, opt);
+}
+
+}  // namespace
+
 MpCodec parse_mp_codec(std::string_view s) {
   MpCodec c;
   c.text = std::string(s);
@@ -21,14 +38,23 @@ MpCodec parse_mp_codec(std::string_view s) {
                                      std::pair{"sketch:", MpCodec::Kind::Sketch}}) {
     const std::string_view pre(prefix);
     if (!s.starts_with(pre)) continue;
-    const auto body = s.substr(pre.size());
+    auto body = s.substr(pre.size());
+    const auto comma = body.find(',');
+    for (auto opts = body.substr(std::min(comma, body.size())); !opts.empty();) {
+      SPARQ_CHECK_AS(InputError, kind == MpCodec::Kind::Dct, "bad --mp-codec '{}': only dct takes options", s);
+      opts.remove_prefix(1);
+      const auto next = std::min(opts.find(','), opts.size());
+      parse_dct_option(s, opts.substr(0, next), c);
+      opts.remove_prefix(next);
+    }
+    body = body.substr(0, comma);
     const auto r = std::from_chars(body.data(), body.data() + body.size(), c.eta);
     SPARQ_CHECK_AS(InputError, r.ec == std::errc() && r.ptr == body.data() + body.size() && c.eta >= 0 && c.eta < 1,
                    "bad --mp-codec '{}': expected {}ETA with 0 <= ETA < 1", s, pre);
     c.kind = kind;
     return c;
   }
-  SPARQ_THROW(InputError, "unknown --mp-codec '{}' (none, dct:ETA, topk-grad:ETA, sketch:ETA)", s);
+  SPARQ_THROW(InputError, "unknown --mp-codec '{}' (none, dct:ETA[,l1=LAMBDA][,grad=dense], topk-grad:ETA, sketch:ETA)", s);
 }
 
 Pipeline::Pipeline(Transport& t, Dlrm<float>& stage, Optimizer<float>& opt, std::size_t micro_batches, MpCodec codec)
@@ -108,7 +134,7 @@ void Pipeline::send_grad(std::size_t mb, std::span<const float> dx, PipelineStep
   const auto before = t_.counters().total().bytes_sent;
   const auto t0 = Clock::now();
   ExchangeStats& x = st.x_grad;
-  if (codec_.kind == MpCodec::Kind::None || codec_.kind == MpCodec::Kind::Sketch) {
+  if (grad_crosses_dense()) {
     sends_.push_back(t_.isend(stage_ - 1, tags::kPipelineGrad, std::as_bytes(dx)));
     x.kept += dx.size();
   } else if (codec_.kind == MpCodec::Kind::TopkGrad) {
@@ -150,7 +176,7 @@ std::span<const float> Pipeline::recv_grad(std::size_t mb, std::size_t rows, std
   auto& dense = in_grads_[mb];
   dense.resize(rows * cols);
   const auto t0 = Clock::now();
-  if (codec_.kind == MpCodec::Kind::None || codec_.kind == MpCodec::Kind::Sketch) {
+  if (grad_crosses_dense()) {
     t_.recv(stage_ + 1, tags::kPipelineGrad, std::as_writable_bytes(std::span<float>(dense)));
     st.idle_s += seconds_since(t0);
   } else if (codec_.kind == MpCodec::Kind::TopkGrad) {
@@ -168,6 +194,16 @@ std::span<const float> Pipeline::recv_grad(std::size_t mb, std::size_t rows, std
     t_.recv(stage_ + 1, tags::kPipelineGrad, std::as_writable_bytes(std::span<float>(scratch_)));
     st.idle_s += seconds_since(t0);
     compress::dct_mp_scatter(mask, scratch_, dense);
+  }
+  // The drop penalty's gradient, lambda per sample of the mean loss: every
+  // cut follows a ReLU, so d|y|/dy = 1 where y > 0, and the stage's ReLU
+  // backward zeroes the rest.
+  if (codec_.kind == MpCodec::Kind::Dct && codec_.drop_l1 > 0) {
+    const compress::RowMask& mask = out_masks_[mb];
+    const float g = static_cast<float>(codec_.drop_l1) * loss_scale_;
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t c = 0; c < cols; ++c)
+        if (!mask.test(r, c)) dense[r * cols + c] += g;
   }
   return dense;
 }
@@ -238,6 +274,7 @@ PipelineStepStats Pipeline::step(const Batch& batch, double weight, const std::f
   }
   const std::size_t micro = std::min(micro_, batch.size);  // the same on every stage
   const bool last = stage_ + 1 == stages_;
+  loss_scale_ = static_cast<float>(weight / static_cast<double>(batch.size));
   forward_all(batch, micro, weight, st, nullptr, pooled);
   const std::size_t in_w = model_.stage_in_width(), out_w = model_.stage_out_width();
   for (std::size_t mb = micro; mb-- > 0;) {

@@ -37,9 +37,18 @@ struct MpCodec {
   enum class Kind { None, Dct, TopkGrad, Sketch };
   Kind kind = Kind::None;
   double eta = 0;  // fraction dropped: of each sample's X_act (dct) or X_grad (topk-grad), or sketch width
+  // dct: an L1 penalty of this weight, per sample, on the activations each
+  // cut's top-k drops, applied by the sending stage alone (no bytes): it
+  // teaches the layers below a cut to put a sample in the units that cross.
+  // sparq's, not the DCT paper's.
+  double drop_l1 = 0;
+  // dct: X_grad crosses dense, not through the forward mask: an ablation
+  // (the paper reuses the mask backward), for telling a cut's forward
+  // bottleneck from its sparse gradient.
+  bool dense_grad = false;
   std::string text = "none";  // as given, for reports
 };
-// "none", "dct:0.95", "topk-grad:0.9", "sketch:0.75". Throws InputError.
+// "none", "dct:0.95[,l1=0.001][,grad=dense]", "topk-grad:0.9", "sketch:0.75". Throws InputError.
 MpCodec parse_mp_codec(std::string_view s);
 
 struct PipelineStepStats {
@@ -91,6 +100,10 @@ class Pipeline {
   void send_grad(std::size_t mb, std::span<const float> dx, PipelineStepStats& st);
   std::span<const float> recv_grad(std::size_t mb, std::size_t rows, std::size_t cols, PipelineStepStats& st);
   void wait_sends();
+  bool grad_crosses_dense() const {
+    return codec_.kind == MpCodec::Kind::None || codec_.kind == MpCodec::Kind::Sketch ||
+           (codec_.kind == MpCodec::Kind::Dct && codec_.dense_grad);
+  }
 
   Transport& t_;
   Dlrm<float>& model_;
@@ -107,6 +120,7 @@ class Pipeline {
   std::vector<std::vector<float>> grad_residual_;  // topk-grad: error feedback per micro-batch slot
   std::vector<float> sketch_;                       // sketch: S of the current micro-batch [d x r]
   std::uint64_t step_ = 0;                          // sketch: seeds S with the step
+  float loss_scale_ = 0;                            // weight / batch size of the step in progress
   // sketch: S for (step_, mb) of a cut with `cols` inputs: [cols x r].
   const std::vector<float>& sketch_matrix(std::size_t mb, std::size_t cols);
   double threshold_eta_ = -1;

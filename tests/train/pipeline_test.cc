@@ -36,7 +36,14 @@ TEST(MpCodec, Parses) {
   EXPECT_DOUBLE_EQ(parse_mp_codec("dct:0.95").eta, 0.95);
   EXPECT_EQ(parse_mp_codec("topk-grad:0.9").kind, MpCodec::Kind::TopkGrad);
   EXPECT_EQ(parse_mp_codec("sketch:0.5").kind, MpCodec::Kind::Sketch);
-  for (const char* bad : {"dct", "dct:1", "dct:-0.1", "dct:0.9x", "topk-grad:", "sketch:2", "gzip"})
+  const MpCodec opts = parse_mp_codec("dct:0.9,l1=0.002,grad=dense");
+  EXPECT_DOUBLE_EQ(opts.eta, 0.9);
+  EXPECT_DOUBLE_EQ(opts.drop_l1, 0.002);
+  EXPECT_TRUE(opts.dense_grad);
+  EXPECT_FALSE(parse_mp_codec("dct:0.9").dense_grad);
+  for (const char* bad : {"dct", "dct:1", "dct:-0.1", "dct:0.9x", "topk-grad:", "sketch:2", "gzip", "dct:0.9,",
+                          "dct:0.9,l1=-1", "dct:0.9,l1=inf", "dct:0.9,l1=", "dct:0.9,grad=sparse", "dct:0.9,,l1=1",
+                          "topk-grad:0.9,grad=dense", "sketch:0.5,l1=1"})
     EXPECT_THROW(parse_mp_codec(bad), InputError) << bad;
 }
 
@@ -204,12 +211,14 @@ TEST(Pipeline, DctMpCompressesActivationsAndGradients) {
 
 // DCT-MP's cut written out on one thread: per sample the `keep` largest
 // |X_act| cross forward (ties to the lower column), and X_grad comes back
-// masked by `grad_mask`: the forward mask (DCT-MP), or none. Both stages of a
-// 2-stage plan train for `steps` steps of the GPipe order (forwards, then
-// backwards in reverse); returns each stage's parameters.
+// masked by `grad_mask`: the forward mask (DCT-MP), or none. `drop_l1` adds
+// the gradient of drop_l1 times the batch's mean over samples of the summed
+// dropped activations (all >= 0 after the ReLU). Both stages of a 2-stage
+// plan train for `steps` steps of the GPipe order (forwards, then backwards
+// in reverse); returns each stage's parameters.
 std::array<std::vector<float>, 2> dct_mp_reference(const DlrmConfig& cfg, const std::vector<DlrmStage>& plan,
                                                    std::size_t keep, std::size_t steps, std::size_t micro,
-                                                   bool grad_mask) {
+                                                   bool grad_mask, float drop_l1 = 0) {
   Dlrm<float> s0(cfg, 3, plan[0]), s1(cfg, 3, plan[1]);
   Optimizer<float> o0({.lr = 0.1}, s0), o1({.lr = 0.1}, s1);
   const std::size_t cols = s1.stage_in_width();
@@ -243,9 +252,10 @@ std::array<std::vector<float>, 2> dct_mp_reference(const DlrmConfig& cfg, const 
     for (std::size_t mb = micro; mb-- > 0;) {
       const float* dx = s1.stage_backward(mb, dl[mb].data());
       std::vector<float> g(dx, dx + mask[mb].size());
-      if (grad_mask)
-        for (std::size_t i = 0; i < g.size(); ++i)
-          if (!mask[mb][i]) g[i] = 0.0f;
+      for (std::size_t i = 0; i < g.size(); ++i) {
+        if (grad_mask && !mask[mb][i]) g[i] = 0.0f;
+        if (!mask[mb][i]) g[i] += drop_l1 / static_cast<float>(b.size);
+      }
       s0.stage_backward(mb, g.data());
     }
     s0.stage_end();
@@ -275,6 +285,33 @@ TEST(Pipeline, DctMpSendsXGradUnderTheForwardMask) {
     for (std::size_t k = 0; k < steps; ++k) pipe.step(make_batch(cfg, k, 20));
     EXPECT_LT(test::max_abs_diff(test::all_params(stage), masked[t.rank()]), 1e-6) << "stage " << t.rank();
   });
+}
+
+// dct's options train as the reference does: grad=dense sends X_grad whole
+// (the ablation without the mask backward), l1= adds the drop penalty on the
+// sending stage alone (nothing more crosses the cut).
+TEST(Pipeline, DctMpOptionsTrainAsTheReference) {
+  set_blas_threads(1);
+  SPARQ_NEED_RANKS(2);
+  const DlrmConfig cfg = config();
+  const auto plan = plan_stages(cfg, "bot:1");
+  const std::size_t steps = 3, micro = 2;
+  const auto masked = dct_mp_reference(cfg, plan, 4, steps, micro, true);
+  const auto penalised = dct_mp_reference(cfg, plan, 4, steps, micro, true, 0.05f);
+  ASSERT_GT(test::max_abs_diff(masked[0], penalised[0]), 1e-4) << "the penalty must matter here";
+  for (const auto& [codec, want] : {std::pair{"dct:0.95,grad=dense", dct_mp_reference(cfg, plan, 4, steps, micro, false)},
+                                    std::pair{"dct:0.95,l1=0.05", penalised}}) {
+    SCOPED_TRACE(codec);
+    test::run_ranks(2, [&](Transport& t) {
+      Dlrm<float> stage(cfg, 3, plan[t.rank()]);
+      Optimizer<float> opt({.lr = 0.1}, stage);
+      Pipeline pipe(t, stage, opt, micro, parse_mp_codec(codec));
+      ExchangeStats grad;
+      for (std::size_t k = 0; k < steps; ++k) grad += pipe.step(make_batch(cfg, k, 20)).x_grad;
+      EXPECT_LT(test::max_abs_diff(test::all_params(stage), want[t.rank()]), 1e-6) << "stage " << t.rank();
+      if (t.rank() == 1) EXPECT_EQ(grad.bytes_sent, std::string_view(codec).ends_with("grad=dense") ? steps * 20 * 64 * 4 : steps * 20 * 4 * 4);
+    });
+  }
 }
 
 // The paper's negative baselines send what they promise: sketch:0.5 sends
