@@ -11,11 +11,11 @@ applies it at test time, and the per-sample loss change taken apart:
     by how many of the sample's embedding rows were rare in training, by label.
 
   analyze-mp-cost.py --data DIR --cut-layer 2 --eta 0.95 --out FILE.jsonl \
-      SEED:BASE.npz:DCT.npz:TRAINER_TEST_LOSS ...
+      SEED:BASE.npz:DCT.npz:DCT_METRICS.jsonl ...
   analyze-mp-cost.py --table FILE.jsonl        # the tables of docs/results.md
 
-One JSON line per seed; the trainer's test loss is checked against this
-script's own (the masked model must reproduce it).
+One JSON line per seed; the trainer's test loss (the DCT-MP run's --metrics
+file) is checked against this script's own: the masked model must reproduce it.
 """
 import argparse
 import json
@@ -120,7 +120,8 @@ def rare_counts(train_rows, test_rows, ln_emb):
 
 
 def analyze(spec, a, data):
-    seed, base_path, dct_path, trainer_loss = spec.split(":")
+    seed, base_path, dct_path, metrics = spec.split(":")
+    trainer_loss = [json.loads(line) for line in open(metrics) if '"event":"test"' in line][-1]["loss"]
     base, ln_emb = load_model(base_path)
     dct, _ = load_model(dct_path)
     y, dense, rows, rare = data(ln_emb)
@@ -129,7 +130,7 @@ def analyze(spec, a, data):
     p0, act0 = cut_forward(base, dense, rows, a.cut_layer, None)
     p1, act1 = cut_forward(dct, dense, rows, a.cut_layer, keep)
     l0, l1 = log_loss(p0, y), log_loss(p1, y)
-    if abs(l1.mean() - float(trainer_loss)) > 1e-5 * float(trainer_loss):
+    if abs(l1.mean() - trainer_loss) > 1e-5 * trainer_loss:
         raise SystemExit(f"seed {seed}: the masked model's test loss {l1.mean():.6f} is not the trainer's {trainer_loss}")
     d = l1 - l0
     r0, w0 = recalibrated(p0, y)
@@ -208,7 +209,7 @@ def table(path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("pairs", nargs="*", help="SEED:BASE.npz:DCT.npz:TRAINER_TEST_LOSS")
+    ap.add_argument("pairs", nargs="*", help="SEED:BASE.npz:DCT.npz:DCT_METRICS.jsonl")
     ap.add_argument("--data", help="the data set's directory (train.bin, test.bin)")
     ap.add_argument("--cut-layer", type=int, default=2, help="the cut follows this bottom layer (--mp-splits bot:N)")
     ap.add_argument("--eta", type=float, default=0.95)

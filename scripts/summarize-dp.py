@@ -139,22 +139,25 @@ def mp_table1_seeds(g):
 
 
 def mp_map(g):
-    """scripts/reproduce-mp map: per generated set (zZIPF_aAUC), 2 workers,
-    each eta's paired test loss change against eta 0 of the same seed."""
+    """scripts/reproduce-mp map and mechanism: per generated set (zZIPF_aAUC),
+    2 workers, each run's paired test loss change against eta 0 of the same
+    seed; a run is named by its eta, and a variant after it (mechanism:
+    0.95_l1=0.001, 0.95_grad=dense, bot13: a dense cut 13 wide)."""
     keys = sorted(k for k in g if re.match(r"z[0-9.]+_a[0-9.]+_", k))
     if not keys:
         return
     paired_header("Zipf | teacher AUC")
     pooled = {}
     for key in keys:
-        z, a, eta = key.split("_")
+        z, a, eta = key.split("_", 2)
         if eta != "0":
             pairs = paired(g[key], g.get(f"{z}_{a}_0", []))
-            paired_row(f"{z[1:]} | {a[1:]}", eta, pairs)
+            paired_row(f"{z[1:]} | {a[1:]}", eta.replace("_", ", "), pairs)
             pooled.setdefault(eta, []).extend(pairs)
     # Every set's seed pairs together: one mean per eta over the whole map.
-    for eta, pairs in sorted(pooled.items()):
-        paired_row("all sets | all", eta, pairs)
+    if len({k.split("_", 2)[0] + k.split("_", 2)[1] for k in keys}) > 1:
+        for eta, pairs in sorted(pooled.items()):
+            paired_row("all sets | all", eta, pairs)
 
 
 def paired_header(first):
