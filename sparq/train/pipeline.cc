@@ -48,13 +48,17 @@ MpCodec parse_mp_codec(std::string_view s) {
       opts.remove_prefix(next);
     }
     body = body.substr(0, comma);
+    if (kind == MpCodec::Kind::Dct && body.ends_with("+bf16")) {
+      c.values = compress::ValueFormat::Bf16;
+      body.remove_suffix(5);
+    }
     const auto r = std::from_chars(body.data(), body.data() + body.size(), c.eta);
     SPARQ_CHECK_AS(InputError, r.ec == std::errc() && r.ptr == body.data() + body.size() && c.eta >= 0 && c.eta < 1,
                    "bad --mp-codec '{}': expected {}ETA with 0 <= ETA < 1", s, pre);
     c.kind = kind;
     return c;
   }
-  SPARQ_THROW(InputError, "unknown --mp-codec '{}' (none, dct:ETA[,l1=LAMBDA][,grad=dense], topk-grad:ETA, sketch:ETA)", s);
+  SPARQ_THROW(InputError, "unknown --mp-codec '{}' (none, dct:ETA[+bf16][,l1=LAMBDA][,grad=dense], topk-grad:ETA, sketch:ETA)", s);
 }
 
 Pipeline::Pipeline(Transport& t, Dlrm<float>& stage, Optimizer<float>& opt, std::size_t micro_batches, MpCodec codec)
@@ -92,8 +96,8 @@ void Pipeline::send_act(std::size_t mb, std::span<const float> y, std::size_t co
     const std::size_t keep = out_masks_[mb].keep();
     scratch_.resize(rows * keep);
     compress::dct_mp_gather(out_masks_[mb], y, scratch_);
-    auto& buf = send_bufs_.emplace_back(compress::dct_mp_message_bytes(rows, cols, keep));
-    compress::dct_mp_encode(out_masks_[mb], scratch_, buf);
+    auto& buf = send_bufs_.emplace_back(compress::dct_mp_message_bytes(rows, cols, keep, codec_.values));
+    compress::dct_mp_encode(out_masks_[mb], scratch_, buf, codec_.values);
     x.compress_seconds += seconds_since(t0);
     sends_.push_back(t_.isend(stage_ + 1, tags::kPipelineAct, buf));
     x.kept += rows * keep;
@@ -120,11 +124,11 @@ std::span<const float> Pipeline::recv_act(std::size_t mb, std::size_t rows, std:
     gemm<float>(false, true, rows, cols, r, 1.0f, scratch_.data(), r, sk.data(), r, 0.0f, dense.data(), cols);  // Y S^T
   } else {
     const std::size_t keep = compress::kept_count(cols, codec_.eta);
-    recv_buf_.resize(compress::dct_mp_message_bytes(rows, cols, keep));
+    recv_buf_.resize(compress::dct_mp_message_bytes(rows, cols, keep, codec_.values));
     t_.recv(stage_ - 1, tags::kPipelineAct, recv_buf_);
     st.idle_s += seconds_since(t0);
     scratch_.resize(rows * keep);
-    compress::dct_mp_decode(recv_buf_, rows, cols, keep, in_masks_[mb], scratch_);
+    compress::dct_mp_decode(recv_buf_, rows, cols, keep, in_masks_[mb], scratch_, codec_.values);
     compress::dct_mp_scatter(in_masks_[mb], scratch_, dense);
   }
   return dense;
@@ -158,12 +162,13 @@ void Pipeline::send_grad(std::size_t mb, std::span<const float> dx, PipelineStep
     x.kept += rows * mask.keep();
   } else {
     const compress::RowMask& mask = in_masks_[mb];  // the mask the activation came with
-    auto& buf = send_bufs_.emplace_back(mask.rows() * mask.keep() * sizeof(float));
-    const std::span<float> packed(reinterpret_cast<float*>(buf.data()), mask.rows() * mask.keep());
-    compress::dct_mp_gather(mask, dx, packed);
+    scratch_.resize(mask.rows() * mask.keep());
+    compress::dct_mp_gather(mask, dx, scratch_);
+    auto& buf = send_bufs_.emplace_back(compress::values_bytes(scratch_.size(), codec_.values));
+    compress::dct_mp_encode_values(scratch_, buf, codec_.values);
     x.compress_seconds += seconds_since(t0);
     sends_.push_back(t_.isend(stage_ - 1, tags::kPipelineGrad, buf));
-    x.kept += packed.size();
+    x.kept += scratch_.size();
   }
   x.comm_seconds += seconds_since(t0);
   x.bytes_sent += t_.counters().total().bytes_sent - before;
@@ -191,8 +196,10 @@ std::span<const float> Pipeline::recv_grad(std::size_t mb, std::size_t rows, std
   } else {
     const compress::RowMask& mask = out_masks_[mb];  // the mask this stage sent the activation with
     scratch_.resize(mask.rows() * mask.keep());
-    t_.recv(stage_ + 1, tags::kPipelineGrad, std::as_writable_bytes(std::span<float>(scratch_)));
+    recv_buf_.resize(compress::values_bytes(scratch_.size(), codec_.values));
+    t_.recv(stage_ + 1, tags::kPipelineGrad, recv_buf_);
     st.idle_s += seconds_since(t0);
+    compress::dct_mp_decode_values(recv_buf_, scratch_, codec_.values);
     compress::dct_mp_scatter(mask, scratch_, dense);
   }
   // The drop penalty's gradient, lambda per sample of the mean loss: every

@@ -46,9 +46,12 @@ struct MpCodec {
   // (the paper reuses the mask backward), for telling a cut's forward
   // bottleneck from its sparse gradient.
   bool dense_grad = false;
+  // dct: the kept values' format on the wire, both ways ("+bf16": sparq's,
+  // twice the values in the bytes of fp32's).
+  compress::ValueFormat values = compress::ValueFormat::F32;
   std::string text = "none";  // as given, for reports
 };
-// "none", "dct:0.95[,l1=0.001][,grad=dense]", "topk-grad:0.9", "sketch:0.75". Throws InputError.
+// "none", "dct:0.95[+bf16][,l1=0.001][,grad=dense]", "topk-grad:0.9", "sketch:0.75". Throws InputError.
 MpCodec parse_mp_codec(std::string_view s);
 
 struct PipelineStepStats {

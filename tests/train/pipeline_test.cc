@@ -9,6 +9,7 @@
 #include <numeric>
 #include <tuple>
 
+#include "sparq/compress/half.h"
 #include "sparq/model/blas.h"
 #include "sparq/model/loss.h"
 #include "sparq/train/hybrid.h"
@@ -36,14 +37,16 @@ TEST(MpCodec, Parses) {
   EXPECT_DOUBLE_EQ(parse_mp_codec("dct:0.95").eta, 0.95);
   EXPECT_EQ(parse_mp_codec("topk-grad:0.9").kind, MpCodec::Kind::TopkGrad);
   EXPECT_EQ(parse_mp_codec("sketch:0.5").kind, MpCodec::Kind::Sketch);
-  const MpCodec opts = parse_mp_codec("dct:0.9,l1=0.002,grad=dense");
+  const MpCodec opts = parse_mp_codec("dct:0.9+bf16,l1=0.002,grad=dense");
   EXPECT_DOUBLE_EQ(opts.eta, 0.9);
+  EXPECT_EQ(opts.values, compress::ValueFormat::Bf16);
   EXPECT_DOUBLE_EQ(opts.drop_l1, 0.002);
   EXPECT_TRUE(opts.dense_grad);
   EXPECT_FALSE(parse_mp_codec("dct:0.9").dense_grad);
   for (const char* bad : {"dct", "dct:1", "dct:-0.1", "dct:0.9x", "topk-grad:", "sketch:2", "gzip", "dct:0.9,",
                           "dct:0.9,l1=-1", "dct:0.9,l1=inf", "dct:0.9,l1=", "dct:0.9,grad=sparse", "dct:0.9,,l1=1",
-                          "topk-grad:0.9,grad=dense", "sketch:0.5,l1=1"})
+                          "topk-grad:0.9,grad=dense", "sketch:0.5,l1=1", "topk-grad:0.9+bf16", "dct:0.9+fp8",
+                          "dct:0.9,l1=1+bf16"})
     EXPECT_THROW(parse_mp_codec(bad), InputError) << bad;
 }
 
@@ -211,14 +214,21 @@ TEST(Pipeline, DctMpCompressesActivationsAndGradients) {
 
 // DCT-MP's cut written out on one thread: per sample the `keep` largest
 // |X_act| cross forward (ties to the lower column), and X_grad comes back
-// masked by `grad_mask`: the forward mask (DCT-MP), or none. `drop_l1` adds
-// the gradient of drop_l1 times the batch's mean over samples of the summed
-// dropped activations (all >= 0 after the ReLU). Both stages of a 2-stage
-// plan train for `steps` steps of the GPipe order (forwards, then backwards
-// in reverse); returns each stage's parameters.
+// under the forward mask (DCT-MP) or, with `grad_mask` false, whole.
+// `drop_l1` adds the gradient of drop_l1 times the batch's mean over samples
+// of the summed dropped activations (all >= 0 after the ReLU); `bf16` rounds
+// what crosses, both ways, to bfloat16. Both stages of a 2-stage plan train
+// for `steps` steps of the GPipe order (forwards, then backwards in reverse);
+// returns each stage's parameters.
+struct CutRef {
+  bool grad_mask = true;
+  float drop_l1 = 0;
+  bool bf16 = false;
+};
 std::array<std::vector<float>, 2> dct_mp_reference(const DlrmConfig& cfg, const std::vector<DlrmStage>& plan,
                                                    std::size_t keep, std::size_t steps, std::size_t micro,
-                                                   bool grad_mask, float drop_l1 = 0) {
+                                                   CutRef o = {}) {
+  const auto wire = [&](float v) { return o.bf16 ? compress::bf16_to_float(compress::float_to_bf16(v)) : v; };
   Dlrm<float> s0(cfg, 3, plan[0]), s1(cfg, 3, plan[1]);
   Optimizer<float> o0({.lr = 0.1}, s0), o1({.lr = 0.1}, s1);
   const std::size_t cols = s1.stage_in_width();
@@ -242,7 +252,7 @@ std::array<std::vector<float>, 2> dct_mp_reference(const DlrmConfig& cfg, const 
         for (std::size_t j = 0; j < keep; ++j) mask[mb][r * cols + order[j]] = 1;
       }
       x[mb].resize(y.size());
-      for (std::size_t i = 0; i < y.size(); ++i) x[mb][i] = mask[mb][i] ? y[i] : 0.0f;
+      for (std::size_t i = 0; i < y.size(); ++i) x[mb][i] = mask[mb][i] ? wire(y[i]) : 0.0f;
       const auto z = s1.stage_forward(mb, x[mb].data());
       dl[mb].resize(rows);
       bce_with_logits<float>(z, std::span(b.labels).subspan(first, rows), dl[mb]);
@@ -253,8 +263,9 @@ std::array<std::vector<float>, 2> dct_mp_reference(const DlrmConfig& cfg, const 
       const float* dx = s1.stage_backward(mb, dl[mb].data());
       std::vector<float> g(dx, dx + mask[mb].size());
       for (std::size_t i = 0; i < g.size(); ++i) {
-        if (grad_mask && !mask[mb][i]) g[i] = 0.0f;
-        if (!mask[mb][i]) g[i] += drop_l1 / static_cast<float>(b.size);
+        if (mask[mb][i]) g[i] = wire(g[i]);
+        if (o.grad_mask && !mask[mb][i]) g[i] = 0.0f;
+        if (!mask[mb][i]) g[i] += o.drop_l1 / static_cast<float>(b.size);
       }
       s0.stage_backward(mb, g.data());
     }
@@ -275,8 +286,8 @@ TEST(Pipeline, DctMpSendsXGradUnderTheForwardMask) {
   const DlrmConfig cfg = config();
   const auto plan = plan_stages(cfg, "bot:1");  // the activation is 64 wide: 4 values a sample kept at 95 %
   const std::size_t steps = 3, micro = 2;
-  const auto masked = dct_mp_reference(cfg, plan, 4, steps, micro, true);
-  const auto unmasked = dct_mp_reference(cfg, plan, 4, steps, micro, false);
+  const auto masked = dct_mp_reference(cfg, plan, 4, steps, micro);
+  const auto unmasked = dct_mp_reference(cfg, plan, 4, steps, micro, {.grad_mask = false});
   ASSERT_GT(test::max_abs_diff(masked[0], unmasked[0]), 1e-4) << "the mask on X_grad must matter here";
   test::run_ranks(2, [&](Transport& t) {
     Dlrm<float> stage(cfg, 3, plan[t.rank()]);
@@ -289,27 +300,41 @@ TEST(Pipeline, DctMpSendsXGradUnderTheForwardMask) {
 
 // dct's options train as the reference does: grad=dense sends X_grad whole
 // (the ablation without the mask backward), l1= adds the drop penalty on the
-// sending stage alone (nothing more crosses the cut).
+// sending stage alone (nothing more crosses the cut), +bf16 rounds what
+// crosses to bfloat16 and sends half the value bytes.
 TEST(Pipeline, DctMpOptionsTrainAsTheReference) {
   set_blas_threads(1);
   SPARQ_NEED_RANKS(2);
   const DlrmConfig cfg = config();
-  const auto plan = plan_stages(cfg, "bot:1");
-  const std::size_t steps = 3, micro = 2;
-  const auto masked = dct_mp_reference(cfg, plan, 4, steps, micro, true);
-  const auto penalised = dct_mp_reference(cfg, plan, 4, steps, micro, true, 0.05f);
+  const auto plan = plan_stages(cfg, "bot:1");  // 64 wide, 4 values a sample kept
+  const std::size_t steps = 3, micro = 2, n = steps * 20, mask = 8;
+  const auto masked = dct_mp_reference(cfg, plan, 4, steps, micro);
+  const auto penalised = dct_mp_reference(cfg, plan, 4, steps, micro, {.drop_l1 = 0.05f});
+  const auto rounded = dct_mp_reference(cfg, plan, 4, steps, micro, {.bf16 = true});
   ASSERT_GT(test::max_abs_diff(masked[0], penalised[0]), 1e-4) << "the penalty must matter here";
-  for (const auto& [codec, want] : {std::pair{"dct:0.95,grad=dense", dct_mp_reference(cfg, plan, 4, steps, micro, false)},
-                                    std::pair{"dct:0.95,l1=0.05", penalised}}) {
-    SCOPED_TRACE(codec);
+  ASSERT_GT(test::max_abs_diff(masked[0], rounded[0]), 1e-6) << "the rounding must matter here";
+  struct Case {
+    const char* codec;
+    std::array<std::vector<float>, 2> want;
+    std::size_t act_bytes, grad_bytes;
+  };
+  for (const auto& c : {Case{"dct:0.95,grad=dense", dct_mp_reference(cfg, plan, 4, steps, micro, {.grad_mask = false}),
+                             n * (mask + 4 * 4), n * 64 * 4},
+                        Case{"dct:0.95,l1=0.05", penalised, n * (mask + 4 * 4), n * 4 * 4},
+                        Case{"dct:0.95+bf16", rounded, n * (mask + 4 * 2), n * 4 * 2}}) {
+    SCOPED_TRACE(c.codec);
     test::run_ranks(2, [&](Transport& t) {
       Dlrm<float> stage(cfg, 3, plan[t.rank()]);
       Optimizer<float> opt({.lr = 0.1}, stage);
-      Pipeline pipe(t, stage, opt, micro, parse_mp_codec(codec));
-      ExchangeStats grad;
-      for (std::size_t k = 0; k < steps; ++k) grad += pipe.step(make_batch(cfg, k, 20)).x_grad;
-      EXPECT_LT(test::max_abs_diff(test::all_params(stage), want[t.rank()]), 1e-6) << "stage " << t.rank();
-      if (t.rank() == 1) EXPECT_EQ(grad.bytes_sent, std::string_view(codec).ends_with("grad=dense") ? steps * 20 * 64 * 4 : steps * 20 * 4 * 4);
+      Pipeline pipe(t, stage, opt, micro, parse_mp_codec(c.codec));
+      ExchangeStats act, grad;
+      for (std::size_t k = 0; k < steps; ++k) {
+        const auto s = pipe.step(make_batch(cfg, k, 20));
+        act += s.x_act;
+        grad += s.x_grad;
+      }
+      EXPECT_LT(test::max_abs_diff(test::all_params(stage), c.want[t.rank()]), 1e-6) << "stage " << t.rank();
+      EXPECT_EQ(t.rank() == 0 ? act.bytes_sent : grad.bytes_sent, t.rank() == 0 ? c.act_bytes : c.grad_bytes);
     });
   }
 }
