@@ -48,6 +48,9 @@ def parse_args(argv=None):
     ap.add_argument("--dropout", type=float, default=0.1)
     ap.add_argument("--splits", type=int, default=0, choices=sorted(CUTS), help="DCT-MP cuts (0: none)")
     ap.add_argument("--eta", type=float, default=0.9, help="DCT-MP sparsity at the cuts")
+    ap.add_argument("--narrow-cuts", type=int, metavar="W",
+                    help="no DCT-MP: the FFNs at --splits's cut places are W wide instead of --ffn (the dense "
+                         "model that a cut keeping W values a token is compared with)")
     ap.add_argument("--values", choices=["f32", "bf16"], default="f32",
                     help="DCT-MP's values on the wire (bf16: sparq's extension)")
     ap.add_argument("--hook", help="data parallel under torchrun: a sparq --dp-codec (none, topk:K/B, ...)")
@@ -73,6 +76,8 @@ def parse_args(argv=None):
     deepest = max((n for _, n in CUTS[args.splits]), default=0)
     if args.layers < deepest:
         ap.error(f"--splits {args.splits} cuts layer {deepest}: --layers {args.layers} has too few")
+    if args.narrow_cuts is not None and not (args.splits and 0 < args.narrow_cuts <= args.ffn):
+        ap.error(f"--narrow-cuts {args.narrow_cuts}: needs --splits and a width in 1..--ffn ({args.ffn})")
     if args.splits and args.hook:
         ap.error("--splits (model parallel) and --hook (data parallel) are separate experiments")
     return args
@@ -125,12 +130,12 @@ class Layer(nn.Module):
     """A post-norm Transformer layer (fairseq's default): self-attention,
     cross-attention (decoder), FFN, each in a residual with LayerNorm."""
 
-    def __init__(self, a, cross, cut):
+    def __init__(self, a, cross, cut, inner):
         super().__init__()
         self.self_attn = nn.MultiheadAttention(a.d_model, a.heads, dropout=a.dropout, batch_first=True)
         self.cross_attn = nn.MultiheadAttention(a.d_model, a.heads, dropout=a.dropout, batch_first=True) \
             if cross else None
-        self.ffn = FFN(a.d_model, a.ffn, a.dropout, cut)
+        self.ffn = FFN(a.d_model, inner, a.dropout, cut)
         self.norms = nn.ModuleList(nn.LayerNorm(a.d_model) for _ in range(3 if cross else 2))
         self.drop = nn.Dropout(a.dropout)
 
@@ -151,8 +156,12 @@ class Transformer(nn.Module):
         self.tgt_emb = nn.Embedding(tgt_vocab, a.d_model, padding_idx=PAD)
         nn.init.normal_(self.src_emb.weight, 0, a.d_model ** -0.5)
         nn.init.normal_(self.tgt_emb.weight, 0, a.d_model ** -0.5)
-        self.enc = nn.ModuleList(Layer(a, False, cuts.get(("enc", i + 1))) for i in range(a.layers))
-        self.dec = nn.ModuleList(Layer(a, True, cuts.get(("dec", i + 1))) for i in range(a.layers))
+        narrow = set(CUTS[a.splits]) if a.narrow_cuts else set()
+        width = lambda place: a.narrow_cuts if place in narrow else a.ffn  # noqa: E731
+        self.enc = nn.ModuleList(Layer(a, False, cuts.get(("enc", i + 1)), width(("enc", i + 1)))
+                                 for i in range(a.layers))
+        self.dec = nn.ModuleList(Layer(a, True, cuts.get(("dec", i + 1)), width(("dec", i + 1)))
+                                 for i in range(a.layers))
         self.register_buffer("pe", positions(256, a.d_model), persistent=False)
         self.drop = nn.Dropout(a.dropout)
 
@@ -250,7 +259,7 @@ def main(argv=None):
     train, test, refs, sv, tv = setup_data(a)
     torch.manual_seed(a.seed)
     cuts = {}
-    if a.splits:
+    if a.splits and not a.narrow_cuts:
         import sparq.torch as st
         cuts = {c: st.DctMp(a.eta, f"{c[0]}{c[1]}", values=a.values) for c in CUTS[a.splits]}
     model = Transformer(a, len(sv.words), len(tv.words), cuts)
@@ -310,7 +319,8 @@ def report(a, model, test, refs, tv, train_loss, curve, cuts, hook, steps, secon
 
     hyps = greedy(model, test, tv)
     result = {
-        "splits": a.splits, "eta": a.eta if a.splits else None, "values": a.values if a.splits else None,
+        "splits": a.splits, "eta": a.eta if cuts else None, "values": a.values if cuts else None,
+        "narrow_cuts": a.narrow_cuts,
         "hook": a.hook, "seed": a.seed,
         "layers": a.layers, "d_model": a.d_model, "ffn": a.ffn, "epochs": a.epochs, "steps": steps,
         "batch_size": a.batch_size, "optimizer": a.optimizer, "lr": a.lr, "train_loss": train_loss, "test_loss": test_loss(model, test),

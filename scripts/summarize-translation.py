@@ -27,7 +27,12 @@ def load(data):
     return runs
 
 
+CUT_NAMES = {1: "enc5", 2: "enc5, dec5", 4: "enc3, dec3, enc5, dec5"}  # translation.py's CUTS
+
+
 def key(r):
+    if r.get("narrow_cuts"):  # no DCT-MP: the FFNs at the cut places this wide
+        return ("narrow", r["splits"], r["narrow_cuts"])
     if r.get("hook"):  # TopK SGD runs compare with the fp32 exchange under the same optimizer, rate and length
         return ("dp", r["hook"], r.get("optimizer", "adam"), r.get("lr"), r["epochs"])
     return ("mp", r["splits"], r["eta"], r.get("values") or "f32")
@@ -72,6 +77,14 @@ def table4(by, base):
                     f"{mean(by, config, 'train_loss'):.4f} | {mean(by, config, 'test_loss'):.4f} | "
                     f"{fmt_pm(dl[0], dl[1], ' %')} | {mean(by, config, 'bleu'):.2f} | {fmt_pm(db[0], db[1])} | "
                     f"{fwd:.1f}x fewer | {bwd:.1f}x fewer | {dl[2]} |")
+    for config in sorted(c for c in by if c[0] == "narrow"):
+        _, splits, width = config
+        dl = paired(by, config, base, "test_loss", True)
+        db = paired(by, config, base, "bleu", False)
+        rows.append(f"| none: the FFNs at the cuts {width} wide | {splits + 1} | {CUT_NAMES[splits]} | "
+                    f"{mean(by, config, 'train_loss'):.4f} | {mean(by, config, 'test_loss'):.4f} | "
+                    f"{fmt_pm(dl[0], dl[1], ' %')} | {mean(by, config, 'bleu'):.2f} | {fmt_pm(db[0], db[1])} | "
+                    f"– | – | {dl[2]} |")
     return rows
 
 

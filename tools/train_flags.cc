@@ -141,7 +141,7 @@ void add_parallel_flags(CLI::App* c, TrainArgs& a) {
   c->add_option("--micro-batches", a.micro_batches, "Model parallel: micro-batches per step (GPipe schedule)")
       ->capture_default_str()
       ->check(kPositive);
-  c->add_option("--mp-codec", a.mp_codec, "Model parallel: what crosses a cut: none, dct:ETA[,l1=LAMBDA][,grad=dense] (DCT-MP; its options study its cost: a penalty on the dropped activations, X_grad sent whole), or the paper's negative baselines "
+  c->add_option("--mp-codec", a.mp_codec, "Model parallel: what crosses a cut: none, dct:ETA[+bf16][,l1=LAMBDA][,grad=dense] (DCT-MP; +bf16: values in bfloat16; the options study its cost: a penalty on the dropped activations, X_grad sent whole), or the paper's negative baselines "
                 "topk-grad:ETA, sketch:ETA")
       ->capture_default_str();
   c->add_option("--mp-threshold-eta", a.mp_threshold_eta,

@@ -34,11 +34,22 @@ def test_four_splits_cut_at_the_papers_places_with_dct_mp_bytes(tmp_path):
     assert 0 <= r["bleu"] <= 100 and r["test_loss"] > 0
 
 
+def test_narrow_cuts_make_the_ffns_at_the_cut_places_that_wide_without_dct_mp():
+    a = translation.parse_args(TINY + ["--splits", "2", "--narrow-cuts", "7"])
+    model = translation.Transformer(a, 10, 12, {})
+    widths = {(side, i + 1): layer.ffn.fc1.out_features
+              for side, layers in (("enc", model.enc), ("dec", model.dec)) for i, layer in enumerate(layers)}
+    assert widths == {p: 7 if p in (("enc", 5), ("dec", 5)) else 64 for p in widths}
+    assert all(isinstance(layer.ffn.cut, translation.nn.Identity) for layer in [*model.enc, *model.dec])
+
+
 def test_the_corpus_is_fixed_by_its_seed():
     assert make_corpus(50, 3) == make_corpus(50, 3) != make_corpus(50, 4)
 
 
-@pytest.mark.parametrize("flags", [["--splits", "4", "--layers", "4"], ["--splits", "1", "--hook", "topk:4/512"]])
+@pytest.mark.parametrize("flags", [["--splits", "4", "--layers", "4"], ["--splits", "1", "--hook", "topk:4/512"],
+                                   ["--narrow-cuts", "13"], ["--splits", "1", "--narrow-cuts", "0"],
+                                   ["--splits", "1", "--narrow-cuts", "300"]])
 def test_bad_flag_combinations_are_refused(flags):
     with pytest.raises(SystemExit):
         translation.parse_args(flags)
