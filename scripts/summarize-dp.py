@@ -31,6 +31,7 @@ def runs(out):
             continue
         m = re.match(r"(.*)_s(\d+)$", p.stem)
         r["seed"] = int(m.group(2)) if m else 0
+        r["name"] = p.stem
         groups.setdefault(m.group(1) if m else p.stem, []).append(r)
     return groups
 
@@ -120,7 +121,9 @@ def mp_table1(g):
 
 # Student's t, two-sided 95 %, by degrees of freedom.
 T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
-        14: 2.145, 19: 2.093, 29: 2.045, 39: 2.023}
+        10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101,
+        19: 2.093, 20: 2.086, 21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060, 26: 2.056, 27: 2.052,
+        28: 2.048, 29: 2.045, 39: 2.023}
 
 
 def mp_table1_seeds(g):
@@ -158,6 +161,24 @@ def mp_map(g):
     if len({k.split("_", 2)[0] + k.split("_", 2)[1] for k in keys}) > 1:
         for eta, pairs in sorted(pooled.items()):
             paired_row("all sets | all", eta, pairs)
+    same_bytes(pooled, "0.90+bf16", "0.95")
+
+
+def same_bytes(pooled, a, b):
+    """a's change minus b's, paired by data set and seed (two codecs of the
+    same bytes: which costs less)."""
+    def change(pairs):
+        return {(tuple(r["name"].split("_")[:2]), r["seed"]): 100 * (r["test"]["loss"] / base["test"]["loss"] - 1) for r, base in pairs}
+    if a not in pooled or b not in pooled:
+        return
+    ca, cb = change(pooled[a]), change(pooled[b])
+    d = [ca[k] - cb[k] for k in sorted(ca.keys() & cb.keys())]
+    if len(d) < 2:
+        return
+    m = statistics.fmean(d)
+    half = T975[len(d) - 1] * statistics.stdev(d) / len(d) ** 0.5
+    print(f"\n{a} against {b} (the same bytes), paired by set and seed: {m:+.2f} points of test loss change "
+          f"[{m - half:+.2f}, {m + half:+.2f}], {sum(x < 0 for x in d)} of {len(d)} pairs lower")
 
 
 def paired_header(first):
