@@ -38,9 +38,9 @@ struct MpCodec {
   Kind kind = Kind::None;
   double eta = 0;  // fraction dropped: of each sample's X_act (dct) or X_grad (topk-grad), or sketch width
   // dct: an L1 penalty of this weight, per sample, on the activations each
-  // cut's top-k drops, applied by the sending stage alone (no bytes): it
-  // teaches the layers below a cut to put a sample in the units that cross.
-  // sparq's, not the DCT paper's.
+  // cut's top-k drops, applied by the sending stage alone (no bytes), so
+  // that the top-k has nothing left to drop: for studying where DCT-MP's
+  // cost comes from (docs/results.md). sparq's, not the DCT paper's.
   double drop_l1 = 0;
   // dct: X_grad crosses dense, not through the forward mask: an ablation
   // (the paper reuses the mask backward), for telling a cut's forward
