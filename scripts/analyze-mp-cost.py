@@ -74,7 +74,8 @@ def recalibrated(p, y, iters=30):
 
 def cut_stats(act, keep):
     """The cut's activations [N, C] under a per-sample top-`keep`."""
-    srt = -np.sort(-act, axis=1)
+    order = np.argsort(-act, axis=1, kind="stable")
+    srt = np.take_along_axis(act, order, axis=1)
     energy = (act.astype(np.float64) ** 2).sum(1)
     kept = (srt[:, :keep].astype(np.float64) ** 2).sum(1)
     frac = np.where(energy > 0, kept / np.maximum(energy, 1e-30), 1.0)
@@ -82,8 +83,7 @@ def cut_stats(act, keep):
     # how far the first dropped value lies below the threshold, relative to it:
     # near 0 a small change of the input swaps a unit in or out of the top-k
     gap = np.where(thr > 0, (thr - srt[:, keep]) / np.maximum(thr, 1e-30), 1.0)
-    top = np.argpartition(-act, keep - 1, axis=1)[:, :keep]
-    selected = np.bincount(top.ravel(), minlength=act.shape[1]) / len(act)
+    selected = np.bincount(order[:, :keep].ravel(), minlength=act.shape[1]) / len(act)
     active = (act > 0).mean(0)
     return frac, gap, {
         "active_units_per_sample": float((act > 0).sum(1).mean()),

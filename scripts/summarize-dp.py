@@ -31,7 +31,6 @@ def runs(out):
             continue
         m = re.match(r"(.*)_s(\d+)$", p.stem)
         r["seed"] = int(m.group(2)) if m else 0
-        r["name"] = p.stem
         groups.setdefault(m.group(1) if m else p.stem, []).append(r)
     return groups
 
@@ -146,33 +145,35 @@ def mp_map(g):
     2 workers, each run's paired test loss change against eta 0 of the same
     seed; a run is named by its eta, and a variant after it (mechanism:
     0.95_l1=0.001, 0.95_grad=dense, bot13: a dense cut 13 wide)."""
-    keys = sorted(k for k in g if re.match(r"z[0-9.]+_a[0-9.]+_", k))
+    keys = [k.split("_", 2) for k in sorted(g) if re.match(r"z[0-9.]+_a[0-9.]+_", k)]
     if not keys:
         return
     paired_header("Zipf | teacher AUC")
-    pooled = {}
-    for key in keys:
-        z, a, eta = key.split("_", 2)
+    pooled, changes = {}, {}  # by eta: every set's pairs; their changes by (set, seed)
+    for z, a, eta in keys:
         if eta != "0":
-            pairs = paired(g[key], g.get(f"{z}_{a}_0", []))
+            pairs = paired(g[f"{z}_{a}_{eta}"], g.get(f"{z}_{a}_0", []))
             paired_row(f"{z[1:]} | {a[1:]}", eta.replace("_", ", "), pairs)
             pooled.setdefault(eta, []).extend(pairs)
+            changes.setdefault(eta, {}).update({(z, a, r["seed"]): change(r, b) for r, b in pairs})
     # Every set's seed pairs together: one mean per eta over the whole map.
-    if len({k.split("_", 2)[0] + k.split("_", 2)[1] for k in keys}) > 1:
+    if len({(z, a) for z, a, _ in keys}) > 1:
         for eta, pairs in sorted(pooled.items()):
             paired_row("all sets | all", eta, pairs)
-    same_bytes(pooled, "0.90+bf16", "0.95")
+    same_bytes(changes, "0.90+bf16", "0.95")
 
 
-def same_bytes(pooled, a, b):
+def change(run, base):
+    """Test loss change of a run against its base, in %."""
+    return 100 * (run["test"]["loss"] / base["test"]["loss"] - 1)
+
+
+def same_bytes(changes, a, b):
     """a's change minus b's, paired by data set and seed (two codecs of the
     same bytes: which costs less)."""
-    def change(pairs):
-        return {(tuple(r["name"].split("_")[:2]), r["seed"]): 100 * (r["test"]["loss"] / base["test"]["loss"] - 1) for r, base in pairs}
-    if a not in pooled or b not in pooled:
+    if a not in changes or b not in changes:
         return
-    ca, cb = change(pooled[a]), change(pooled[b])
-    d = [ca[k] - cb[k] for k in sorted(ca.keys() & cb.keys())]
+    d = [changes[a][k] - changes[b][k] for k in sorted(changes[a].keys() & changes[b].keys())]
     if len(d) < 2:
         return
     m = statistics.fmean(d)
@@ -196,7 +197,7 @@ def paired(runs_at_eta, runs_at_0):
 def paired_row(label, eta, pairs):
     if not pairs:
         return
-    rel = [100 * (r["test"]["loss"] / b["test"]["loss"] - 1) for r, b in pairs]
+    rel = [change(r, b) for r, b in pairs]
     dauc = statistics.fmean(r["test"]["auc"] - b["test"]["auc"] for r, b in pairs)
     m = statistics.fmean(rel)
     half = T975[len(rel) - 1] * statistics.stdev(rel) / len(rel) ** 0.5 if len(rel) > 1 else None

@@ -75,15 +75,14 @@ grep -q '"event":"test"' "$D/m.jsonl" || fail "metrics JSON lines"
 [ "$(grep -c '"train_s":' "$D/m.jsonl")" -eq "$(wc -l < "$D/m.jsonl")" ] || fail "train_s on every event"
 # --target-loss / --target-auc: the first test that reaches it ends training
 # (on every rank) and says when; a target never reached is said too.
-first_test() {  # FIELD RANKS: that field of the first test of a run with that many ranks
-  run train "${common[@]}" --test-freq 5 --ranks "$2" --metrics "$D/t.jsonl" || fail "test-freq run: $(cat "$D/err")"
-  grep -m1 '"event":"test"' "$D/t.jsonl" | grep -o "\"$1\":[0-9.e+-]*" | cut -d: -f2
-}
-auc5=$(first_test auc 1)
+field() { echo "$2" | grep -o "\"$1\":[0-9.e+-]*" | cut -d: -f2; }  # FIELD JSON
 # Each rank count against its own first test loss (two ranks sum their
 # gradients in another order than one, so the two may differ in the last bits).
 for ranks in 1 2; do
-  target5=$(first_test loss $ranks)
+  run train "${common[@]}" --test-freq 5 --ranks $ranks --metrics "$D/t.jsonl" || fail "test-freq run: $(cat "$D/err")"
+  first_test=$(grep -m1 '"event":"test"' "$D/t.jsonl")
+  target5=$(field loss "$first_test")
+  [ $ranks = 1 ] && auc5=$(field auc "$first_test")
   run train "${common[@]}" --nepochs 2 --test-freq 5 --ranks $ranks --target-loss "$target5" --metrics "$D/tl.jsonl" ||
     fail "target loss: $(cat "$D/err")"
   grep -q "^target reached: test loss .* <= .* at step 5 (epoch 0, it 5/20): .* s of training" "$D/out" ||
