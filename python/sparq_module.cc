@@ -330,12 +330,14 @@ PYBIND11_MODULE(_sparq, m) {
             auto i = py_views::span_of<const std::uint32_t>(idx, what + ", indices", false, "uint32");
             std::span<const float> v = float_span(val, what + ", values", false);
             compress::SparseStream sum;
+            std::vector<float> taken;
             CollStats cs;
             {
               py::gil_scoped_release nogil;
               try {
                 // Validated like a message: sorted, unique, below dim.
-                const auto sent = compress::SparseStream::sparse(dim, {i.begin(), i.end()}, {v.begin(), v.end()});
+                auto sent = compress::SparseStream::sparse(dim, {i.begin(), i.end()}, {v.begin(), v.end()});
+                taken = g.x.round_selected(sent);
                 cs = g.x.allreduce_pairs(t, name, sent, sum);
               } catch (...) {
                 rethrow_with_prefix(what);
@@ -347,12 +349,33 @@ PYBIND11_MODULE(_sparq, m) {
             d["dense"] = sum.is_dense();
             d["indices"] = py_views::array_of(sum.indices());
             d["values"] = py_views::array_of(sum.values());
+            d["rounding"] = py_views::array_of(std::span<const float>(taken));
             return d;
           },
           py::arg("name"), py::arg("dim"), py::arg("indices"), py::arg("values"),
           "dct/topk with the pairs selected elsewhere (sparq.gpu's kernels): the sparse allreduce of this "
           "rank's pairs (uint32 indices ascending, float32 values) of the bucket `name` of `dim` values; returns "
-          "the sum, sparse (indices, values) or dense (values), bytes_sent and dense_bytes (exchange()'s).")
+          "the sum, sparse (indices, values) or dense (values), bytes_sent and dense_bytes (exchange()'s), and "
+          "`rounding`: what the codec's value format (+bf16, +fp8, +fp4) took from each value sent, for the "
+          "caller's residuals (empty with fp32 values).")
+      .def(
+          "tensor_state",
+          [](const PyGradExchange& g, const std::string& name) {
+            const GradExchange::TensorState s = g.x.tensor_state(name);
+            return py::make_tuple(s.residual.empty() ? py::object(py::none()) : py_views::array_of(s.residual),
+                                  s.tau ? py::object(py::float_(*s.tau)) : py::object(py::none()));
+          },
+          py::arg("name"),
+          "(residual, threshold) of one tensor: a copy of its residual (None if it has none) and DCT-DP's "
+          "threshold (None before its first step), for codecs whose state lives elsewhere (a GPU).")
+      .def(
+          "set_tensor_state",
+          [](PyGradExchange& g, const std::string& name, py::array residual, std::optional<float> tau) {
+            g.x.set_tensor_state(name, float_span(residual, "tensor '" + name + "', residual", false), tau);
+          },
+          py::arg("name"), py::arg("residual"), py::arg("tau") = py::none(),
+          "Replaces one tensor's residual (and DCT-DP's threshold), e.g. before state() when the codec ran on "
+          "a GPU.")
       .def(
           "state",
           [](const PyGradExchange& g) {

@@ -13,6 +13,9 @@ offset) cross to the host, the C++ exchange sums them over the ranks
 codecs'), and the sum comes back, sparse or dense, to be averaged into the
 bucket on the device. Only pairs cross PCIe: 8 bytes a kept value, 2 % of
 the values at eta 0.98, where the host codecs copy the bucket both ways.
+With +bf16, +fp8 or +fp4 values the pairs cross in fp32 and the host rounds
+them as its codecs do (one scale for the bucket's message), handing back
+what rounding took from each value (4 bytes a kept value) for the residuals.
 """
 import torch
 
@@ -24,21 +27,37 @@ from .gpu.errors import raise_row_errors
 
 
 class DeviceSparse:
-    """A sparsifying codec on the device: a residual per tensor, and
-    launch() (the subclass's) queuing one tensor's selection."""
+    """A sparsifying codec on the device: a residual per tensor (DCT-DP's
+    thresholds too), and launch() (the subclass's) queuing one tensor's
+    selection. `x` is the rank's GradExchange: it sums the pairs, rounds
+    their values to the codec's format, and holds the state that a
+    checkpoint saves (store()) or loaded (taken back at a tensor's first
+    step here)."""
 
-    def __init__(self):
-        self.residuals = {}
+    def __init__(self, x):
+        self.x = x
+        self.residuals, self.taus = {}, {}
 
     def residual(self, name, grad, what):
         err = self.residuals.get(name)
         if err is None:
-            err = self.residuals[name] = torch.zeros_like(grad)
-        elif err.shape != grad.shape:
+            saved, tau = self.x.tensor_state(name)
+            err = torch.zeros_like(grad) if saved is None else to_device(torch.from_numpy(saved), grad.device)
+            if tau is not None:
+                self.taus[name] = tau
+        if err.shape != grad.shape:
             raise _sparq.InputError(f"{what}: tensor {name} changed size from {err.numel()} to {grad.numel()}")
+        self.residuals[name] = err
         return err
 
-    def exchange(self, x, name, buf, pieces, step, what):
+    def store(self):
+        """Hands every residual and threshold to the GradExchange, whose
+        state() then saves them as the host codecs' state: a checkpoint
+        resumes on either."""
+        for name, err in self.residuals.items():
+            self.x.set_tensor_state(name, err.cpu().numpy(), self.taus.get(name))
+
+    def exchange(self, name, buf, pieces, step, what):
         """Selects buf's pairs on its device and hands back a function that,
         on the hook's thread, exchanges them, averages the sum into buf and
         returns exchange_pairs' counts. Returns (that function, pairs kept)."""
@@ -54,7 +73,7 @@ class DeviceSparse:
         on_device = [count.view(1) for *_, count, _ in picks if torch.is_tensor(count)]
         known = torch.cat([flags] + on_device).cpu().tolist()
         device_counts = iter(known[len(picks):])
-        idx, val = [], []
+        kept_of = []  # (tensor, its kept indices) in the stream's order
         for (piece, off, i, v, count, faults), flag in zip(picks, known):
             if flag:
                 try:
@@ -62,13 +81,19 @@ class DeviceSparse:
                 except ValueError as e:
                     raise _sparq.InputError(str(e)) from None
             count = next(device_counts) if torch.is_tensor(count) else count
-            idx.append(i[:count] + off)
-            val.append(v[:count])
-        host_idx, host_val = to_host(torch.cat(idx), torch.cat(val))
+            kept_of.append((piece, i[:count], v[:count], off))
+        host_idx, host_val = to_host(torch.cat([i + off for _, i, _, off in kept_of]),
+                                     torch.cat([v for _, _, v, _ in kept_of]))
         kept = host_idx.numel()
 
         def finish(size):
-            got = x.exchange_pairs(name, flat.numel(), host_idx.numpy().view("uint32"), host_val.numpy())
+            got = self.x.exchange_pairs(name, flat.numel(), host_idx.numpy().view("uint32"), host_val.numpy())
+            if got["rounding"].size:
+                # What the value format took from each sent value goes back
+                # to its residual, where the selection left a zero.
+                taken = to_device(torch.from_numpy(got["rounding"]), buf.device)
+                for (piece, i, _, _), t in zip(kept_of, taken.split([i.numel() for _, i, _, _ in kept_of])):
+                    self.residuals[piece][i.long()] += t
             inv_p = float(torch.ones((), dtype=torch.float32) / size)  # the host's 1.0f / p
             values = to_device(torch.from_numpy(got["values"]), buf.device) * inv_p
             if got["dense"]:
@@ -84,10 +109,9 @@ class DeviceSparse:
 class DeviceDct(DeviceSparse):
     FAULTS = th.FAULTS
 
-    def __init__(self, eta, life_span):
-        super().__init__()
+    def __init__(self, eta, life_span, x):
+        super().__init__(x)
         self.eta, self.life_span = eta, life_span
-        self.taus = {}
 
     def launch(self, name, grad, step, what):
         """One tensor's kernels, nothing waited for: (index capacity, value
@@ -108,8 +132,8 @@ class DeviceDct(DeviceSparse):
 class DeviceTopK(DeviceSparse):
     FAULTS = topk.FAULTS
 
-    def __init__(self, k, bucket):
-        super().__init__()
+    def __init__(self, k, bucket, x):
+        super().__init__(x)
         self.k, self.bucket = k, bucket
 
     def launch(self, name, grad, step, what):

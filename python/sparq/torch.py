@@ -133,8 +133,8 @@ class Hook:
         _check_codecs(codecs, "sparq hook")
         self._device_codec = _device_codec_of(codec)  # a factory, called at the first bucket on the device
         if codecs == "device" and self._device_codec is None:
-            raise _sparq.InputError(f"sparq hook: codec {codec} has no device kernels yet (dct and topk with f32 "
-                                    "values have); use codecs='host'")
+            raise _sparq.InputError(f"sparq hook: codec {codec} has no device kernels yet (dct and topk have); "
+                                    "use codecs='host'")
         self.codec = codec
         self._codecs = codecs  # where the codec runs (_on_device)
         self._device = None
@@ -197,7 +197,7 @@ class Hook:
             self.step += 1
         if self._device_codec is not None and _on_device(self._codecs, buf):
             if self._device is None:
-                self._device = self._device_codec()
+                self._device = self._device_codec(x)
             return self._exchange_on_device(x, name, buf, pieces, step, f"sparq hook: bucket {bucket.index()} on "
                                             f"rank {rank}")
         host = _to_host(buf, f"sparq hook: bucket {bucket.index()} on rank {rank}")
@@ -226,7 +226,7 @@ class Hook:
         fut = torch.futures.Future(devices=[buf.device]) if buf.is_cuda else torch.futures.Future()
         t0 = time.perf_counter()
         try:
-            finish, kept = self._device.exchange(x, name, buf, pieces, step, what)
+            finish, kept = self._device.exchange(name, buf, pieces, step, what)
         except BaseException as e:  # noqa: B902 - handed to DDP, which raises it in backward
             fut.set_exception(e)
             return fut
@@ -254,9 +254,8 @@ class Hook:
 
     def state_dict(self):
         self.wait()
-        if self._device is not None and self._device.residuals:
-            raise _sparq.InputError("sparq hook: saving the state of codecs on the device is not built yet "
-                                    "(their residuals live on the device); use codecs='host' to checkpoint it")
+        if self._device is not None:
+            self._device.store()  # the device's residuals and thresholds, into the host codecs' state
         blob = self._x.state() if self._x is not None else self._blob
         return {
             "codec": self.codec,
@@ -274,6 +273,7 @@ class Hook:
             self._x.load_state(blob)
         else:
             self._blob = blob
+        self._device = None  # a device codec takes its tensors' state from the loaded one
 
 
 # Bytes the bridge copied between a GPU and the host (PCIe), both ways:
@@ -305,9 +305,10 @@ def dct_hook(eta=0.99, L=1000, *, values="f32", allreduce="auto", comm=None, mod
     (sparq's extension: the kept values in 16, 8 or 4 bits, their rounding
     fed back).
     codecs: where the selection runs: "device" (sparq.gpu's kernels, so
-    only the kept pairs leave a GPU; f32 values), "host" (a CUDA bucket
-    staged through pinned host memory), or "auto": the device's for CUDA
-    buckets with f32 values, else the host's. The same bits either way."""
+    only the kept pairs leave a GPU; the host rounds their values to
+    bf16/fp8/fp4), "host" (a CUDA bucket staged through pinned host
+    memory), or "auto": the device's for CUDA buckets, else the host's. The
+    same bits either way, and state_dict() saves the same state."""
     codec = f"dct:{eta},{L}" + ("" if values == "f32" else f"+{values}")
     return Hook(codec, allreduce=allreduce, comm=comm, model=model, codecs=codecs)
 
@@ -325,9 +326,10 @@ def _on_device(codecs, t):
 
 def _device_codec_of(codec):
     """A factory of the codec's selection on the device (sparq.gpu's kernels),
-    or None where sparq has none (every codec but dct and topk with f32 values)."""
+    called with the GradExchange, or None where sparq has none (every codec
+    but dct and topk)."""
     c = _sparq.dp_codec(codec)
-    if not c["f32_values"] or c["kind"] not in ("dct", "topk"):
+    if c["kind"] not in ("dct", "topk"):
         return None
     args = ("DeviceDct", c["eta"], c["life_span"]) if c["kind"] == "dct" else ("DeviceTopK", c["k"], c["bucket"])
     return functools.partial(_device_sparse, *args)

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "sparq/compress/threshold_pack.h"
 #include "sparq/compress/topk.h"
@@ -49,9 +48,19 @@ DctDpStep DctDp::step(std::string_view name, std::uint64_t k, std::span<const fl
   return {st.tau, kept, scheduled || adaptive, adaptive};
 }
 
-float DctDp::threshold(std::string_view name) const {
+std::optional<float> DctDp::threshold(std::string_view name) const {
   auto it = tensors_.find(name);
-  return it == tensors_.end() ? std::numeric_limits<float>::infinity() : it->second.tau;
+  if (it == tensors_.end() || !it->second.has_tau) return std::nullopt;
+  return it->second.tau;
+}
+
+void DctDp::set_threshold(std::string_view name, float tau) {
+  SPARQ_CHECK_AS(InputError, !std::isnan(tau) && tau >= 0, "DCT-DP: threshold {} of tensor '{}' is not a magnitude",
+                 tau, name);
+  auto it = tensors_.find(name);
+  if (it == tensors_.end()) it = tensors_.emplace(std::string(name), TensorState{}).first;
+  it->second.tau = tau;
+  it->second.has_tau = true;
 }
 
 void DctDp::save(BlobWriter& w) const {

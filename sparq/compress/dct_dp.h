@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -69,8 +70,10 @@ class DctDp {
   // NaN at a threshold step.
   DctDpStep step(std::string_view name, std::uint64_t k, std::span<const float> grad, SparseStream& out);
 
-  // Current threshold of `name` (+inf before its first step).
-  float threshold(std::string_view name) const;
+  // Current threshold of `name` (none before its first step), and setting
+  // it from elsewhere (a codec that ran on a GPU hands its state over).
+  std::optional<float> threshold(std::string_view name) const;
+  void set_threshold(std::string_view name, float tau);
   const DctDpStats& stats() const { return stats_; }
   const DctDpOptions& options() const { return opts_; }
 

@@ -1,5 +1,6 @@
 #include "sparq/train/grad_exchange.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "sparq/coll/quantized.h"
@@ -146,11 +147,6 @@ std::size_t GradExchange::select(std::string_view name, std::span<const float> g
 std::size_t GradExchange::select_bucket(std::span<const Piece> pieces, std::span<const float> grad,
                                         std::uint64_t step) {
   const std::size_t n = grad.size();
-  if (pieces.size() == 1) {
-    const std::size_t kept = select(pieces[0].name, grad, step, stream_);
-    compress::round_with_feedback(stream_, residuals_.residual(pieces[0].name, n), codec_.values);
-    return kept;
-  }
   std::vector<std::uint32_t>& idx = bucket_idx_;
   std::vector<float>& val = bucket_val_;
   idx.clear();
@@ -164,23 +160,45 @@ std::size_t GradExchange::select_bucket(std::span<const Piece> pieces, std::span
   }
   SPARQ_CHECK(off == n, "bucket pieces cover {} of {} values", off, n);
   stream_.assign_sparse(n, idx, val);
-  if (codec_.values != compress::ValueFormat::F32) {
-    // One value scale for the whole message: round, then hand each rounding
-    // error to the residual of the tensor it came from.
-    round_err_.resize(n);
-    compress::round_with_feedback(stream_, round_err_, codec_.values);
+  // One value scale for the whole message: round, then hand each rounding
+  // error to the residual of the tensor it came from.
+  const std::vector<float> taken = round_selected(stream_);
+  if (!taken.empty()) {
     off = 0;
-    auto it = stream_.indices().begin();
+    std::size_t j = 0;
+    const auto kept = stream_.indices();
     for (const Piece& pc : pieces) {
       std::span<float> e = residuals_.residual(pc.name, pc.size);
-      for (; it != stream_.indices().end() && *it < off + pc.size; ++it) {
-        e[*it - off] += round_err_[*it];
-        round_err_[*it] = 0;  // all zero again for the next bucket
-      }
+      for (; j < kept.size() && kept[j] < off + pc.size; ++j) e[kept[j] - off] += taken[j];
       off += pc.size;
     }
   }
   return idx.size();
+}
+
+std::vector<float> GradExchange::round_selected(compress::SparseStream& sent) {
+  if (codec_.values == compress::ValueFormat::F32) return {};
+  round_err_.resize(sent.dim());  // all zeros between calls
+  compress::round_with_feedback(sent, round_err_, codec_.values);
+  std::vector<float> taken;
+  taken.reserve(sent.indices().size());
+  for (std::uint32_t i : sent.indices()) {
+    taken.push_back(round_err_[i]);
+    round_err_[i] = 0;
+  }
+  return taken;
+}
+
+GradExchange::TensorState GradExchange::tensor_state(std::string_view name) const {
+  return {residuals_.find(name), dct_ ? dct_->threshold(name) : std::nullopt};
+}
+
+void GradExchange::set_tensor_state(std::string_view name, std::span<const float> residual,
+                                    std::optional<float> tau) {
+  SPARQ_CHECK_AS(InputError, !tau || dct_, "tensor '{}': codec {} keeps no threshold", name, codec_.text);
+  std::span<float> e = residuals_.residual(name, residual.size());  // InputError on another size
+  std::copy(residual.begin(), residual.end(), e.begin());
+  if (tau) dct_->set_threshold(name, *tau);
 }
 
 ExchangeStats GradExchange::exchange(Transport& t, std::string_view name, std::span<float> grad, std::uint64_t step) {

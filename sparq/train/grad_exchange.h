@@ -138,6 +138,25 @@ class GradExchange {
   CollStats allreduce_pairs(Transport& t, std::string_view name, const compress::SparseStream& sent,
                             compress::SparseStream& sum);
 
+  // Rounds a bucket's selected pairs to the codec's value format (+bf16,
+  // +fp8, +fp4: one scale for the whole message) and returns what rounding
+  // took from each value, in the stream's order, for the residuals of the
+  // tensors they came from (empty with fp32 values).
+  std::vector<float> round_selected(compress::SparseStream& sent);
+
+  // One tensor's codec state, for selections made elsewhere (sparq.torch's
+  // codecs on a GPU keep residuals and thresholds there and hand them over
+  // to be saved, or take them back after a load): the residual (empty if
+  // none) and DCT-DP's threshold (none before its first step).
+  struct TensorState {
+    std::span<const float> residual;
+    std::optional<float> tau;
+  };
+  TensorState tensor_state(std::string_view name) const;
+  // Replaces it; a residual of another size than the stored one, or a
+  // threshold for a codec without one, is an InputError.
+  void set_tensor_state(std::string_view name, std::span<const float> residual, std::optional<float> tau);
+
   // The codec's state on this rank, bit for bit: the residuals, DCT-DP's
   // thresholds and schedule, auto's plans. load_state() of a blob saved by an
   // exchange with the same codec continues exactly where it left off; another

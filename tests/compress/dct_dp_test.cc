@@ -8,6 +8,7 @@
 #include <bit>
 #include <cmath>
 #include <random>
+#include <optional>
 #include <vector>
 
 #include "sparq/compress/stream_codec.h"
@@ -167,7 +168,7 @@ TEST(DctDp, NanAtAThresholdStepLeavesStateUntouched) {
   SparseStream out;
   dct.step("w", 1, normal(64, 1), out);
   const std::vector<float> err_before(store.find("w").begin(), store.find("w").end());
-  const float tau_before = dct.threshold("w");
+  const std::optional<float> tau_before = dct.threshold("w");
   auto bad = normal(64, 2);
   bad[10] = NAN;
   EXPECT_THROW(dct.step("w", 2, bad, out), InputError);
@@ -188,7 +189,11 @@ TEST(DctDp, TensorsAreIndependentAndShapesFixed) {
   EXPECT_EQ(out.dim(), 50u);
   EXPECT_EQ(store.tensors(), 2u);
   EXPECT_THROW(dct.step("a", 2, normal(101, 3), out), InputError);
-  EXPECT_TRUE(std::isinf(dct.threshold("none")));
+  EXPECT_FALSE(dct.threshold("none").has_value());
+  dct.set_threshold("none", 0.25f);
+  EXPECT_EQ(dct.threshold("none"), 0.25f);
+  EXPECT_THROW(dct.set_threshold("none", NAN), InputError);
+  EXPECT_THROW(dct.set_threshold("none", -1.0f), InputError);
   EXPECT_THROW(DctDp({.eta = 2.0}, store), InputError);
   EXPECT_THROW(DctDp({.life_span = 0}, store), InputError);
 }

@@ -178,32 +178,35 @@ def quantized_hook_stays_within_its_bound_and_equal_on_all_ranks(rank, size):
         assert torch.equal(same, got[name]), f"{name} differs across ranks"
 
 
+def run_steps(rank, steps, hook, model):
+    """DDP with `hook`: a gradient step of 0.1 at each of `steps` (the batch
+    shifted by the step); each step's averaged gradients."""
+    ddp = DDP(model, bucket_cap_mb=0.005)
+    ddp.register_comm_hook(None, hook)
+    _, x, y = model_and_batch(rank)
+    out = []
+    for s in steps:
+        g = ddp_grads(ddp, x.to(model[0].weight.device) + s, y.to(model[0].weight.device))
+        with torch.no_grad():
+            for p in ddp.parameters():
+                p -= 0.1 * p.grad
+        out.append(g)
+    hook.wait()
+    return out
+
+
 @check
 def hook_state_resumes_bit_for_bit(rank, size):
     """6 steps in one run equal 3 steps, state_dict(), a new hook and
     load_state_dict(), 3 more steps."""
-    def run(steps, hook, model):
-        ddp = DDP(model, bucket_cap_mb=0.005)
-        ddp.register_comm_hook(None, hook)
-        _, x, y = model_and_batch(rank)
-        out = []
-        for s in steps:
-            g = ddp_grads(ddp, x + s, y)
-            with torch.no_grad():
-                for p in ddp.parameters():
-                    p -= 0.1 * p.grad
-            out.append(g)
-        return out
-
-    m1 = model_and_batch(rank)[0]
-    whole = run(range(6), st.dct_hook(0.8, 2), m1)
+    whole = run_steps(rank, range(6), st.dct_hook(0.8, 2), model_and_batch(rank)[0])
     m2 = model_and_batch(rank)[0]
     first = st.dct_hook(0.8, 2)
-    run(range(3), first, m2)
+    run_steps(rank, range(3), first, m2)
     state = first.state_dict()
     second = st.dct_hook(0.8, 2)
     second.load_state_dict(state)
-    tail = run(range(3, 6), second, m2)
+    tail = run_steps(rank, range(3, 6), second, m2)
     for s in range(3):
         for name, g in tail[s].items():
             assert torch.equal(g, whole[3 + s][name]), f"step {3 + s} {name}"
@@ -212,6 +215,28 @@ def hook_state_resumes_bit_for_bit(rank, size):
         raise AssertionError("a dct state loaded into a topk hook")
     except sparq.InputError:
         pass
+
+
+@check
+def device_codec_state_resumes_on_either_side(rank, size, device="cpu"):
+    """The codecs on the device save the host codecs' state: 3 steps with
+    the selection on one side, state_dict(), 3 more on the same side or the
+    other, equal 6 host steps bit for bit (DCT-DP's thresholds mid-period,
+    TopK's residuals, rounded values' residuals)."""
+    for make in (lambda where: st.dct_hook(0.8, 4, codecs=where),
+                 lambda where: st.topk_hook(4, 64, values="fp8", codecs=where)):
+        whole = run_steps(rank, range(6), make("host"), model_and_batch(rank)[0].to(device))
+        for before, after in (("device", "host"), ("host", "device"), ("device", "device")):
+            model = model_and_batch(rank)[0].to(device)
+            first = make(before)
+            run_steps(rank, range(3), first, model)
+            second = make(after)
+            second.load_state_dict(first.state_dict())
+            tail = run_steps(rank, range(3, 6), second, model)
+            assert (second._device is not None) == (after == "device"), f"{second.codec}: the codecs ran elsewhere"
+            for s in range(3):
+                for name, g in tail[s].items():
+                    assert torch.equal(g, whole[3 + s][name]), f"{second.codec} {before}->{after}: step {3 + s} {name}"
 
 
 @check
@@ -282,7 +307,10 @@ def sparsifying_hooks_with_device_codecs_equal_the_host_codecs(rank, size, devic
     threshold recomputed (residuals and thresholds carried); ranks of both
     kinds mix."""
     for make in (lambda ddp, where: st.dct_hook(0.9, 3, model=ddp, codecs=where),
-                 lambda ddp, where: st.topk_hook(4, 64, model=ddp, codecs=where)):
+                 lambda ddp, where: st.topk_hook(4, 64, model=ddp, codecs=where),
+                 lambda ddp, where: st.dct_hook(0.9, 3, values="bf16", model=ddp, codecs=where),
+                 lambda ddp, where: st.dct_hook(0.9, 3, values="fp8", model=ddp, codecs=where),
+                 lambda ddp, where: st.topk_hook(4, 64, values="fp4", model=ddp, codecs=where)):
         runs = {}
         for codecs in ("host", "device", "mixed"):
             model, x, y = (t.to(device) for t in model_and_batch(rank))
@@ -311,8 +339,8 @@ def sparsifying_hooks_with_device_codecs_equal_the_host_codecs(rank, size, devic
         except Exception as e:  # DDP re-raises the hook's error as a RuntimeError
             assert f"bucket 0 on rank {rank}" in str(e) and "NaN" in str(e) and "tensor " in str(e), str(e)
     try:
-        st.dct_hook(0.9, 3, values="bf16", codecs="device")
-        raise AssertionError("bf16 values on the device were accepted")
+        st.Hook("q4+ec", codecs="device")
+        raise AssertionError("a quantized hook on the device was accepted")
     except sparq.InputError as e:
         assert "no device kernels yet" in str(e), str(e)
 
@@ -320,6 +348,11 @@ def sparsifying_hooks_with_device_codecs_equal_the_host_codecs(rank, size, devic
 @cuda_check
 def sparsifying_hooks_on_cuda_equal_the_host_codecs(rank, size):
     sparsifying_hooks_with_device_codecs_equal_the_host_codecs(rank, size, "cuda")
+
+
+@cuda_check
+def device_codec_state_on_cuda_resumes_on_either_side(rank, size):
+    device_codec_state_resumes_on_either_side(rank, size, "cuda")
 
 
 @check

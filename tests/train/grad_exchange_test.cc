@@ -4,6 +4,7 @@
 // the quantization bound for q8, and measured compression.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -152,6 +153,59 @@ TEST(GradExchange, FusedBucketSelectsPerTensor) {
           ASSERT_NEAR(applied[off + i] + resid[i] / p, truth[off + i], (exact ? 1e-3 : 0.3) * (pc.name == "b" ? 100 : 1))
               << pc.name;
         off += pc.size;
+      }
+    });
+  }
+}
+
+// Selections made elsewhere (sparq.torch's codecs on a GPU): the state
+// handed over tensor by tensor continues the exchange bit for bit, and the
+// value format's rounding returns exactly what it took from each value.
+TEST(GradExchange, TensorStateHandsOverAndRoundingIsReturned) {
+  const int p = 2;
+  SPARQ_NEED_RANKS(p);
+  const std::vector<GradExchange::Piece> pieces{{"a", 300}, {"b", 900}};
+  const std::size_t n = 1200;
+  for (const char* spec : {"dct:0.9,4", "topk:4/128+fp8"}) {
+    SCOPED_TRACE(spec);
+    test::run_ranks(p, [&](Transport& t) {
+      compress::ErrorFeedbackStore whole_store, first_store, second_store;
+      GradExchange whole(parse_dp_codec(spec), whole_store), first(parse_dp_codec(spec), first_store),
+          second(parse_dp_codec(spec), second_store);
+      for (int k = 0; k < 6; ++k) {
+        auto g = test::rank_input<float>(n, t.rank(), 60 + k), h = g;
+        whole.exchange(t, "a+b", pieces, g, k);
+        if (k == 3) {
+          for (const auto& pc : pieces) {
+            const GradExchange::TensorState s = first.tensor_state(pc.name);
+            ASSERT_EQ(s.residual.size(), pc.size);
+            EXPECT_EQ(s.tau.has_value(), spec[0] == 'd');
+            second.set_tensor_state(pc.name, s.residual, s.tau);
+          }
+        }
+        (k < 3 ? first : second).exchange(t, "a+b", pieces, h, k);
+        for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(g[i], h[i]) << "step " << k << " value " << i;
+      }
+      for (const auto& pc : pieces) {
+        const auto w = whole.tensor_state(pc.name), s = second.tensor_state(pc.name);
+        EXPECT_TRUE(std::equal(w.residual.begin(), w.residual.end(), s.residual.begin(), s.residual.end()));
+        EXPECT_EQ(w.tau, s.tau);
+      }
+      EXPECT_FALSE(second.tensor_state("none").tau.has_value());
+      EXPECT_TRUE(second.tensor_state("none").residual.empty());
+      const std::vector<float> short_residual(5);
+      EXPECT_THROW(second.set_tensor_state("a", short_residual, std::nullopt), InputError);
+      if (spec[0] == 't') EXPECT_THROW(second.set_tensor_state("a", first_store.find("a"), 1.0f), InputError);
+
+      const auto v = test::rank_input<float>(64, t.rank(), 5);
+      std::vector<std::uint32_t> idx(64);
+      for (std::uint32_t i = 0; i < 64; ++i) idx[i] = 3 * i;
+      auto sent = compress::SparseStream::sparse(200, idx, v);
+      const std::vector<float> taken = second.round_selected(sent);
+      ASSERT_EQ(taken.size(), spec[0] == 't' ? 64u : 0u);
+      for (std::size_t j = 0; j < taken.size(); ++j) {
+        EXPECT_EQ(sent.values()[j] + taken[j], v[j]) << j;
+        EXPECT_NE(taken[j], 0.0f) << j;  // fp8 rounds these
       }
     });
   }
