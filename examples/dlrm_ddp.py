@@ -170,7 +170,7 @@ class DenseDlrm(nn.Module):
 def profile_lines(prof, steps, device, top=12):
     """The profiled steps' time on the device: the sum of its kernels and
     copies (on the CPU, the operators' own time); the part that is
-    sparq.gpu's: its Triton kernels (named _sparq_*) and what torch ran
+    sparq.gpu's: its kernels (Triton and CUDA, named _sparq_*) and what torch ran
     inside its ranges; then the kernels (operators) that took the most."""
     parts = collections.Counter()  # name -> microseconds
     calls = collections.Counter()

@@ -9,8 +9,9 @@ is the median of --repeats timings by CUDA events after --warmup runs;
 inputs are 256 MiB by default, well beyond the L2 cache. The kernels are
 timed without the fault check that follows them (a device-to-host read of
 a few bytes; the `call` rows time the whole function, check included).
-Also the host transfers a GPU rank makes: the fp32 bucket against its q4
-payload, device to pinned host memory.
+Also sparq's CUDA C++ row-wise kernels (cuda:*, where libsparq_cuda.so is
+built) and the host transfers a GPU rank makes: the fp32 bucket against its
+q4 payload, device to pinned host memory.
 
     python3 scripts/gpu-bench.py --out kernels.jsonl     # on a GPU machine
 
@@ -61,6 +62,35 @@ def tune(rw, th, x, err, tau, a, record):
     rw.TILE, rw.WARPS, th.BLOCK, th.WARPS = defaults
 
 
+def cuda_kernels(gpu, rw, x, err, a, record):
+    """sparq's CUDA C++ row-wise kernels (a thread to a row) on the same
+    inputs, rows named cuda:*; skipped, and said so, where the library is
+    not built."""
+    if importlib.import_module(gpu.__name__ + ".cuda").library() is None:
+        print("skipped cuda:*: libsparq_cuda.so not built (SPARQ_CUDA_LIB)")
+        return
+    n = x.numel()
+    saved, rw.KERNELS = rw.KERNELS, "cuda"
+    try:
+        for cols in (16, 64, 128):
+            for bits in (4, 8, 2):
+                data = rw.launch_quantize(x, cols, bits, "f16")[0]
+                out = data.numel() + n // cols
+                record("cuda:quantize", timed(lambda: rw.launch_quantize(x, cols, bits, "f16"), a.warmup, a.repeats),
+                       4 * n + out, bits=bits, cols=cols, scale="f16")
+                if bits != 4:
+                    continue
+                record("cuda:dequantize",
+                       timed(lambda: rw.launch_dequantize(data, cols, bits, "f16"), a.warmup, a.repeats),
+                       data.numel() + 4 * n + n // cols, bits=bits, cols=cols, scale="f16")
+                e = err.clone()
+                record("cuda:quantize_ec",
+                       timed(lambda: rw.launch_quantize(x, cols, bits, "f16", e), a.warmup, a.repeats),
+                       12 * n + out, bits=bits, cols=cols, scale="f16")
+    finally:
+        rw.KERNELS = saved
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--mib", type=int, default=256, help="input size per kernel")
@@ -101,6 +131,7 @@ def main():
                    12 * n + out, bits=bits, cols=cols, scale="f16")
             record("call:quantize", timed(lambda: gpu.quantize(x, cols, bits, "f16"), a.warmup, a.repeats),
                    4 * n + out, bits=bits, cols=cols, scale="f16")
+    cuda_kernels(gpu, rw, x, err, a, record)
     tau = gpu.sparsity_threshold(x + err, a.eta)
     kept = int(((x + err).abs() >= tau).sum())
     record("threshold_pack", timed(lambda: th.launch_threshold_pack(x, tau), a.warmup, a.repeats),

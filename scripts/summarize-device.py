@@ -110,13 +110,14 @@ def bridge_line(p):
 
 
 def dlrm_runs(p):
-    """{(hook, emb codec, codecs): [per run: dict(ms=..., pcie=..., gpu=..., ours=...)]} of dlrm.log."""
+    """{(hook, emb codec, codecs, kernels): [per run: dict(ms=..., pcie=..., gpu=..., ours=...)]} of
+    dlrm.log (runs before the CUDA kernels name no kernels: Triton's)."""
     runs, cur = {}, None
     for line in p.read_text().splitlines():
-        m = re.match(r"config hook (\S+) emb-codec (\S+) codecs (\S+)", line)
+        m = re.match(r"config hook (\S+) emb-codec (\S+) codecs (\S+)(?: kernels (\S+))?", line)
         if m:
             cur = {"ms": []}
-            runs.setdefault(m.groups(), []).append(cur)
+            runs.setdefault(m.groups()[:3] + (m[4] or "triton",), []).append(cur)
         elif cur is not None:
             m = re.match(r"Finished training it (\d+)/\d+ .*?, ([\d.]+) ms/it", line)
             if m and int(m[1]) in (20, 30):  # steps 11-30: warm, before the profiled last 10
@@ -140,14 +141,15 @@ def dlrm_table(p):
            f"{max(len(rs) for rs in runs.values())} times, interleaved; step time: each run's mean over steps "
            "11-30, median of the runs; GPU time and sparq.gpu's part: torch.profiler over the last 10 steps "
            "(rank 0); PCIe: `sparq.torch.host_copies`, both ways, rank 0.", "",
-           "| DP hook | lookups alltoall | codecs | ms/step (runs) | vs fastest host plan | PCIe MB/step | "
-           "vs fp32 staging | GPU ms/step | sparq.gpu's part |", "|---|---|---|---|---|---|---|---|---|"]
+           "| DP hook | lookups alltoall | codecs | kernels | ms/step (runs) | vs fastest host plan | PCIe MB/step | "
+           "vs fp32 staging | GPU ms/step | sparq.gpu's part |", "|---|---|---|---|---|---|---|---|---|---|"]
     for cfg, rs in runs.items():
         pcie = statistics.median(r["pcie"] for r in rs)
         gpu = statistics.median(r["gpu"] for r in rs)
         ours = statistics.median(r["ours"] / r["gpu"] for r in rs)
         each = ", ".join(f"{statistics.mean(r['ms']):.1f}" for r in rs)
-        out.append(f"| {cfg[0]} | {cfg[1]} | {cfg[2]} | {step[cfg]:.1f} ({each}) | "
+        kernels = cfg[3] if cfg[2] == "device" else ""
+        out.append(f"| {cfg[0]} | {cfg[1]} | {cfg[2]} | {kernels} | {step[cfg]:.1f} ({each}) | "
                    f"{fastest_baseline / step[cfg]:.2f}x | {pcie:.2f} | {pcie / staging:.3f} | {gpu:.2f} | "
                    f"{ours:.1%} |")
     return out

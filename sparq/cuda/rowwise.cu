@@ -20,13 +20,16 @@ using sparq::cuda_row::dequantize_row;
 using sparq::cuda_row::quantize_row;
 
 constexpr int kThreads = 128;
+// The kernels' names start with _sparq_, as sparq.gpu's Triton kernels do:
+// examples/dlrm_ddp.py --profile-steps counts them as sparq's GPU time.
 
 struct RowOut {
-  std::uint8_t* row;
-  bool aligned;  // the row starts on a 4-byte boundary: whole words are stored as words
+  std::uint8_t *row;
+  bool aligned;  // the row starts on a 4-byte boundary: whole words are stored
+                 // as words
   __device__ void operator()(int off, std::uint32_t w, int n) const {
     if (aligned && n == 4) {
-      *reinterpret_cast<std::uint32_t*>(row + off) = w;
+      *reinterpret_cast<std::uint32_t *>(row + off) = w;
     } else {
       for (int k = 0; k < n; ++k) row[off + k] = static_cast<std::uint8_t>(w >> (8 * k));
     }
@@ -34,14 +37,14 @@ struct RowOut {
 };
 
 template <bool EC>
-__global__ void quantize_kernel(const float* __restrict__ x, float* __restrict__ err, std::uint8_t* __restrict__ out,
-                                std::int8_t* __restrict__ faults, std::int64_t rows, int cols, int row_bytes, int bits,
-                                bool f16) {
+__global__ void _sparq_quantize_rows(const float *__restrict__ x, float *__restrict__ err,
+                                     std::uint8_t *__restrict__ out, std::int8_t *__restrict__ faults,
+                                     std::int64_t rows, int cols, int row_bytes, int bits, bool f16) {
   const std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (r >= rows) return;
-  const float* xr = x + r * cols;
-  float* er = EC ? err + r * cols : nullptr;
-  std::uint8_t* o = out + r * row_bytes;
+  const float *xr = x + r * cols;
+  float *er = EC ? err + r * cols : nullptr;
+  std::uint8_t *o = out + r * row_bytes;
   const RowOut put{o, (reinterpret_cast<std::uintptr_t>(o) & 3) == 0};
   faults[r] = quantize_row(
       cols, bits, f16, [&](int j) { return EC ? __fadd_rn(xr[j], er[j]) : xr[j]; }, put,
@@ -50,13 +53,13 @@ __global__ void quantize_kernel(const float* __restrict__ x, float* __restrict__
       });
 }
 
-__global__ void dequantize_kernel(const std::uint8_t* __restrict__ in, float* __restrict__ out,
-                                  std::int8_t* __restrict__ faults, std::int64_t rows, int cols, int row_bytes,
-                                  int bits, bool f16) {
+__global__ void _sparq_dequantize_rows(const std::uint8_t *__restrict__ in, float *__restrict__ out,
+                                       std::int8_t *__restrict__ faults, std::int64_t rows, int cols, int row_bytes,
+                                       int bits, bool f16) {
   const std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (r >= rows) return;
-  const std::uint8_t* row = in + r * row_bytes;
-  float* o = out + r * cols;
+  const std::uint8_t *row = in + r * row_bytes;
+  float *o = out + r * cols;
   faults[r] = dequantize_row(
       cols, bits, f16, [&](int k) { return static_cast<std::uint32_t>(row[k]); }, [&](int j, float v) { o[j] = v; });
 }
@@ -69,28 +72,29 @@ extern "C" {
 
 // x, err (or null), out, faults: device pointers; stream: a cudaStream_t.
 // Returns a cudaError_t (0: launched).
-int sparq_cuda_quantize(const float* x, float* err, void* out, std::int8_t* faults, std::int64_t rows, int cols,
-                        int bits, int f16, void* stream) {
+int sparq_cuda_quantize(const float *x, float *err, void *out, std::int8_t *faults, std::int64_t rows, int cols,
+                        int bits, int f16, void *stream) {
   if (rows == 0) return 0;
   const int row_bytes = (f16 ? 4 : 8) + (cols * bits + 7) / 8;
-  auto* o = static_cast<std::uint8_t*>(out);
+  auto *o = static_cast<std::uint8_t *>(out);
   auto s = static_cast<cudaStream_t>(stream);
   if (err)
-    quantize_kernel<true><<<blocks(rows), kThreads, 0, s>>>(x, err, o, faults, rows, cols, row_bytes, bits, f16);
+    _sparq_quantize_rows<true><<<blocks(rows), kThreads, 0, s>>>(x, err, o, faults, rows, cols, row_bytes, bits, f16);
   else
-    quantize_kernel<false><<<blocks(rows), kThreads, 0, s>>>(x, nullptr, o, faults, rows, cols, row_bytes, bits, f16);
+    _sparq_quantize_rows<false>
+        <<<blocks(rows), kThreads, 0, s>>>(x, nullptr, o, faults, rows, cols, row_bytes, bits, f16);
   return static_cast<int>(cudaGetLastError());
 }
 
-int sparq_cuda_dequantize(const void* in, float* out, std::int8_t* faults, std::int64_t rows, int cols, int bits,
-                          int f16, void* stream) {
+int sparq_cuda_dequantize(const void *in, float *out, std::int8_t *faults, std::int64_t rows, int cols, int bits,
+                          int f16, void *stream) {
   if (rows == 0) return 0;
   const int row_bytes = (f16 ? 4 : 8) + (cols * bits + 7) / 8;
-  dequantize_kernel<<<blocks(rows), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      static_cast<const std::uint8_t*>(in), out, faults, rows, cols, row_bytes, bits, f16);
+  _sparq_dequantize_rows<<<blocks(rows), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<const std::uint8_t *>(in), out, faults, rows, cols, row_bytes, bits, f16);
   return static_cast<int>(cudaGetLastError());
 }
 
-const char* sparq_cuda_error(int code) { return cudaGetErrorString(static_cast<cudaError_t>(code)); }
+const char *sparq_cuda_error(int code) { return cudaGetErrorString(static_cast<cudaError_t>(code)); }
 
 }  // extern "C"

@@ -19,7 +19,6 @@
 // divided in full, one by one.
 #include <cmath>
 #include <cstdint>
-
 #include <cstring>
 
 #include "sparq/compress/half.h"  // the host's fp16 conversions
@@ -141,8 +140,9 @@ SPARQ_HD Grid grid(float lo, float hi, int levels, bool f16) {
 constexpr float kRoundMagic = 12582912.0f;  // 1.5 * 2^23: z + it holds rne(z) in its low bits
 constexpr std::uint32_t kMagicBits = 0x4B400000u;
 
-// rne(clamp(fl((z - bias) / scale), 0, levels)) + kRoundMagic; inv = fl(1 / scale).
-SPARQ_HD float rounded_code(float z, const Grid& g, float inv, float levels) {
+// rne(clamp(fl((z - bias) / scale), 0, levels)) + kRoundMagic; inv = fl(1 /
+// scale).
+SPARQ_HD float rounded_code(float z, const Grid &g, float inv, float levels) {
   if (g.scale == 0.0f) return kRoundMagic;  // a constant row: every code 0
   const float d = sub(z, g.bias);
   float q = fminf(fmaxf(mul(d, inv), 0.0f), levels);

@@ -4,6 +4,8 @@
 // of tests/python/gpu_codec_cases.py), and its faults where the CPU codec
 // throws. Everything of the kernels but the thread mapping runs here; the
 // kernels themselves are checked on a GPU (scripts/device-check).
+#include "sparq/cuda/rowwise_row.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,7 +16,6 @@
 
 #include "sparq/compress/rowwise_quant.h"
 #include "sparq/core/error.h"
-#include "sparq/cuda/rowwise_row.h"
 
 namespace sparq {
 namespace {
@@ -42,7 +43,7 @@ std::vector<Input> inputs(int cols) {
   make("random", [&](int) { return normal(g); });
   make("zeros", [](int) { return 0.0f; });
   std::vector<float> row_value(rows);
-  for (float& r : row_value) r = normal(g);
+  for (float &r : row_value) r = normal(g);
   make("constant rows", [&](int i) { return row_value[i / cols]; });
   make("one huge value", [&](int i) { return i % (cols + 1) == 0 ? 3e37f : normal(g); });
   make("denormals", [](int i) { return static_cast<float>(i % 97) * 1e-41f; });
@@ -57,13 +58,13 @@ std::vector<float> residual(std::size_t n) {
   std::mt19937 g(5);
   std::normal_distribution<float> normal(0.0f, 0.01f);
   std::vector<float> e(n);
-  for (float& v : e) v = normal(g);
+  for (float &v : e) v = normal(g);
   return e;
 }
 
 // One row through the kernels' code: its bytes and fault; with `err`, x +
 // err encoded and err left as the kernel leaves it.
-row::Fault encode_row(const float* x, float* err, int cols, RowwiseFormat f, std::uint8_t* out) {
+row::Fault encode_row(const float *x, float *err, int cols, RowwiseFormat f, std::uint8_t *out) {
   return row::quantize_row(
       cols, f.bits, f.scale == ScaleType::F16, [&](int j) { return err ? x[j] + err[j] : x[j]; },
       [&](int off, std::uint32_t w, int n) {
@@ -74,18 +75,18 @@ row::Fault encode_row(const float* x, float* err, int cols, RowwiseFormat f, std
       });
 }
 
-row::Fault decode_row(const std::uint8_t* in, int cols, RowwiseFormat f, float* out) {
+row::Fault decode_row(const std::uint8_t *in, int cols, RowwiseFormat f, float *out) {
   return row::dequantize_row(
       cols, f.bits, f.scale == ScaleType::F16, [&](int k) { return static_cast<std::uint32_t>(in[k]); },
       [&](int j, float v) { out[j] = v; });
 }
 
-bool same_bits(const float* a, const float* b, std::size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
+bool same_bits(const float *a, const float *b, std::size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
 TEST(CudaRow, EncodesDecodesAndCompensatesAsTheCpuCodec) {
   int compared = 0, refused = 0;
   for (int cols : {64, 1, 7, 16, 33, 128, 300}) {
-    for (const Input& in : inputs(cols)) {
+    for (const Input &in : inputs(cols)) {
       for (int bits : {8, 4, 2}) {
         for (ScaleType scale : {ScaleType::F16, ScaleType::F32}) {
           const RowwiseFormat f{bits, scale};
@@ -108,7 +109,7 @@ TEST(CudaRow, EncodesDecodesAndCompensatesAsTheCpuCodec) {
               ASSERT_EQ(fault, row::kOk);
               ASSERT_EQ(std::memcmp(got.data(), want.data(), rb), 0);
               ++compared;
-            } catch (const InputError&) {
+            } catch (const InputError &) {
               EXPECT_EQ(fault, row::kBeyondFp16);
               ++refused;
               continue;
@@ -118,7 +119,7 @@ TEST(CudaRow, EncodesDecodesAndCompensatesAsTheCpuCodec) {
               ASSERT_EQ(fault_ec, row::kOk);
               ASSERT_EQ(std::memcmp(got_ec.data(), want_ec.data(), rb), 0);
               ASSERT_TRUE(same_bits(got_err.data(), want_err.data(), cols));
-            } catch (const InputError&) {
+            } catch (const InputError &) {
               EXPECT_EQ(fault_ec, row::kBeyondFp16);
               ++refused;
             }
@@ -142,9 +143,10 @@ TEST(CudaRow, FlagsTheRowsTheCpuCodecRefuses) {
     RowwiseFormat f;
     row::Fault fault;
   };
-  for (const Case& c : {Case{{1.0f, NAN, 2.0f}, f32, row::kNotFinite}, Case{{1.0f, INFINITY, 2.0f}, f16, row::kNotFinite},
-                        Case{{-3e38f, 3e38f}, f32, row::kRangeOverflow}, Case{{0.0f, 1.05e6f}, f16, row::kBeyondFp16},
-                        Case{{-70000.0f, 0.0f}, f16, row::kBeyondFp16}}) {
+  for (const Case &c :
+       {Case{{1.0f, NAN, 2.0f}, f32, row::kNotFinite}, Case{{1.0f, INFINITY, 2.0f}, f16, row::kNotFinite},
+        Case{{-3e38f, 3e38f}, f32, row::kRangeOverflow}, Case{{0.0f, 1.05e6f}, f16, row::kBeyondFp16},
+        Case{{-70000.0f, 0.0f}, f16, row::kBeyondFp16}}) {
     const int cols = static_cast<int>(c.x.size());
     std::vector<std::uint8_t> out(RowwiseLayout{c.x.size(), c.f}.row_bytes());
     EXPECT_EQ(encode_row(c.x.data(), nullptr, cols, c.f, out.data()), c.fault) << c.x[0];
@@ -153,8 +155,11 @@ TEST(CudaRow, FlagsTheRowsTheCpuCodecRefuses) {
     // With a residual, a faulty row's residual holds x + err (as the CPU's).
     std::vector<float> err(c.x.size(), 0.5f);
     EXPECT_EQ(encode_row(c.x.data(), err.data(), cols, c.f, out.data()), c.fault);
-    for (std::size_t j = 0; j < c.x.size(); ++j)
-      if (std::isfinite(c.x[j])) EXPECT_EQ(err[j], c.x[j] + 0.5f) << j;
+    for (std::size_t j = 0; j < c.x.size(); ++j) {
+      if (std::isfinite(c.x[j])) {
+        EXPECT_EQ(err[j], c.x[j] + 0.5f) << j;
+      }
+    }
   }
 }
 
@@ -167,8 +172,8 @@ TEST(CudaRow, RefusesTheHeadersTheCpuDecoderRefuses) {
     std::memcpy(b.data() + 4, &bias, 4);
     return b;
   };
-  for (const auto& [scale, bias] : {std::pair{NAN, 0.0f}, {-1.0f, 0.0f}, {INFINITY, 0.0f}, {1.0f, INFINITY},
-                                    {1.0f, NAN}}) {
+  for (const auto &[scale, bias] :
+       {std::pair{NAN, 0.0f}, {-1.0f, 0.0f}, {INFINITY, 0.0f}, {1.0f, INFINITY}, {1.0f, NAN}}) {
     const auto b = header32(scale, bias);
     EXPECT_EQ(decode_row(b.data(), 2, f32, out), row::kBadHeader);
     std::vector<float> cpu(2);

@@ -58,12 +58,29 @@ def word_rows(request):
     """Rows of whole words move as words, or (forced) as bytes: both paths."""
     rowwise = importlib.import_module(gpu.__name__ + ".rowwise")
     saved, rowwise.WORD_ROWS = rowwise.WORD_ROWS, request.param
-    yield
+    yield request.param
     rowwise.WORD_ROWS = saved
 
 
+@pytest.fixture(params=["triton", "cuda"])
+def kernels(request):
+    """The row-wise codec by the Triton kernels, and by sparq's CUDA C++ ones
+    where there is a GPU and the library was built (SPARQ_CUDA_LIB)."""
+    rowwise = importlib.import_module(gpu.__name__ + ".rowwise")
+    if request.param == "cuda":
+        if DEVICE != "cuda":
+            pytest.skip("the CUDA kernels need a GPU (their row code is tested on the host by cuda_row_test)")
+        if importlib.import_module(gpu.__name__ + ".cuda").library() is None:
+            pytest.skip("libsparq_cuda.so was not built (no nvcc at build time) or SPARQ_CUDA_LIB names no file")
+    saved, rowwise.KERNELS = rowwise.KERNELS, request.param
+    yield request.param
+    rowwise.KERNELS = saved
+
+
 @pytest.mark.parametrize("cols,name,bits,scale", list(rowwise_params()))
-def test_rowwise_encodes_decodes_and_compensates_as_the_cpu(cols, name, bits, scale, word_rows):
+def test_rowwise_encodes_decodes_and_compensates_as_the_cpu(cols, name, bits, scale, word_rows, kernels):
+    if kernels == "cuda" and not word_rows:
+        pytest.skip("the CUDA kernels have no word/byte paths to choose between")
     x = case(cols, name)
     want = REF.quantize(name, x, cols, bits, scale)[0]
     data = gpu.quantize(on_device(x), cols, bits, scale)
@@ -117,7 +134,7 @@ def test_topk_refuses_nan_naming_the_bucket():
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
 @pytest.mark.parametrize("scale", ["f16", "f32"])
-def test_a_row_holding_nan_or_inf_is_an_error_naming_it(bad, scale):
+def test_a_row_holding_nan_or_inf_is_an_error_naming_it(bad, scale, kernels):
     x = np.ones(10 * 16, np.float32)
     x[5 * 16 + 3] = bad
     with pytest.raises(ValueError, match="row 5 holds NaN or inf"):
@@ -129,7 +146,7 @@ def test_a_row_holding_nan_or_inf_is_an_error_naming_it(bad, scale):
     assert np.array_equal(err_dev.cpu().numpy()[80:96], x[80:96], equal_nan=True)  # the row's x + err kept
 
 
-def test_ranges_beyond_the_scale_are_errors():
+def test_ranges_beyond_the_scale_are_errors(kernels):
     x = np.zeros(4 * 8, np.float32)
     x[2 * 8] = 1e5  # a scale of 1e5 / 255 fits fp16
     gpu.quantize(on_device(x), 8, 8, "f16")
@@ -145,7 +162,7 @@ def test_ranges_beyond_the_scale_are_errors():
 
 
 @pytest.mark.parametrize("header", [np.float32(np.nan), np.float32(-1.0), np.float32(np.inf)])
-def test_a_header_that_is_no_grid_is_an_error(header):
+def test_a_header_that_is_no_grid_is_an_error(header, kernels):
     data = gpu.quantize(on_device(np.arange(3 * 8, dtype=np.float32)), 8, 8, "f32").cpu().numpy()
     data[1 * 16:1 * 16 + 4] = np.frombuffer(header.tobytes(), np.uint8)  # row 1's scale
     with pytest.raises(ValueError, match="row 1 has a scale or bias"):
@@ -178,7 +195,7 @@ def test_nan_or_inf_in_a_gradient_is_an_error_naming_the_bucket():
         gpu.sparsity_threshold(on_device(x), 0.9)
 
 
-def test_empty_inputs():
+def test_empty_inputs(kernels):
     assert gpu.quantize(on_device(np.zeros(0, np.float32)), 8, 4, "f16").numel() == 0
     idx, val = gpu.threshold_pack(on_device(np.zeros(0, np.float32)), 1.0)
     assert idx.numel() == 0 and val.numel() == 0

@@ -14,10 +14,13 @@ contraction) and divide with div_rn (IEEE division, not the approximate one).
 Round-to-nearest-even is the CPU's own trick: adding 1.5 * 2^23 leaves the
 rounded code in the low bits of the sum.
 """
+import os
+
 import torch
 import triton
 import triton.language as tl
 
+from . import cuda
 from .errors import raise_row_errors
 from .profiling import profiled
 
@@ -29,6 +32,9 @@ MAX_COLS = 16384           # one row is one tile of a program's registers
 # --tune measures others).
 TILE, WARPS = 4096, 8
 WORD_ROWS = True
+# Which kernels encode and decode: "triton" (these) or "cuda" (sparq's CUDA
+# C++ ones, a thread to a row: gpu/cuda.py), the same bytes either way.
+KERNELS = os.environ.get("SPARQ_GPU_KERNELS", "triton")
 
 # Row faults the kernels flag (the CPU codec's InputError/WireError texts).
 NOT_FINITE, RANGE_OVERFLOW, BEYOND_FP16, BAD_HEADER = (tl.constexpr(k) for k in (1, 2, 3, 4))
@@ -329,7 +335,9 @@ def launch_quantize(x, cols, bits, scale, err=None):
     rb = row_bytes(cols, bits, scale)
     out = torch.empty(rows * rb, dtype=torch.uint8, device=x.device)
     faults = torch.zeros(rows, dtype=torch.int8, device=x.device)
-    if rows:
+    if rows and _kernels() == "cuda":
+        cuda.quantize_into(x, err, out, faults, rows, cols, bits, scale == "f16")
+    elif rows:
         block_r, block_c = _blocks(cols, bits)
         words = _word_rows(rb)
         _sparq_quantize_kernel[(triton.cdiv(rows, block_r),)](
@@ -360,7 +368,9 @@ def launch_dequantize(data, cols, bits, scale):
     rows = data.numel() // rb
     out = torch.empty(rows * cols, dtype=torch.float32, device=data.device)
     faults = torch.zeros(rows, dtype=torch.int8, device=data.device)
-    if rows:
+    if rows and _kernels() == "cuda":
+        cuda.dequantize_into(data, out, faults, rows, cols, bits, scale == "f16")
+    elif rows:
         block_r, block_c = _blocks(cols, bits)
         words = _word_rows(rb) and data.data_ptr() % 4 == 0
         _sparq_dequantize_kernel[(triton.cdiv(rows, block_r),)](
@@ -368,6 +378,12 @@ def launch_dequantize(data, cols, bits, scale):
             WORDS=words,
             BLOCK_R=block_r, BLOCK_C=block_c, num_warps=WARPS, enable_fp_fusion=False)
     return out, faults
+
+
+def _kernels():
+    if KERNELS not in ("triton", "cuda"):
+        raise ValueError(f"sparq.gpu: kernels '{KERNELS}' (SPARQ_GPU_KERNELS); they are triton or cuda")
+    return KERNELS
 
 
 def _check_values(t, what):

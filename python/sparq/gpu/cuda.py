@@ -1,0 +1,64 @@
+"""sparq's CUDA C++ kernels (sparq/cuda, built into libsparq_cuda.so where
+nvcc was found): the row-wise codec with a thread to a row, the same bytes
+and floats as the Triton kernels and the CPU codec. Loaded through ctypes
+and called with the tensors' device pointers on torch's current stream, so
+the library needs no torch of its own.
+
+The library is the package's (beside _sparq), or the file SPARQ_CUDA_LIB
+names (scripts/device-check carries it apart from the package)."""
+import ctypes
+import functools
+import os
+import pathlib
+
+import torch
+
+
+@functools.cache
+def library():
+    """The loaded library, or None where it was not built."""
+    path = os.environ.get("SPARQ_CUDA_LIB") or pathlib.Path(__file__).resolve().parents[1] / "libsparq_cuda.so"
+    if not pathlib.Path(path).is_file():
+        return None
+    lib = ctypes.CDLL(str(path))
+    p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
+    lib.sparq_cuda_quantize.argtypes = [p, p, p, p, i64, i32, i32, i32, p]
+    lib.sparq_cuda_dequantize.argtypes = [p, p, p, i64, i32, i32, i32, p]
+    lib.sparq_cuda_error.restype = ctypes.c_char_p
+    lib.sparq_cuda_error.argtypes = [i32]
+    return lib
+
+
+def _lib(*tensors):
+    lib = library()
+    if lib is None:
+        raise ValueError("sparq's CUDA kernels are not built here (no nvcc at build time); "
+                         "SPARQ_GPU_KERNELS=triton runs the Triton ones")
+    for t in tensors:
+        if not t.is_cuda:
+            raise ValueError(f"sparq's CUDA kernels take CUDA tensors, not tensors on {t.device}")
+    return lib
+
+
+def _check(lib, rc):
+    if rc:
+        raise RuntimeError(f"sparq CUDA kernel launch: {lib.sparq_cuda_error(rc).decode()}")
+
+
+def _stream(t):
+    return ctypes.c_void_p(torch.cuda.current_stream(t.device).cuda_stream)
+
+
+def quantize_into(x, err, out, faults, rows, cols, bits, f16):
+    """rowwise's quantize on rows of x (+ err, updated) into out and faults."""
+    lib = _lib(x, out, faults, *([err] if err is not None else []))
+    with torch.cuda.device(x.device):
+        _check(lib, lib.sparq_cuda_quantize(x.data_ptr(), err.data_ptr() if err is not None else None, out.data_ptr(),
+                                            faults.data_ptr(), rows, cols, bits, int(f16), _stream(x)))
+
+
+def dequantize_into(data, out, faults, rows, cols, bits, f16):
+    lib = _lib(data, out, faults)
+    with torch.cuda.device(data.device):
+        _check(lib, lib.sparq_cuda_dequantize(data.data_ptr(), out.data_ptr(), faults.data_ptr(), rows, cols, bits,
+                                              int(f16), _stream(data)))
