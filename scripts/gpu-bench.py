@@ -9,8 +9,7 @@ is the median of --repeats timings by CUDA events after --warmup runs;
 inputs are 256 MiB by default, well beyond the L2 cache. The kernels are
 timed without the fault check that follows them (a device-to-host read of
 a few bytes; the `call` rows time the whole function, check included).
-Also sparq's CUDA C++ row-wise kernels (cuda:*, where libsparq_cuda.so is
-built) and the host transfers a GPU rank makes: the fp32 bucket against its
+Also sparq's CUDA C++ kernels (cuda:*, where libsparq_cuda.so is built) and the host transfers a GPU rank makes: the fp32 bucket against its
 q4 payload, device to pinned host memory.
 
     python3 scripts/gpu-bench.py --out kernels.jsonl     # on a GPU machine
@@ -62,16 +61,22 @@ def tune(rw, th, x, err, tau, a, record):
     rw.TILE, rw.WARPS, th.BLOCK, th.WARPS = defaults
 
 
-def cuda_kernels(gpu, rw, x, err, a, record):
-    """sparq's CUDA C++ row-wise kernels (a thread to a row) on the same
-    inputs, rows named cuda:*; skipped, and said so, where the library is
-    not built."""
-    if importlib.import_module(gpu.__name__ + ".cuda").library() is None:
+def cuda_kernels(gpu, rw, th, x, err, tau, kept, a, record):
+    """sparq's CUDA C++ kernels (row-wise, a thread to a row; threshold-pack)
+    on the same inputs, rows named cuda:*; skipped, and said so, where the
+    library is not built."""
+    cuda = importlib.import_module(gpu.__name__ + ".cuda")
+    if cuda.library() is None:
         print("skipped cuda:*: libsparq_cuda.so not built (SPARQ_CUDA_LIB)")
         return
     n = x.numel()
-    saved, rw.KERNELS = rw.KERNELS, "cuda"
+    saved, cuda.KERNELS = cuda.KERNELS, "cuda"
     try:
+        record("cuda:threshold_pack", timed(lambda: th.launch_threshold_pack(x, tau), a.warmup, a.repeats),
+               4 * n + 8 * kept, eta=a.eta, kept=kept)
+        e = err.clone()
+        record("cuda:threshold_pack_ec", timed(lambda: th.launch_threshold_pack(x, tau, e), a.warmup, a.repeats),
+               12 * n + 8 * kept, eta=a.eta, kept=kept)
         for cols in (16, 64, 128):
             for bits in (4, 8, 2):
                 data = rw.launch_quantize(x, cols, bits, "f16")[0]
@@ -88,7 +93,7 @@ def cuda_kernels(gpu, rw, x, err, a, record):
                        timed(lambda: rw.launch_quantize(x, cols, bits, "f16", e), a.warmup, a.repeats),
                        12 * n + out, bits=bits, cols=cols, scale="f16")
     finally:
-        rw.KERNELS = saved
+        cuda.KERNELS = saved
 
 
 def main():
@@ -131,9 +136,9 @@ def main():
                    12 * n + out, bits=bits, cols=cols, scale="f16")
             record("call:quantize", timed(lambda: gpu.quantize(x, cols, bits, "f16"), a.warmup, a.repeats),
                    4 * n + out, bits=bits, cols=cols, scale="f16")
-    cuda_kernels(gpu, rw, x, err, a, record)
     tau = gpu.sparsity_threshold(x + err, a.eta)
     kept = int(((x + err).abs() >= tau).sum())
+    cuda_kernels(gpu, rw, th, x, err, tau, kept, a, record)
     record("threshold_pack", timed(lambda: th.launch_threshold_pack(x, tau), a.warmup, a.repeats),
            4 * n + 8 * kept, eta=a.eta, kept=kept)
     e = err.clone()

@@ -64,17 +64,18 @@ def word_rows(request):
 
 @pytest.fixture(params=["triton", "cuda"])
 def kernels(request):
-    """The row-wise codec by the Triton kernels, and by sparq's CUDA C++ ones
-    where there is a GPU and the library was built (SPARQ_CUDA_LIB)."""
-    rowwise = importlib.import_module(gpu.__name__ + ".rowwise")
+    """The row-wise codec and threshold-pack by the Triton kernels, and by
+    sparq's CUDA C++ ones where there is a GPU and the library was built
+    (SPARQ_CUDA_LIB)."""
+    cuda = importlib.import_module(gpu.__name__ + ".cuda")
     if request.param == "cuda":
         if DEVICE != "cuda":
             pytest.skip("the CUDA kernels need a GPU (their row code is tested on the host by cuda_row_test)")
-        if importlib.import_module(gpu.__name__ + ".cuda").library() is None:
+        if cuda.library() is None:
             pytest.skip("libsparq_cuda.so was not built (no nvcc at build time) or SPARQ_CUDA_LIB names no file")
-    saved, rowwise.KERNELS = rowwise.KERNELS, request.param
+    saved, cuda.KERNELS = cuda.KERNELS, request.param
     yield request.param
-    rowwise.KERNELS = saved
+    cuda.KERNELS = saved
 
 
 @pytest.mark.parametrize("cols,name,bits,scale", list(rowwise_params()))
@@ -94,7 +95,7 @@ def test_rowwise_encodes_decodes_and_compensates_as_the_cpu(cols, name, bits, sc
 
 
 @pytest.mark.parametrize("name,x,eta", list(cases.threshold_inputs()), ids=lambda v: v if isinstance(v, str) else "")
-def test_threshold_and_pack_equal_the_cpu(name, x, eta):
+def test_threshold_and_pack_equal_the_cpu(name, x, eta, kernels):
     tau = gpu.sparsity_threshold(on_device(x), eta)
     assert np.float32(tau).view(np.uint32) == REF.threshold(name, x, eta).view(np.uint32)
     idx, val = gpu.threshold_pack(on_device(x), tau)
@@ -185,7 +186,7 @@ def test_bad_arguments_are_errors():
         gpu.dequantize(on_device(np.zeros(7, np.uint8)), 4, 4, "f16")
 
 
-def test_nan_or_inf_in_a_gradient_is_an_error_naming_the_bucket():
+def test_nan_or_inf_in_a_gradient_is_an_error_naming_the_bucket(kernels):
     x = np.ones(10_000, np.float32)
     x[9_000] = np.inf
     with pytest.raises(ValueError, match="bucket 3: holds NaN or inf"):

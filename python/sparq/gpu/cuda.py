@@ -1,17 +1,28 @@
 """sparq's CUDA C++ kernels (sparq/cuda, built into libsparq_cuda.so where
-nvcc was found): the row-wise codec with a thread to a row, the same bytes
-and floats as the Triton kernels and the CPU codec. Loaded through ctypes
-and called with the tensors' device pointers on torch's current stream, so
-the library needs no torch of its own.
+nvcc was found): the row-wise codec with a thread to a row and DCT-DP's
+threshold-pack, the same bytes and floats as the Triton kernels and the CPU
+codecs. Loaded through ctypes and called with the tensors' device pointers
+on torch's current stream, so the library needs no torch of its own.
 
-The library is the package's (beside _sparq), or the file SPARQ_CUDA_LIB
-names (scripts/device-check carries it apart from the package)."""
+KERNELS says which kernels sparq.gpu runs: "triton" (the default) or "cuda"
+(these), from SPARQ_GPU_KERNELS. The library is the package's (beside
+_sparq), or the file SPARQ_CUDA_LIB names (scripts/device-check carries it
+apart from the package)."""
 import ctypes
 import functools
 import os
 import pathlib
 
 import torch
+
+KERNELS = os.environ.get("SPARQ_GPU_KERNELS", "triton")
+
+
+def selected():
+    """Whether sparq.gpu runs these kernels (KERNELS == "cuda")."""
+    if KERNELS not in ("triton", "cuda"):
+        raise ValueError(f"sparq.gpu: kernels '{KERNELS}' (SPARQ_GPU_KERNELS); they are triton or cuda")
+    return KERNELS == "cuda"
 
 
 @functools.cache
@@ -24,6 +35,8 @@ def library():
     p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
     lib.sparq_cuda_quantize.argtypes = [p, p, p, p, i64, i32, i32, i32, p]
     lib.sparq_cuda_dequantize.argtypes = [p, p, p, i64, i32, i32, i32, p]
+    lib.sparq_cuda_select_pairs.argtypes = [p, p, ctypes.c_float, i64, p, p, p, p, p]
+    lib.sparq_cuda_move_pairs.argtypes = [p, p, p, p, i64, p, p, p]
     lib.sparq_cuda_error.restype = ctypes.c_char_p
     lib.sparq_cuda_error.argtypes = [i32]
     return lib
@@ -62,3 +75,28 @@ def dequantize_into(data, out, faults, rows, cols, bits, f16):
     with torch.cuda.device(data.device):
         _check(lib, lib.sparq_cuda_dequantize(data.data_ptr(), out.data_ptr(), faults.data_ptr(), rows, cols, bits,
                                               int(f16), _stream(data)))
+
+
+def pack_block():
+    """Values a block of select_pairs takes (its staging slot's size)."""
+    return _lib().sparq_cuda_pack_block()
+
+
+def select_pairs(g, err, tau, stage_idx, stage_val, counts, faults):
+    """threshold.py's first kernel: g (+ err, updated) against tau into the
+    staging buffers, a count and a fault flag a block."""
+    lib = _lib(g, stage_idx, stage_val, counts, faults, *([err] if err is not None else []))
+    with torch.cuda.device(g.device):
+        _check(lib, lib.sparq_cuda_select_pairs(g.data_ptr(), err.data_ptr() if err is not None else None, tau,
+                                                g.numel(), stage_idx.data_ptr(), stage_val.data_ptr(),
+                                                counts.data_ptr(), faults.data_ptr(), _stream(g)))
+
+
+def move_pairs(stage_idx, stage_val, counts, ends, out_idx, out_val):
+    """The second: each block's staged pairs to their place (ends: the
+    inclusive cumulative sum of counts)."""
+    lib = _lib(stage_idx, stage_val, counts, ends, out_idx, out_val)
+    with torch.cuda.device(out_idx.device):
+        _check(lib, lib.sparq_cuda_move_pairs(stage_idx.data_ptr(), stage_val.data_ptr(), counts.data_ptr(),
+                                              ends.data_ptr(), counts.numel(), out_idx.data_ptr(),
+                                              out_val.data_ptr(), _stream(out_idx)))

@@ -14,8 +14,6 @@ contraction) and divide with div_rn (IEEE division, not the approximate one).
 Round-to-nearest-even is the CPU's own trick: adding 1.5 * 2^23 leaves the
 rounded code in the low bits of the sum.
 """
-import os
-
 import torch
 import triton
 import triton.language as tl
@@ -32,9 +30,6 @@ MAX_COLS = 16384           # one row is one tile of a program's registers
 # --tune measures others).
 TILE, WARPS = 4096, 8
 WORD_ROWS = True
-# Which kernels encode and decode: "triton" (these) or "cuda" (sparq's CUDA
-# C++ ones, a thread to a row: gpu/cuda.py), the same bytes either way.
-KERNELS = os.environ.get("SPARQ_GPU_KERNELS", "triton")
 
 # Row faults the kernels flag (the CPU codec's InputError/WireError texts).
 NOT_FINITE, RANGE_OVERFLOW, BEYOND_FP16, BAD_HEADER = (tl.constexpr(k) for k in (1, 2, 3, 4))
@@ -335,7 +330,7 @@ def launch_quantize(x, cols, bits, scale, err=None):
     rb = row_bytes(cols, bits, scale)
     out = torch.empty(rows * rb, dtype=torch.uint8, device=x.device)
     faults = torch.zeros(rows, dtype=torch.int8, device=x.device)
-    if rows and _kernels() == "cuda":
+    if rows and cuda.selected():  # sparq's CUDA kernels, a thread to a row
         cuda.quantize_into(x, err, out, faults, rows, cols, bits, scale == "f16")
     elif rows:
         block_r, block_c = _blocks(cols, bits)
@@ -368,7 +363,7 @@ def launch_dequantize(data, cols, bits, scale):
     rows = data.numel() // rb
     out = torch.empty(rows * cols, dtype=torch.float32, device=data.device)
     faults = torch.zeros(rows, dtype=torch.int8, device=data.device)
-    if rows and _kernels() == "cuda":
+    if rows and cuda.selected():
         cuda.dequantize_into(data, out, faults, rows, cols, bits, scale == "f16")
     elif rows:
         block_r, block_c = _blocks(cols, bits)
@@ -378,12 +373,6 @@ def launch_dequantize(data, cols, bits, scale):
             WORDS=words,
             BLOCK_R=block_r, BLOCK_C=block_c, num_warps=WARPS, enable_fp_fusion=False)
     return out, faults
-
-
-def _kernels():
-    if KERNELS not in ("triton", "cuda"):
-        raise ValueError(f"sparq.gpu: kernels '{KERNELS}' (SPARQ_GPU_KERNELS); they are triton or cuda")
-    return KERNELS
 
 
 def _check_values(t, what):

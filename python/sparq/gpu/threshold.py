@@ -17,6 +17,7 @@ import torch
 import triton
 import triton.language as tl
 
+from . import cuda
 from .errors import raise_row_errors
 from .profiling import profiled
 
@@ -93,7 +94,8 @@ def launch_threshold_pack(x, tau, err=None):
         _check(err, "threshold pack: residual")
         if err.shape != x.shape or err.device != x.device:
             raise ValueError("threshold pack: the residual must have the input's shape and device")
-    block = BLOCK
+    on_cuda = cuda.selected()  # sparq's CUDA kernels, 16 values a thread
+    block = cuda.pack_block() if on_cuda else BLOCK
     blocks = max(1, triton.cdiv(n, block))
     dev = x.device
     stage_idx = torch.empty(blocks * block, dtype=torch.int32, device=dev)
@@ -102,12 +104,16 @@ def launch_threshold_pack(x, tau, err=None):
     faults = torch.zeros(blocks, dtype=torch.int8, device=dev)
     out_idx = torch.empty(n, dtype=torch.int32, device=dev)
     out_val = torch.empty(n, dtype=torch.float32, device=dev)
-    if n:
+    if n and on_cuda:
+        cuda.select_pairs(x, err, float(tau), stage_idx, stage_val, counts, faults)
+    elif n:
         _sparq_select_kernel[(blocks,)](x, err if err is not None else x, float(tau), n, stage_idx, stage_val,
                                   counts, faults, EC=err is not None, BLOCK=block, num_warps=WARPS,
                                   enable_fp_fusion=False)
     ends = torch.cumsum(counts, 0, dtype=torch.int32)
-    if n:
+    if n and on_cuda:
+        cuda.move_pairs(stage_idx, stage_val, counts, ends, out_idx, out_val)
+    elif n:
         _sparq_gather_kernel[(blocks,)](stage_idx, stage_val, counts, ends, out_idx, out_val, BLOCK=block, num_warps=WARPS)
     return out_idx, out_val, ends[-1:], faults
 
