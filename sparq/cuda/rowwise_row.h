@@ -142,7 +142,7 @@ constexpr std::uint32_t kMagicBits = 0x4B400000u;
 
 // rne(clamp(fl((z - bias) / scale), 0, levels)) + kRoundMagic; inv = fl(1 /
 // scale).
-SPARQ_HD float rounded_code(float z, const Grid &g, float inv, float levels) {
+SPARQ_HD float rounded_code(float z, const Grid& g, float inv, float levels) {
   if (g.scale == 0.0f) return kRoundMagic;  // a constant row: every code 0
   const float d = sub(z, g.bias);
   float q = fminf(fmaxf(mul(d, inv), 0.0f), levels);
@@ -217,6 +217,26 @@ SPARQ_HD Fault dequantize_row(int cols, int bits, bool f16, Byte byte, Out out) 
     out(j, add(bias, mul(scale, static_cast<float>(code))));
   }
   return scale >= 0.0f && finite(scale) && finite(bias) ? kOk : kBadHeader;
+}
+
+// Staging a warp's 32 rows in shared memory (rowwise.cu): floats between
+// the rows' starts, odd, so that 32 threads reading value j of their rows
+// hit 32 different banks.
+SPARQ_HD int pitch_of(int cols) { return cols % 2 ? cols : cols + 1; }
+
+// f(i, s) for the values lane `lane` of a warp moves of the warp's n: i the
+// value's place in the rows back to back, s its place in the padded rows.
+// Consecutive lanes take consecutive values (coalesced loads and stores);
+// rows and columns are stepped, not divided.
+template <class F>
+SPARQ_HD void for_warp_values(int lane, int n, int cols, F f) {
+  const int pitch = pitch_of(cols), q = 32 / cols, rem = 32 % cols;
+  int row = lane / cols, col = lane % cols;
+  for (int i = lane; i < n; i += 32) {
+    f(i, row * pitch + col);
+    row += q, col += rem;
+    if (col >= cols) col -= cols, ++row;
+  }
 }
 
 }  // namespace sparq::cuda_row

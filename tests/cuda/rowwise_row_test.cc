@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -43,7 +44,7 @@ std::vector<Input> inputs(int cols) {
   make("random", [&](int) { return normal(g); });
   make("zeros", [](int) { return 0.0f; });
   std::vector<float> row_value(rows);
-  for (float &r : row_value) r = normal(g);
+  for (float& r : row_value) r = normal(g);
   make("constant rows", [&](int i) { return row_value[i / cols]; });
   make("one huge value", [&](int i) { return i % (cols + 1) == 0 ? 3e37f : normal(g); });
   make("denormals", [](int i) { return static_cast<float>(i % 97) * 1e-41f; });
@@ -58,13 +59,13 @@ std::vector<float> residual(std::size_t n) {
   std::mt19937 g(5);
   std::normal_distribution<float> normal(0.0f, 0.01f);
   std::vector<float> e(n);
-  for (float &v : e) v = normal(g);
+  for (float& v : e) v = normal(g);
   return e;
 }
 
 // One row through the kernels' code: its bytes and fault; with `err`, x +
 // err encoded and err left as the kernel leaves it.
-row::Fault encode_row(const float *x, float *err, int cols, RowwiseFormat f, std::uint8_t *out) {
+row::Fault encode_row(const float* x, float* err, int cols, RowwiseFormat f, std::uint8_t* out) {
   return row::quantize_row(
       cols, f.bits, f.scale == ScaleType::F16, [&](int j) { return err ? x[j] + err[j] : x[j]; },
       [&](int off, std::uint32_t w, int n) {
@@ -75,18 +76,18 @@ row::Fault encode_row(const float *x, float *err, int cols, RowwiseFormat f, std
       });
 }
 
-row::Fault decode_row(const std::uint8_t *in, int cols, RowwiseFormat f, float *out) {
+row::Fault decode_row(const std::uint8_t* in, int cols, RowwiseFormat f, float* out) {
   return row::dequantize_row(
       cols, f.bits, f.scale == ScaleType::F16, [&](int k) { return static_cast<std::uint32_t>(in[k]); },
       [&](int j, float v) { out[j] = v; });
 }
 
-bool same_bits(const float *a, const float *b, std::size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
+bool same_bits(const float* a, const float* b, std::size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
 TEST(CudaRow, EncodesDecodesAndCompensatesAsTheCpuCodec) {
   int compared = 0, refused = 0;
   for (int cols : {64, 1, 7, 16, 33, 128, 300}) {
-    for (const Input &in : inputs(cols)) {
+    for (const Input& in : inputs(cols)) {
       for (int bits : {8, 4, 2}) {
         for (ScaleType scale : {ScaleType::F16, ScaleType::F32}) {
           const RowwiseFormat f{bits, scale};
@@ -109,7 +110,7 @@ TEST(CudaRow, EncodesDecodesAndCompensatesAsTheCpuCodec) {
               ASSERT_EQ(fault, row::kOk);
               ASSERT_EQ(std::memcmp(got.data(), want.data(), rb), 0);
               ++compared;
-            } catch (const InputError &) {
+            } catch (const InputError&) {
               EXPECT_EQ(fault, row::kBeyondFp16);
               ++refused;
               continue;
@@ -119,7 +120,7 @@ TEST(CudaRow, EncodesDecodesAndCompensatesAsTheCpuCodec) {
               ASSERT_EQ(fault_ec, row::kOk);
               ASSERT_EQ(std::memcmp(got_ec.data(), want_ec.data(), rb), 0);
               ASSERT_TRUE(same_bits(got_err.data(), want_err.data(), cols));
-            } catch (const InputError &) {
+            } catch (const InputError&) {
               EXPECT_EQ(fault_ec, row::kBeyondFp16);
               ++refused;
             }
@@ -143,7 +144,7 @@ TEST(CudaRow, FlagsTheRowsTheCpuCodecRefuses) {
     RowwiseFormat f;
     row::Fault fault;
   };
-  for (const Case &c :
+  for (const Case& c :
        {Case{{1.0f, NAN, 2.0f}, f32, row::kNotFinite}, Case{{1.0f, INFINITY, 2.0f}, f16, row::kNotFinite},
         Case{{-3e38f, 3e38f}, f32, row::kRangeOverflow}, Case{{0.0f, 1.05e6f}, f16, row::kBeyondFp16},
         Case{{-70000.0f, 0.0f}, f16, row::kBeyondFp16}}) {
@@ -172,7 +173,7 @@ TEST(CudaRow, RefusesTheHeadersTheCpuDecoderRefuses) {
     std::memcpy(b.data() + 4, &bias, 4);
     return b;
   };
-  for (const auto &[scale, bias] :
+  for (const auto& [scale, bias] :
        {std::pair{NAN, 0.0f}, {-1.0f, 0.0f}, {INFINITY, 0.0f}, {1.0f, INFINITY}, {1.0f, NAN}}) {
     const auto b = header32(scale, bias);
     EXPECT_EQ(decode_row(b.data(), 2, f32, out), row::kBadHeader);
@@ -184,6 +185,36 @@ TEST(CudaRow, RefusesTheHeadersTheCpuDecoderRefuses) {
   ASSERT_EQ(decode_row(half_ok, 2, f16, out), row::kOk);  // scale 1, bias -1
   EXPECT_EQ(out[0], 0.0f);
   EXPECT_EQ(out[1], 1.0f);
+}
+
+// The staged kernels' copies: the 32 lanes together move each of a warp's
+// values once, to its row's padded place, and padding keeps the banks apart.
+TEST(CudaRow, WarpStagingMovesEveryValueOnceToItsPlace) {
+  for (int cols : {1, 2, 3, 7, 16, 17, 31, 32, 33, 64, 95, 191}) {
+    for (int rows : {1, 5, 32}) {
+      const int n = rows * cols, pitch = row::pitch_of(cols);
+      ASSERT_EQ(pitch % 2, 1);
+      ASSERT_GE(pitch, cols);
+      std::vector<int> seen(n, 0);
+      for (int lane = 0; lane < 32; ++lane) {
+        int last = -1;
+        row::for_warp_values(lane, n, cols, [&](int i, int s) {
+          ASSERT_GT(i, last);
+          last = i;
+          ASSERT_EQ(i % 32, lane);
+          ASSERT_EQ(s, i / cols * pitch + i % cols) << cols << " " << i;
+          ++seen[i];
+        });
+      }
+      for (int i = 0; i < n; ++i) ASSERT_EQ(seen[i], 1) << cols << " cols, value " << i;
+      // Value j of 32 rows: 32 different banks.
+      for (int j = 0; j < cols; ++j) {
+        std::vector<bool> bank(32, false);
+        for (int lane = 0; lane < 32; ++lane) bank[(lane * pitch + j) % 32] = true;
+        ASSERT_EQ(std::count(bank.begin(), bank.end(), true), 32) << cols;
+      }
+    }
+  }
 }
 
 }  // namespace
