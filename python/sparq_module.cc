@@ -160,6 +160,61 @@ struct PyGradExchange {
   GradExchange x;
 };
 
+// The quantized ring's messages for a caller that encodes and decodes its
+// chunks elsewhere (sparq.torch's quantized hook on a GPU): the layout, one
+// hop, the allgather; the same messages as GradExchange's quantized ring, so
+// ranks of both kinds mix.
+QuantizedRingLayout ring_layout(const std::string& codec, std::size_t n, int p) {
+  const DpCodec c = parse_dp_codec(codec, "ring");
+  SPARQ_CHECK_AS(InputError, c.kind == DpCodec::Kind::Quantized && c.codec.kind == Codec::Kind::Rowwise,
+                 "quantized ring: codec {} is not row-wise", codec);
+  return QuantizedRingLayout(c.codec, n, p);
+}
+
+void add_quantized_ring(py::module_& m) {
+  m.def(
+      "quantized_ring_layout",
+      [](const std::string& codec, std::size_t n, int p) {
+        const QuantizedRingLayout l = ring_layout(codec, n, p);
+        std::vector<std::size_t> values(static_cast<std::size_t>(p) + 1);
+        for (int j = 0; j <= p; ++j) values[j] = j < p ? l.value(j) : n;
+        py::dict d;
+        d["values"] = values;
+        d["bytes"] = l.bytes;
+        d["dense_bytes"] = dense_ring_bytes(p, n);
+        return d;
+      },
+      py::arg("codec"), py::arg("n"), py::arg("p"),
+      "Chunk j of the quantized ring over p ranks: values [values[j], values[j+1]) of n, its encoding at bytes "
+      "[bytes[j], bytes[j+1]) of the wire; dense_bytes: the fp32 ring's bytes a rank.");
+  m.def(
+      "quantized_ring_hop",
+      [](Comm& comm, const std::string& codec, std::size_t n, int send, py::array sent, int recv, py::array land) {
+        Transport& t = comm.transport();
+        const QuantizedRingLayout l = ring_layout(codec, n, t.size());
+        const auto what = fmt::format("quantized ring hop on rank {}", t.rank());
+        std::span<const std::byte> out = raw_bytes(sent, what + ", sent");
+        std::span<std::byte> in = byte_span(land, what + ", landing", true);
+        py::gil_scoped_release nogil;
+        quantized_ring_hop(t, l, send, out, recv, in);
+      },
+      py::arg("comm"), py::arg("codec"), py::arg("n"), py::arg("send"), py::arg("sent"), py::arg("recv"),
+      py::arg("land"),
+      "One hop of the quantized ring: chunk `send`'s encoding `sent` to the right neighbour, chunk `recv`'s "
+      "from the left one into `land` (-1: none); returns when both are done.");
+  m.def(
+      "quantized_ring_allgather",
+      [](Comm& comm, const std::string& codec, std::size_t n, py::array wire) {
+        Transport& t = comm.transport();
+        const QuantizedRingLayout l = ring_layout(codec, n, t.size());
+        std::span<std::byte> w = byte_span(wire, fmt::format("quantized ring allgather on rank {}", t.rank()), true);
+        py::gil_scoped_release nogil;
+        quantized_ring_allgather(t, l, w);
+      },
+      py::arg("comm"), py::arg("codec"), py::arg("n"), py::arg("wire"),
+      "The quantized ring's allgather of every chunk's encoding in `wire` (this rank's own chunk filled in).");
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_sparq, m) {
@@ -403,9 +458,18 @@ PYBIND11_MODULE(_sparq, m) {
         d["k"] = c.k;
         d["bucket"] = c.bucket;
         d["f32_values"] = c.values == compress::ValueFormat::F32;
+        d["rowwise"] = c.kind == DpCodec::Kind::Quantized && c.codec.kind == Codec::Kind::Rowwise;
+        d["bits"] = c.codec.rowwise.bits;
+        d["f16_scale"] = c.codec.rowwise.scale == compress::ScaleType::F16;
+        d["row_len"] = c.codec.row_len;
+        d["error_comp"] = c.codec.error_comp;
+        d["ec_first_hop"] = c.codec.ec_first_hop;
         return d;
       },
-      py::arg("codec"), "The fields of a --dp-codec (kind, eta, life_span, k, bucket, f32_values).");
+      py::arg("codec"),
+      "The fields of a --dp-codec (kind, eta, life_span, k, bucket, f32_values; for the quantized ones rowwise, "
+      "bits, f16_scale, row_len, error_comp, ec_first_hop).");
+  add_quantized_ring(m);
   add_block_codec(m);
   add_dct_mp(m);
   add_codecs(m);

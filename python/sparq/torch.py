@@ -24,6 +24,7 @@ SPARQ_TRANSPORT=gloo|mpi, or connect(transport=...), overrides the choice.
 import atexit
 import datetime
 import functools
+import importlib
 import os
 import sys
 import threading
@@ -131,10 +132,11 @@ class Hook:
 
     def __init__(self, codec, *, allreduce="auto", comm=None, model=None, codecs="auto"):
         _check_codecs(codecs, "sparq hook")
-        self._device_codec = _device_codec_of(codec)  # a factory, called at the first bucket on the device
+        # A factory, called at the first bucket on the device.
+        self._device_codec = _device_codec_of(codec, allreduce)
         if codecs == "device" and self._device_codec is None:
-            raise _sparq.InputError(f"sparq hook: codec {codec} has no device kernels yet (dct and topk have); "
-                                    "use codecs='host'")
+            raise _sparq.InputError(f"sparq hook: codec {codec} with allreduce {allreduce} has no device kernels yet "
+                                    "(dct, topk and the row-wise codecs on the ring have); use codecs='host'")
         self.codec = codec
         self._codecs = codecs  # where the codec runs (_on_device)
         self._device = None
@@ -197,7 +199,7 @@ class Hook:
             self.step += 1
         if self._device_codec is not None and _on_device(self._codecs, buf):
             if self._device is None:
-                self._device = self._device_codec(x)
+                self._device = self._device_codec(x, self.comm)
             return self._exchange_on_device(x, name, buf, pieces, step, f"sparq hook: bucket {bucket.index()} on "
                                             f"rank {rank}")
         host = _to_host(buf, f"sparq hook: bucket {bucket.index()} on rank {rank}")
@@ -324,26 +326,35 @@ def _on_device(codecs, t):
     return codecs == "device" or (codecs == "auto" and t.is_cuda)
 
 
-def _device_codec_of(codec):
-    """A factory of the codec's selection on the device (sparq.gpu's kernels),
-    called with the GradExchange, or None where sparq has none (every codec
-    but dct and topk)."""
+def _device_codec_of(codec, allreduce):
+    """A factory of the codec on the device (sparq.gpu's kernels), called
+    with the GradExchange and the Comm, or None where sparq has none: dct,
+    topk, and the row-wise quantized codecs on the ring have."""
     c = _sparq.dp_codec(codec)
-    if c["kind"] not in ("dct", "topk"):
-        return None
-    args = ("DeviceDct", c["eta"], c["life_span"]) if c["kind"] == "dct" else ("DeviceTopK", c["k"], c["bucket"])
-    return functools.partial(_device_sparse, *args)
+    if c["kind"] == "dct":
+        return functools.partial(_device_codec, "device_sparse", "DeviceDct", (c["eta"], c["life_span"]), False)
+    if c["kind"] == "topk":
+        return functools.partial(_device_codec, "device_sparse", "DeviceTopK", (c["k"], c["bucket"]), False)
+    if c["rowwise"] and allreduce == "ring":
+        return functools.partial(_device_codec, "device_quantized", "DeviceQuantized", (codec,), True)
+    return None
 
 
-def _device_sparse(kind, *args):
-    from . import device_sparse  # imports Triton, only where the codecs run on the device
-    return getattr(device_sparse, kind)(*args)
+def _device_codec(module, kind, args, takes_comm, x, comm):
+    """module.kind(*args, x[, comm]), imported only where the codecs run on
+    the device (the modules import Triton)."""
+    cls = getattr(importlib.import_module(f".{module}", __package__), kind)
+    return cls(*args, x, comm) if takes_comm else cls(*args, x)
 
 
-def quantized_hook(bits=4, ec=True, *, allreduce="ring", comm=None, model=None):
+def quantized_hook(bits=4, ec=True, *, allreduce="ring", comm=None, model=None, codecs="auto"):
     """Row-wise quantized allreduce (ring or recursive-doubling) in 8/4/2 bits,
-    with per-hop error compensation when ec."""
-    return Hook(f"q{bits}" + ("+ec" if ec else ""), allreduce=allreduce, comm=comm, model=model)
+    with per-hop error compensation when ec. codecs: where the chunks are
+    encoded, decoded and summed: "device" (sparq.gpu's kernels: only the
+    encodings cross PCIe, a chunk a hop; the ring only), "host" (a CUDA
+    bucket staged through pinned host memory), or "auto": the device's for
+    CUDA buckets on the ring, else the host's. The same bits either way."""
+    return Hook(f"q{bits}" + ("+ec" if ec else ""), allreduce=allreduce, comm=comm, model=model, codecs=codecs)
 
 
 def topk_hook(k, b, *, values="f32", allreduce="auto", comm=None, model=None, codecs="auto"):

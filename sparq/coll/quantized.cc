@@ -57,71 +57,62 @@ class Hop {
   std::vector<float> back_;
 };
 
-// Per-chunk byte offsets of the encodings of a partition.
-std::vector<std::size_t> byte_bounds(const Codec& codec, const pattern::Partition& part) {
-  std::vector<std::size_t> b(part.parts + 1, 0);
-  for (int j = 0; j < part.parts; ++j) b[j + 1] = b[j] + codec.bytes(part.len(j));
-  return b;
+// Every hop's messages: chunk `send`'s segments from `sent` (the chunk's
+// encoding) go right, chunk `recv`'s land from the left in `land`.
+void post_hop(Call& c, const QuantizedRingLayout& l, int send, std::span<const std::byte> sent, int recv,
+              std::span<std::byte> land, std::vector<Request>& sends, std::vector<Request>& recvs) {
+  const int right = pattern::mod(c.rank() + 1, c.size()), left = pattern::mod(c.rank() - 1, c.size());
+  if (recv >= 0)
+    for (std::size_t k = 0; k < l.segments(recv); ++k)
+      recvs.push_back(c.irecv(left, land.subspan(l.seg_byte(k), l.seg_bytes(recv, k))));
+  if (send >= 0)
+    for (std::size_t k = 0; k < l.segments(send); ++k)
+      sends.push_back(c.isend(right, sent.subspan(l.seg_byte(k), l.seg_bytes(send, k))));
 }
 
-// The ring's reduce-scatter is pipelined in segments of `seg` values (whole
-// rows: a row-wise encoding of a segment is the bytes of its rows in the
-// chunk's encoding): a hop decodes, adds and re-encodes segment k and sends
-// it on while segment k+1 is still on the wire, instead of holding a whole
-// chunk for compute between transfers (on 4 hosts at 1 Gbit/s, 64 MiB q4:
+// The ring's reduce-scatter is pipelined in segments of whole rows (a
+// row-wise encoding of a segment is the bytes of its rows in the chunk's
+// encoding): a hop decodes, adds and re-encodes segment k and sends it on
+// while segment k+1 is still on the wire, instead of holding a whole chunk
+// for compute between transfers (on 4 hosts at 1 Gbit/s, 64 MiB q4:
 // docs/results.md). QSGD draws a key per encode call, so it stays one
 // segment per chunk.
-void ring(Call& c, std::span<float> data, Hop& hop, std::size_t seg) {
+void ring(Call& c, std::span<float> data, Hop& hop, std::size_t segment) {
   const int p = c.size(), r = c.rank();
   const Codec& codec = hop.codec();
-  const pattern::Partition part{data.size(), p};
-  const auto wb = byte_bounds(codec, part);
-  if (codec.kind == Codec::Kind::Qsgd) seg = part.max_len();
-  if (codec.kind == Codec::Kind::Rowwise) seg = std::max(codec.row_len, seg / codec.row_len * codec.row_len);
-  seg = std::max<std::size_t>(seg, 1);
-  std::vector<std::byte> wire(wb[p]);
-  // Segment k of chunk j: its values and its bytes in the chunk's encoding.
-  auto nseg = [&](int j) { return (part.len(j) + seg - 1) / seg; };
-  auto vals_of = [&](int j, std::size_t k) {
-    const std::size_t at = k * seg;
-    return data.subspan(part.offset(j) + at, std::min(seg, part.len(j) - at));
+  const QuantizedRingLayout l(codec, data.size(), p, segment);
+  std::vector<std::byte> wire(l.byte(p));
+  auto vals_of = [&](int j, std::size_t k) { return data.subspan(l.value(j) + k * l.seg, l.seg_len(j, k)); };
+  auto enc_of = [&](int j, std::size_t k) {
+    return std::span<std::byte>(wire).subspan(l.byte(j) + l.seg_byte(k), l.seg_bytes(j, k));
   };
-  auto bytes_at = [&](std::size_t k) { return codec.bytes(k * seg); };  // segment k's offset inside its chunk
-  auto seg_bytes = [&](int j, std::size_t k) { return codec.bytes(vals_of(j, k).size()); };
-  const int right = pattern::mod(r + 1, p), left = pattern::mod(r - 1, p);
+  const int right = pattern::mod(r + 1, p);
   // Two landing buffers of a chunk each: step s+1's receives are posted
   // while step s's segments are reduced (a sender must find them posted to
   // stream on).
   std::size_t chunk_bytes = 0;
-  for (int j = 0; j < p; ++j) chunk_bytes = std::max(chunk_bytes, wb[j + 1] - wb[j]);
+  for (int j = 0; j < p; ++j) chunk_bytes = std::max(chunk_bytes, l.byte(j + 1) - l.byte(j));
   std::vector<std::byte> land[2] = {std::vector<std::byte>(chunk_bytes), std::vector<std::byte>(chunk_bytes)};
   std::vector<Request> sends, recvs, next;
-  auto post_recvs = [&](int step, std::vector<Request>& into) {
-    into.clear();
-    const int ch = pattern::ring_rs_recv_chunk(r, p, step);
-    for (std::size_t k = 0; k < nseg(ch); ++k)
-      into.push_back(c.irecv(left, std::span<std::byte>(land[step % 2]).subspan(bytes_at(k), seg_bytes(ch, k))));
-  };
-  post_recvs(0, recvs);
+  post_hop(c, l, -1, {}, pattern::ring_rs_recv_chunk(r, p, 0), land[0], sends, recvs);
   // The first hop of a chunk: my own values, no sum yet (compensated unless
   // the codec asks for the paper's plain DQ(T) here).
   const int first = pattern::ring_rs_send_chunk(r, p, 0);
-  for (std::size_t k = 0; k < nseg(first); ++k) {
-    const auto out = std::span<std::byte>(wire).subspan(wb[first] + bytes_at(k), seg_bytes(first, k));
-    hop.encode(vals_of(first, k), part.offset(first) + k * seg, out, codec.ec_first_hop);
-    sends.push_back(c.isend(right, std::span<const std::byte>(out)));
+  for (std::size_t k = 0; k < l.segments(first); ++k) {
+    hop.encode(vals_of(first, k), l.value(first) + k * l.seg, enc_of(first, k), codec.ec_first_hop);
+    sends.push_back(c.isend(right, std::span<const std::byte>(enc_of(first, k))));
   }
   for (int s = 0; s + 1 < p; ++s) {
     const bool forward = s + 2 < p;  // else this chunk is mine: its encoding is what all ranks end with
-    if (forward) post_recvs(s + 1, next);
+    next.clear();
+    if (forward) post_hop(c, l, -1, {}, pattern::ring_rs_recv_chunk(r, p, s + 1), land[(s + 1) % 2], sends, next);
     const int ch = pattern::ring_rs_recv_chunk(r, p, s);
-    for (std::size_t k = 0; k < nseg(ch); ++k) {
+    for (std::size_t k = 0; k < l.segments(ch); ++k) {
       c.wait(recvs[k]);
       const auto v = vals_of(ch, k);
-      hop.add_decoded(std::span<const std::byte>(land[s % 2]).subspan(bytes_at(k), seg_bytes(ch, k)), v);
-      const auto out = std::span<std::byte>(wire).subspan(wb[ch] + bytes_at(k), seg_bytes(ch, k));
-      hop.encode(v, part.offset(ch) + k * seg, out);
-      if (forward) sends.push_back(c.isend(right, std::span<const std::byte>(out)));
+      hop.add_decoded(std::span<const std::byte>(land[s % 2]).subspan(l.seg_byte(k), l.seg_bytes(ch, k)), v);
+      hop.encode(v, l.value(ch) + k * l.seg, enc_of(ch, k));
+      if (forward) sends.push_back(c.isend(right, std::span<const std::byte>(enc_of(ch, k))));
     }
     recvs.swap(next);
     c.count_round();
@@ -129,9 +120,9 @@ void ring(Call& c, std::span<float> data, Hop& hop, std::size_t seg) {
   c.wait_all(sends);
   // Each owner's single encoding travels the ring unchanged; every rank,
   // the owner included, decodes the same bytes, each chunk as it completes.
-  algo::ring_allgather(c, wire.data(), std::span<const std::size_t>(wb), std::size_t{1} << 20, [&](int j) {
-    codec.decode(std::span<const std::byte>(wire).subspan(wb[j], wb[j + 1] - wb[j]),
-                 data.subspan(part.offset(j), part.len(j)));
+  algo::ring_allgather(c, wire.data(), std::span<const std::size_t>(l.bytes), std::size_t{1} << 20, [&](int j) {
+    codec.decode(std::span<const std::byte>(wire).subspan(l.byte(j), l.byte(j + 1) - l.byte(j)),
+                 data.subspan(l.value(j), l.values(j)));
   });
 }
 
@@ -237,6 +228,43 @@ void recursive_doubling(Call& c, std::span<float> data, Hop& hop, int group) {
 }
 
 }  // namespace
+
+QuantizedRingLayout::QuantizedRingLayout(const Codec& c, std::size_t n, int p, std::size_t segment)
+    : codec(c), part{n, p}, bytes(static_cast<std::size_t>(p) + 1, 0), seg(segment) {
+  for (int j = 0; j < p; ++j) bytes[j + 1] = bytes[j] + codec.bytes(part.len(j));
+  if (codec.kind == Codec::Kind::Qsgd) seg = part.max_len();
+  if (codec.kind == Codec::Kind::Rowwise) seg = std::max(codec.row_len, seg / codec.row_len * codec.row_len);
+  seg = std::max<std::size_t>(seg, 1);
+}
+
+CollStats quantized_ring_hop(Transport& t, const QuantizedRingLayout& l, int send, std::span<const std::byte> sent,
+                             int recv, std::span<std::byte> land, Millis timeout) {
+  const int p = t.size();
+  SPARQ_CHECK_AS(InputError, l.part.parts == p, "quantized ring hop: a layout of {} chunks on {} ranks", l.part.parts,
+                 p);
+  SPARQ_CHECK_AS(InputError, send < p && recv < p, "quantized ring hop: chunk {} or {} of {}", send, recv, p);
+  auto chunk_bytes = [&](int j) { return j < 0 ? std::size_t{0} : l.byte(j + 1) - l.byte(j); };
+  SPARQ_CHECK_AS(InputError, sent.size() == chunk_bytes(send) && land.size() == chunk_bytes(recv),
+                 "quantized ring hop: {} bytes to send and {} to land, chunks {} and {} take {} and {}", sent.size(),
+                 land.size(), send, recv, chunk_bytes(send), chunk_bytes(recv));
+  Call c(t, "quantized_allreduce/ring/" + l.codec.name(), tags::kQuantizedAllreduce, timeout);
+  std::vector<Request> sends, recvs;
+  post_hop(c, l, send, sent, recv, land, sends, recvs);
+  c.wait_all(recvs);
+  c.wait_all(sends);
+  c.count_round();
+  return c.finish("ring");
+}
+
+CollStats quantized_ring_allgather(Transport& t, const QuantizedRingLayout& l, std::span<std::byte> wire,
+                                   Millis timeout) {
+  SPARQ_CHECK_AS(InputError, l.part.parts == t.size() && wire.size() == l.byte(l.part.parts),
+                 "quantized ring allgather: {} bytes for a layout of {} on {} ranks", wire.size(),
+                 l.byte(l.part.parts), t.size());
+  Call c(t, "quantized_allreduce/ring/" + l.codec.name(), tags::kQuantizedAllreduce, timeout);
+  algo::ring_allgather(c, wire.data(), std::span<const std::size_t>(l.bytes), std::size_t{1} << 20);
+  return c.finish("ring");
+}
 
 CollStats quantized_allreduce(Transport& t, std::span<float> data, const QuantizedAllreduceOptions& opts) {
   const std::string name(quant_algo_name(opts.algo));

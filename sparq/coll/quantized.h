@@ -14,12 +14,15 @@
 // "+ec-skip-first" (Codec::ec_first_hop = false) selects. Their Algorithms
 // 3-5 place DQE elsewhere too (docs/algorithms.md): recursive doubling here
 // compensates every encode.
+#include <algorithm>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sparq/coll/call.h"
 #include "sparq/coll/codec.h"
+#include "sparq/coll/patterns.h"
 #include "sparq/compress/error_feedback.h"
 
 namespace sparq {
@@ -54,6 +57,46 @@ struct QuantizedAllreduceOptions {
 //    keeper broadcasts one encoding of the part, and the group shares the
 //    parts. Needs P/G to be a power of two.
 CollStats quantized_allreduce(Transport& t, std::span<float> data, const QuantizedAllreduceOptions& opts);
+
+// The quantized ring's layout: chunk j of a Partition of n values over P
+// ranks, its encoding at bytes [byte(j), byte(j + 1)) of the wire buffer,
+// and the segments (whole rows, at most `segment` values; QSGD one per
+// chunk) each hop sends as a message of its own.
+struct QuantizedRingLayout {
+  QuantizedRingLayout(const Codec& codec, std::size_t n, int p, std::size_t segment = std::size_t{1} << 18);
+  std::size_t value(int j) const { return part.offset(j); }
+  std::size_t values(int j) const { return part.len(j); }
+  std::size_t byte(int j) const { return bytes[static_cast<std::size_t>(j)]; }
+  std::size_t segments(int j) const { return (part.len(j) + seg - 1) / seg; }
+  // Segment k of chunk j: its values' length, and its bytes' offset and size
+  // inside the chunk's encoding.
+  std::size_t seg_len(int j, std::size_t k) const { return std::min(seg, part.len(j) - k * seg); }
+  std::size_t seg_byte(std::size_t k) const { return codec.bytes(k * seg); }
+  std::size_t seg_bytes(int j, std::size_t k) const { return codec.bytes(seg_len(j, k)); }
+
+  Codec codec;
+  pattern::Partition part;
+  std::vector<std::size_t> bytes;  // P + 1 offsets
+  std::size_t seg;
+};
+
+// The ring's messages for encodings made elsewhere (a GPU rank's kernels,
+// sparq.torch): quantized_allreduce's ring sends exactly these, in this
+// order, so ranks of both kinds mix in one allreduce. With r's chunks from
+// pattern::ring_rs_*: the first hop sends chunk ring_rs_send_chunk(r, P, 0)
+// (the rank's own values, encoded) and receives chunk ring_rs_recv_chunk(r,
+// P, 0); step s decodes and adds the landed chunk, encodes the sum, and
+// unless it is the last step (s = P - 2: the chunk is the rank's) sends it
+// while receiving step s + 1's; then the encodings' ring allgather.
+//
+// One hop: chunk `send`'s encoding to the right neighbour as its segments
+// (send < 0: none), chunk `recv`'s segments from the left one into `land`
+// (the chunk's encoding; recv < 0: none). Returns when both are done.
+CollStats quantized_ring_hop(Transport& t, const QuantizedRingLayout& l, int send, std::span<const std::byte> sent,
+                             int recv, std::span<std::byte> land, Millis timeout = Millis{0});
+// The allgather of the chunks' encodings in `wire` (the layout's bytes).
+CollStats quantized_ring_allgather(Transport& t, const QuantizedRingLayout& l, std::span<std::byte> wire,
+                                   Millis timeout = Millis{0});
 
 struct QuantizedAlltoallOptions {
   Codec codec{};  // e.g. q4 forward (embedding lookups), q2 backward (their gradients)

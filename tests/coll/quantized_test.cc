@@ -91,6 +91,97 @@ TEST(QuantizedRing, BitwiseEqualsSequentialEmulation) {
       }
 }
 
+// The ring by hops, as a rank that encodes and decodes elsewhere drives it
+// (sparq.torch on a GPU): the encodings made here with the codec, the
+// messages by quantized_ring_hop and quantized_ring_allgather.
+void ring_by_hops(Transport& t, std::span<float> data, const Codec& codec, std::span<float> resid,
+                  std::size_t segment) {
+  const int p = t.size(), r = t.rank();
+  const QuantizedRingLayout l(codec, data.size(), p, segment);
+  std::vector<std::byte> wire(l.byte(p)), land;
+  auto chunk = [&](int j) { return data.subspan(l.value(j), l.values(j)); };
+  auto enc = [&](int j) { return std::span<std::byte>(wire).subspan(l.byte(j), l.byte(j + 1) - l.byte(j)); };
+  auto encode = [&](int j, bool ec) {
+    if (ec && codec.error_comp) codec.encode_ec(chunk(j), resid.subspan(l.value(j), l.values(j)), enc(j));
+    else codec.encode(chunk(j), enc(j), 0, 0);
+  };
+  auto hop_to = [&](int send, int recv) {
+    land.assign(recv < 0 ? 0 : l.byte(recv + 1) - l.byte(recv), std::byte{0});
+    quantized_ring_hop(t, l, send, send < 0 ? std::span<const std::byte>() : enc(send), recv, land);
+  };
+  const int first = pattern::ring_rs_send_chunk(r, p, 0);
+  encode(first, codec.ec_first_hop);
+  hop_to(first, pattern::ring_rs_recv_chunk(r, p, 0));
+  for (int s = 0; s + 1 < p; ++s) {
+    const int ch = pattern::ring_rs_recv_chunk(r, p, s);
+    std::vector<float> back(l.values(ch));
+    codec.decode(land, back);
+    for (std::size_t i = 0; i < back.size(); ++i) chunk(ch)[i] += back[i];
+    encode(ch, true);
+    if (s + 2 < p) hop_to(ch, pattern::ring_rs_recv_chunk(r, p, s + 1));
+  }
+  quantized_ring_allgather(t, l, wire);
+  for (int j = 0; j < p; ++j) codec.decode(enc(j), chunk(j));
+}
+
+// Ranks that drive the ring by hops and ranks that call quantized_allreduce
+// send the same messages: mixed in one allreduce, every rank ends with the
+// all-quantized_allreduce result and residuals, bit for bit.
+TEST(QuantizedRing, HopsByTheCallerMixWithTheCollective) {
+  SPARQ_LOCAL_ONLY();
+  for (int p : {2, 3, 5})
+    for (const char* spec : {"q4+ec", "q2+ec-skip-first", "q8"})
+      for (std::size_t segment : {std::size_t{1} << 18, std::size_t{40}}) {
+        Codec codec = parse_codec(spec);
+        codec.row_len = 16;
+        SCOPED_TRACE(testing::Message() << "P=" << p << " codec=" << codec.name() << " segment=" << segment);
+        const std::size_t n = 1000 + static_cast<std::size_t>(p);
+        std::vector<std::vector<float>> x(p), want(p), want_resid(p), got(p), got_resid(p);
+        for (int r = 0; r < p; ++r) x[r] = test::rank_input<float>(n, r);
+        for (bool mixed : {false, true}) {
+          compress::ErrorFeedbackStore stores[8];
+          std::vector<std::vector<float>> resid(p, std::vector<float>(n, 0.0f));
+          auto& out = mixed ? got : want;
+          auto& out_resid = mixed ? got_resid : want_resid;
+          for (int call = 0; call < 2; ++call) {  // residuals carry over
+            run_local(p, [&](Transport& t) {
+              std::vector<float> v = x[t.rank()];
+              if (mixed && t.rank() % 2 == 0) {
+                ring_by_hops(t, v, codec, resid[t.rank()], segment);
+              } else {
+                QuantizedAllreduceOptions o;
+                o.codec = codec;
+                o.residuals = &stores[t.rank()];
+                o.segment = segment;
+                quantized_allreduce(t, std::span<float>(v), o);
+                const auto e = stores[t.rank()].residual("tensor/ring", n);
+                resid[t.rank()].assign(e.begin(), e.end());
+              }
+              out[t.rank()] = v;
+            });
+          }
+          out_resid = resid;
+        }
+        for (int r = 0; r < p; ++r) {
+          ASSERT_EQ(0, std::memcmp(got[r].data(), want[r].data(), n * sizeof(float))) << "rank " << r;
+          ASSERT_EQ(0, std::memcmp(got_resid[r].data(), want_resid[r].data(), n * sizeof(float))) << "rank " << r;
+        }
+      }
+}
+
+TEST(QuantizedRing, HopsRefuseBuffersOfTheWrongSize) {
+  SPARQ_LOCAL_ONLY();
+  run_local(2, [&](Transport& t) {
+    const QuantizedRingLayout l(parse_codec("q4"), 100, 2);
+    std::vector<std::byte> land(l.byte(1) - l.byte(0) + 1);
+    EXPECT_THROW(quantized_ring_hop(t, l, -1, {}, 0, land), InputError);
+    const QuantizedRingLayout three(parse_codec("q4"), 100, 3);
+    EXPECT_THROW(quantized_ring_hop(t, three, -1, {}, -1, {}), InputError);
+    std::vector<std::byte> wire(l.byte(2) - 1);
+    EXPECT_THROW(quantized_ring_allgather(t, l, wire), InputError);
+  });
+}
+
 // Encodes v, the values at positions pos.. of rank r's tensor, for one hop
 // and returns what the receiver decodes; with error compensation the rank
 // sends DQ(v + E) and keeps E := (v + E) - DQ(v + E) (Algorithm 1).

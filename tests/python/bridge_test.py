@@ -339,10 +339,63 @@ def sparsifying_hooks_with_device_codecs_equal_the_host_codecs(rank, size, devic
         except Exception as e:  # DDP re-raises the hook's error as a RuntimeError
             assert f"bucket 0 on rank {rank}" in str(e) and "NaN" in str(e) and "tensor " in str(e), str(e)
     try:
-        st.Hook("q4+ec", codecs="device")
-        raise AssertionError("a quantized hook on the device was accepted")
+        st.Hook("qsgd4", codecs="device")
+        raise AssertionError("a QSGD hook on the device was accepted")
     except sparq.InputError as e:
         assert "no device kernels yet" in str(e), str(e)
+
+
+@check
+def quantized_hook_with_device_codecs_equals_the_host_codec(rank, size, device="cpu"):
+    """The row-wise quantized ring with the codec on the device (sparq.gpu's
+    kernels; on CPU tensors under Triton's interpreter): the host codec's
+    averaged gradients bit for bit over steps (residuals carried, chunks of
+    whole 512-value rows and a shorter one), ranks of both kinds mixed; its
+    state resumes on the host; NaN is an error naming the bucket."""
+    for codec in ("q4+ec", "q2+ec-skip-first", "q8"):
+        runs = {}
+        for codecs in ("host", "device", "mixed"):
+            where = codecs if codecs != "mixed" else ("device" if rank == 0 else "host")
+            hook = st.Hook(codec, allreduce="ring", codecs=where)
+            runs[codecs] = run_steps(rank, range(4), hook, model_and_batch(rank)[0].to(device))
+            assert (hook._device is not None) == (where == "device"), f"{codec} {codecs}: the codecs ran elsewhere"
+        for codecs in ("device", "mixed"):
+            for s, (a, b) in enumerate(zip(runs["host"], runs[codecs])):
+                for name in a:
+                    assert torch.equal(a[name], b[name]), f"{codec} {codecs}: step {s} {name}"
+    # The residuals are kept per bucket, so a new DDP's first buckets take
+    # up older residuals than its predecessor's rebuilt ones: the state saved
+    # with the codec on the device resumes as the host codec's own does.
+    tails = {}
+    for before in ("host", "device"):
+        model = model_and_batch(rank)[0].to(device)
+        first = st.quantized_hook(4, codecs=before)
+        run_steps(rank, range(3), first, model)
+        second = st.quantized_hook(4, codecs="host")
+        second.load_state_dict(first.state_dict())
+        tails[before] = run_steps(rank, range(3, 6), second, model)
+    for s, (a, b) in enumerate(zip(tails["host"], tails["device"])):
+        for name in a:
+            assert torch.equal(a[name], b[name]), f"q4+ec device->host: step {3 + s} {name}"
+    model, x, y = (t.to(device) for t in model_and_batch(rank))
+    ddp = DDP(model)
+    ddp.register_comm_hook(None, st.quantized_hook(4, codecs="device"))
+    x[0, 0] = float("nan")
+    try:
+        ddp_grads(ddp, x, y)
+        raise AssertionError("a NaN gradient was accepted")
+    except Exception as e:  # DDP re-raises the hook's error as a RuntimeError
+        assert f"bucket 0 on rank {rank}: row-wise quantize" in str(e) and "NaN" in str(e), str(e)
+    try:
+        st.quantized_hook(4, allreduce="recursive-doubling", codecs="device")
+        raise AssertionError("recursive doubling on the device was accepted")
+    except sparq.InputError as e:
+        assert "no device kernels yet" in str(e), str(e)
+
+
+@cuda_check
+def quantized_hook_on_cuda_equals_the_host_codec(rank, size):
+    quantized_hook_with_device_codecs_equals_the_host_codec(rank, size, "cuda")
 
 
 @cuda_check

@@ -1,0 +1,139 @@
+"""The quantized ring allreduce (q8/q4/q2, +ec, +ec-skip-first) with the
+codec where the gradients live (sparq.gpu's kernels), for sparq.torch's
+hook: hop for hop what the C++ ring does, so the bucket's average and the
+residuals are bit for bit the host codec's, and ranks of both kinds mix.
+
+The ring over P ranks (quantized.h): the first hop sends the rank's own
+chunk, encoded; each of the P - 1 steps adds the decoded partial sum that
+arrived to the rank's values of that chunk, encodes the sum (error
+compensated) and sends it on, until the last step leaves the rank with
+its own chunk's encoding; the encodings then travel the ring unchanged
+and every rank decodes them all. Here the encodes, decodes and sums run on
+the device and only the encodings cross PCIe, one chunk a hop each way
+(and the wire once back): about 2(P-1)/P + 1 times the q-bit bytes of the
+bucket, where staging copies its fp32 values both ways. The messages are
+the C++ ring's (_sparq.quantized_ring_hop, quantized_ring_allgather).
+"""
+import torch
+
+from . import _sparq
+from .device_alltoall import to_device, to_host
+from .gpu import rowwise
+from .gpu.errors import raise_row_errors
+
+
+class DeviceQuantized:
+    """A row-wise quantized ring on the device; `x` is the rank's
+    GradExchange, which holds the residuals a checkpoint saves (store())
+    or loaded (taken back at a bucket's first exchange)."""
+
+    def __init__(self, codec, x, comm):
+        self.codec, self.x, self.comm = codec, x, comm
+        c = _sparq.dp_codec(codec)
+        self.bits, self.row_len = c["bits"], c["row_len"]
+        self.scale = "f16" if c["f16_scale"] else "f32"
+        self.ec, self.ec_first_hop = c["error_comp"], c["ec_first_hop"]
+        self.residuals = {}  # by the host codec's key: the bucket's name + "/ring"
+
+    def _residual(self, key, buf, what):
+        err = self.residuals.get(key)
+        if err is None:
+            saved, _ = self.x.tensor_state(key)
+            err = torch.zeros_like(buf) if saved is None else to_device(torch.from_numpy(saved), buf.device)
+        if err.shape != buf.shape:
+            raise _sparq.InputError(f"{what}: bucket {key} changed size from {err.numel()} to {buf.numel()}")
+        self.residuals[key] = err
+        return err
+
+    def store(self):
+        """Hands the residuals to the GradExchange (see DeviceSparse.store)."""
+        for key, err in self.residuals.items():
+            self.x.set_tensor_state(key, err.cpu().numpy(), None)
+
+    def _encode(self, v, err, what):
+        """v's encoding as the codec's rows (row_len values, the last shorter),
+        with err (its slice of the residual) compensated when given."""
+        full = v.numel() // self.row_len * self.row_len
+        parts = []
+        for lo, hi, cols in ((0, full, self.row_len), (full, v.numel(), v.numel() - full)):
+            if hi > lo:
+                data, faults = rowwise.launch_quantize(v[lo:hi], cols, self.bits, self.scale,
+                                                       None if err is None else err[lo:hi])
+                try:
+                    raise_row_errors(faults, rowwise.FAULTS, what + ": ")
+                except ValueError as e:
+                    raise _sparq.InputError(str(e)) from None
+                parts.append(data)
+        return torch.cat(parts) if len(parts) > 1 else parts[0]
+
+    def _decode(self, data, n, what):
+        full = n // self.row_len * self.row_len
+        split = full // self.row_len * rowwise.row_bytes(self.row_len, self.bits, self.scale)
+        parts = []
+        for lo, hi, cols in ((0, split, self.row_len), (split, data.numel(), n - full)):
+            if hi > lo:
+                values, faults = rowwise.launch_dequantize(data[lo:hi], cols, self.bits, self.scale)
+                try:
+                    raise_row_errors(faults, rowwise.FAULTS, what + ": from the wire, ")
+                except ValueError as e:
+                    raise _sparq.WireError(str(e)) from None
+                parts.append(values)
+        return torch.cat(parts) if len(parts) > 1 else parts[0]
+
+    def exchange(self, name, buf, pieces, step, what):
+        """As DeviceSparse.exchange: a function that, on the hook's thread,
+        runs the ring on buf's device, averages, and returns the bytes sent
+        (the transport's counters) and the fp32 ring's; and the values kept
+        (all of them)."""
+        flat = buf.view(-1)
+        ready = None
+        if flat.is_cuda:  # the hook's thread waits for backward's work on the bucket
+            ready = torch.cuda.Event()
+            ready.record()
+
+        def finish(size):
+            if ready is not None:
+                torch.cuda.current_stream(flat.device).wait_event(ready)
+            before = self.comm.counters()["bytes_sent"]
+            self.allreduce(self.comm, name, flat, what)
+            flat.mul_(float(torch.ones((), dtype=torch.float32) / size))  # the host's 1.0f / p
+            return {"bytes_sent": self.comm.counters()["bytes_sent"] - before,
+                    "dense_bytes": _sparq.quantized_ring_layout(self.codec, flat.numel(), size)["dense_bytes"]}
+
+        return finish, flat.numel()
+
+    def allreduce(self, comm, name, buf, what):
+        """buf (the bucket, flat) <- the ring's sum over the ranks."""
+        p, r, n = comm.size, comm.rank, buf.numel()
+        if p == 1 or n == 0:
+            return
+        layout = _sparq.quantized_ring_layout(self.codec, n, p)
+        vb, bb = layout["values"], layout["bytes"]
+        err = self._residual(name + "/ring", buf, what) if self.ec else None
+
+        def chunk(t, j):
+            return t[vb[j]:vb[j + 1]]
+
+        def encode(j, ec=True):
+            return self._encode(chunk(buf, j), chunk(err, j) if ec and err is not None else None, what)
+
+        def hop(send, enc, recv):
+            land = torch.empty(bb[recv + 1] - bb[recv], dtype=torch.uint8, pin_memory=buf.is_cuda)
+            sent = to_host(enc)[0]
+            _sparq.quantized_ring_hop(comm, self.codec, n, send, sent.numpy(), recv, land.numpy())
+            return land
+
+        first = (r - 1) % p  # pattern::ring_rs_send_chunk(r, p, 0)
+        land = hop(first, encode(first, self.ec_first_hop), (r - 2) % p)
+        for s in range(p - 1):
+            ch = (r - s - 2) % p  # pattern::ring_rs_recv_chunk(r, p, s)
+            chunk(buf, ch).add_(self._decode(to_device(land, buf.device), vb[ch + 1] - vb[ch], what))
+            enc = encode(ch)
+            if s + 2 < p:
+                land = hop(ch, enc, (r - s - 3) % p)
+        wire = torch.empty(bb[p], dtype=torch.uint8, pin_memory=buf.is_cuda)
+        wire[bb[r]:bb[r + 1]] = to_host(enc)[0]  # the last step's chunk is this rank's
+        _sparq.quantized_ring_allgather(comm, self.codec, n, wire.numpy())
+        got = to_device(wire, buf.device)
+        for j in range(p):
+            chunk(buf, j).copy_(self._decode(got[bb[j]:bb[j + 1]], vb[j + 1] - vb[j], what))
