@@ -42,10 +42,7 @@ def alltoall_rows(x, send_rows, recv_rows, codec, comm):
         data, faults = rowwise.launch_quantize(x.view(-1), dim, BITS[codec], "f16")
     send = to_host(torch.cat([data[:start * row_bytes], data[(start + send_rows[r]) * row_bytes:]]), faults)
     if faults is not None:
-        try:
-            raise_row_errors(send[1], rowwise.FAULTS, what)
-        except ValueError as e:
-            raise _sparq.InputError(str(e)) from None
+        raise_faults(send[1], rowwise.FAULTS, what)
     recv = torch.empty(row_bytes * (sum(recv_rows) - recv_rows[r]), dtype=torch.uint8, pin_memory=x.is_cuda)
     _sparq.alltoallv_bytes(comm, send[0].numpy(), [0 if j == r else n * row_bytes for j, n in enumerate(send_rows)],
                            recv.numpy(), [0 if i == r else n * row_bytes for i, n in enumerate(recv_rows)])
@@ -54,13 +51,19 @@ def alltoall_rows(x, send_rows, recv_rows, codec, comm):
         rows = got.view(torch.float32)
     else:
         rows, bad = rowwise.launch_dequantize(got, dim, BITS[codec], "f16")
-        try:
-            raise_row_errors(bad, rowwise.FAULTS, what + "from the wire, ")
-        except ValueError as e:
-            raise _sparq.WireError(str(e)) from None
+        raise_faults(bad, rowwise.FAULTS, what + "from the wire, ", _sparq.WireError)
     before = sum(recv_rows[:r])
     rows = rows.view(-1, dim)
     return torch.cat([rows[:before], own, rows[before:]])
+
+
+def raise_faults(faults, texts, what, error=_sparq.InputError):
+    """sparq.gpu's fault flags as sparq's error: InputError for what this rank
+    encodes, WireError for what it decodes from another."""
+    try:
+        raise_row_errors(faults, texts, what)
+    except ValueError as e:
+        raise error(str(e)) from None
 
 
 def _side_stream(device):

@@ -17,9 +17,8 @@ the C++ ring's (_sparq.quantized_ring_hop, quantized_ring_allgather).
 import torch
 
 from . import _sparq
-from .device_alltoall import to_device, to_host
+from .device_alltoall import raise_faults, to_device, to_host
 from .gpu import rowwise
-from .gpu.errors import raise_row_errors
 
 
 class DeviceQuantized:
@@ -50,35 +49,32 @@ class DeviceQuantized:
         for key, err in self.residuals.items():
             self.x.set_tensor_state(key, err.cpu().numpy(), None)
 
+    def _rows(self, n):
+        """n values as the codec's rows: (first, end, row length) of the
+        full rows of row_len, then of one shorter row."""
+        full = n // self.row_len * self.row_len
+        return [(lo, hi, cols) for lo, hi, cols in ((0, full, self.row_len), (full, n, n - full)) if hi > lo]
+
     def _encode(self, v, err, what):
-        """v's encoding as the codec's rows (row_len values, the last shorter),
-        with err (its slice of the residual) compensated when given."""
-        full = v.numel() // self.row_len * self.row_len
+        """v's encoding, with err (its slice of the residual) compensated
+        when given."""
         parts = []
-        for lo, hi, cols in ((0, full, self.row_len), (full, v.numel(), v.numel() - full)):
-            if hi > lo:
-                data, faults = rowwise.launch_quantize(v[lo:hi], cols, self.bits, self.scale,
-                                                       None if err is None else err[lo:hi])
-                try:
-                    raise_row_errors(faults, rowwise.FAULTS, what + ": ")
-                except ValueError as e:
-                    raise _sparq.InputError(str(e)) from None
-                parts.append(data)
-        return torch.cat(parts) if len(parts) > 1 else parts[0]
+        for lo, hi, cols in self._rows(v.numel()):
+            data, faults = rowwise.launch_quantize(v[lo:hi], cols, self.bits, self.scale,
+                                                   None if err is None else err[lo:hi])
+            raise_faults(faults, rowwise.FAULTS, what + ": ")
+            parts.append(data)
+        return parts[0] if len(parts) == 1 else torch.cat(parts)
 
     def _decode(self, data, n, what):
-        full = n // self.row_len * self.row_len
-        split = full // self.row_len * rowwise.row_bytes(self.row_len, self.bits, self.scale)
-        parts = []
-        for lo, hi, cols in ((0, split, self.row_len), (split, data.numel(), n - full)):
-            if hi > lo:
-                values, faults = rowwise.launch_dequantize(data[lo:hi], cols, self.bits, self.scale)
-                try:
-                    raise_row_errors(faults, rowwise.FAULTS, what + ": from the wire, ")
-                except ValueError as e:
-                    raise _sparq.WireError(str(e)) from None
-                parts.append(values)
-        return torch.cat(parts) if len(parts) > 1 else parts[0]
+        parts, at = [], 0
+        for lo, hi, cols in self._rows(n):
+            size = (hi - lo) // cols * rowwise.row_bytes(cols, self.bits, self.scale)
+            values, faults = rowwise.launch_dequantize(data[at:at + size], cols, self.bits, self.scale)
+            raise_faults(faults, rowwise.FAULTS, what + ": from the wire, ", _sparq.WireError)
+            parts.append(values)
+            at += size
+        return parts[0] if len(parts) == 1 else torch.cat(parts)
 
     def exchange(self, name, buf, pieces, step, what):
         """As DeviceSparse.exchange: a function that, on the hook's thread,

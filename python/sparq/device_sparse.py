@@ -20,10 +20,9 @@ what rounding took from each value (4 bytes a kept value) for the residuals.
 import torch
 
 from . import _sparq
-from .device_alltoall import to_device, to_host
+from .device_alltoall import raise_faults, to_device, to_host
 from .gpu import threshold as th
 from .gpu import topk
-from .gpu.errors import raise_row_errors
 
 
 class DeviceSparse:
@@ -76,10 +75,7 @@ class DeviceSparse:
         kept_of = []  # (tensor, its kept indices) in the stream's order
         for (piece, off, i, v, count, faults), flag in zip(picks, known):
             if flag:
-                try:
-                    raise_row_errors(faults, self.FAULTS, f"{what}: tensor {piece} ")
-                except ValueError as e:
-                    raise _sparq.InputError(str(e)) from None
+                raise_faults(faults, self.FAULTS, f"{what}: tensor {piece} ")
             count = next(device_counts) if torch.is_tensor(count) else count
             kept_of.append((piece, i[:count], v[:count], off))
         host_idx, host_val = to_host(torch.cat([i + off for _, i, _, off in kept_of]),
