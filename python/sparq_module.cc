@@ -213,6 +213,20 @@ void add_quantized_ring(py::module_& m) {
       },
       py::arg("comm"), py::arg("codec"), py::arg("n"), py::arg("wire"),
       "The quantized ring's allgather of every chunk's encoding in `wire` (this rank's own chunk filled in).");
+  m.def(
+      "quantized_allreduce_round",
+      [](Comm& comm, std::vector<std::pair<int, py::array>> recvs, std::vector<std::pair<int, py::array>> sends) {
+        Transport& t = comm.transport();
+        const auto what = fmt::format("quantized allreduce round on rank {}", t.rank());
+        std::vector<QuantizedMessage> in, out;
+        for (auto& [peer, a] : recvs) in.push_back({peer, byte_span(a, what + ", a receive", true)});
+        for (auto& [peer, a] : sends) out.push_back({peer, byte_span(a, what + ", a send", false)});
+        py::gil_scoped_release nogil;
+        quantized_allreduce_round(t, in, out);
+      },
+      py::arg("comm"), py::arg("recvs"), py::arg("sends"),
+      "One round of the quantized recursive doubling's messages ((peer, uint8 array) pairs): the receives "
+      "posted in order, then the sends; returns when all are done.");
 }
 
 }  // namespace

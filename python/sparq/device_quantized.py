@@ -1,7 +1,8 @@
-"""The quantized ring allreduce (q8/q4/q2, +ec, +ec-skip-first) with the
-codec where the gradients live (sparq.gpu's kernels), for sparq.torch's
-hook: hop for hop what the C++ ring does, so the bucket's average and the
-residuals are bit for bit the host codec's, and ranks of both kinds mix.
+"""The quantized allreduce (q8/q4/q2, +ec, +ec-skip-first) with the codec
+where the gradients live (sparq.gpu's kernels), for sparq.torch's hook:
+hop for hop what the C++ ring does (or its recursive doubling within one
+group), so the bucket's average and the residuals are bit for bit the
+host codec's, and ranks of both kinds mix.
 
 The ring over P ranks (quantized.h): the first hop sends the rank's own
 chunk, encoded; each of the P - 1 steps adds the decoded partial sum that
@@ -21,13 +22,21 @@ from .device_alltoall import raise_faults, to_device, to_host
 from .gpu import rowwise
 
 
-class DeviceQuantized:
-    """A row-wise quantized ring on the device; `x` is the rank's
-    GradExchange, which holds the residuals a checkpoint saves (store())
-    or loaded (taken back at a bucket's first exchange)."""
+GROUP = 8  # recursive doubling's group (QuantizedAllreduceOptions::group)
 
-    def __init__(self, codec, x, comm):
-        self.codec, self.x, self.comm = codec, x, comm
+
+class DeviceQuantized:
+    """A row-wise quantized allreduce on the device: the ring, or recursive
+    doubling within one group (P <= 8). `x` is the rank's GradExchange,
+    which holds the residuals a checkpoint saves (store()) or loaded (taken
+    back at a bucket's first exchange)."""
+
+    @staticmethod
+    def runs_on(codec, algo, p):
+        return algo == "ring" or p <= GROUP
+
+    def __init__(self, codec, algo, x, comm):
+        self.codec, self.algo, self.x, self.comm = codec, algo, x, comm
         c = _sparq.dp_codec(codec)
         self.bits, self.row_len = c["bits"], c["row_len"]
         self.scale = "f16" if c["f16_scale"] else "f32"
@@ -91,14 +100,17 @@ class DeviceQuantized:
             if ready is not None:
                 torch.cuda.current_stream(flat.device).wait_event(ready)
             before = self.comm.counters()["bytes_sent"]
-            self.allreduce(self.comm, name, flat, what)
+            if self.algo == "ring":
+                self.ring(self.comm, name, flat, what)
+            else:
+                self.recursive_doubling(self.comm, name, flat, what)
             flat.mul_(float(torch.ones((), dtype=torch.float32) / size))  # the host's 1.0f / p
             return {"bytes_sent": self.comm.counters()["bytes_sent"] - before,
                     "dense_bytes": _sparq.quantized_ring_layout(self.codec, flat.numel(), size)["dense_bytes"]}
 
         return finish, flat.numel()
 
-    def allreduce(self, comm, name, buf, what):
+    def ring(self, comm, name, buf, what):
         """buf (the bucket, flat) <- the ring's sum over the ranks."""
         p, r, n = comm.size, comm.rank, buf.numel()
         if p == 1 or n == 0:
@@ -133,3 +145,40 @@ class DeviceQuantized:
         got = to_device(wire, buf.device)
         for j in range(p):
             chunk(buf, j).copy_(self._decode(got[bb[j]:bb[j + 1]], vb[j + 1] - vb[j], what))
+
+    def recursive_doubling(self, comm, name, buf, what):
+        """buf <- the sum over the ranks by recursive doubling in one group
+        (quantized.cc): rank j sums part j of everybody's values (an
+        alltoall of encoded parts), encodes the sum once, and every rank
+        decodes every part's encoding (an allgather)."""
+        p, r, n = comm.size, comm.rank, buf.numel()
+        if p == 1 or n == 0:
+            return
+        err = self._residual(name + "/recursive-doubling", buf, what) if self.ec else None
+        bounds = [j * (n // p) + min(j, n % p) for j in range(p + 1)]  # pattern::Partition{n, p}
+
+        def part(t, j):
+            return t[bounds[j]:bounds[j + 1]]
+
+        def encode(v, j):
+            return to_host(self._encode(v, None if err is None else part(err, j), what))[0]
+
+        def landing(j):
+            nbytes = sum((hi - lo) // cols * rowwise.row_bytes(cols, self.bits, self.scale)
+                         for lo, hi, cols in self._rows(bounds[j + 1] - bounds[j]))
+            return torch.empty(nbytes, dtype=torch.uint8, pin_memory=buf.is_cuda)
+
+        got = {(r - s) % p: landing(r) for s in range(1, p)}
+        sent = {(r + s) % p: encode(part(buf, (r + s) % p), (r + s) % p) for s in range(1, p)}
+        _sparq.quantized_allreduce_round(comm, [(j, got[j].numpy()) for j in got],
+                                         [(j, sent[j].numpy()) for j in sent])
+        acc = part(buf, r).clone()
+        for q in range(p):
+            if q != r:
+                acc.add_(self._decode(to_device(got[q], buf.device), acc.numel(), what))
+        fin = encode(acc, r)
+        got = {j: landing(j) for j in range(p) if j != r}
+        _sparq.quantized_allreduce_round(comm, [(j, got[j].numpy()) for j in got], [(j, fin.numpy()) for j in got])
+        got[r] = fin
+        for j in range(p):
+            part(buf, j).copy_(self._decode(to_device(got[j], buf.device), bounds[j + 1] - bounds[j], what))

@@ -197,9 +197,15 @@ class Hook:
         step = self.step
         if bucket.is_last():
             self.step += 1
-        if self._device_codec is not None and _on_device(self._codecs, buf):
-            if self._device is None:
-                self._device = self._device_codec(x, self.comm)
+        if self._device_codec is not None and _on_device(self._codecs, buf) and self._device is None:
+            self._device = self._device_codec(x, self.comm)
+            if self._device is None:  # not at this rank count
+                if self._codecs == "device":
+                    raise _sparq.InputError(f"sparq hook: {self.codec} with allreduce {self._allreduce} has no "
+                                            f"device kernels for {self.comm.size} ranks (up to 8 have); use "
+                                            "codecs='host'")
+                self._device_codec = None
+        if self._device is not None and _on_device(self._codecs, buf):
             return self._exchange_on_device(x, name, buf, pieces, step, f"sparq hook: bucket {bucket.index()} on "
                                             f"rank {rank}")
         host = _to_host(buf, f"sparq hook: bucket {bucket.index()} on rank {rank}")
@@ -329,31 +335,35 @@ def _on_device(codecs, t):
 def _device_codec_of(codec, allreduce):
     """A factory of the codec on the device (sparq.gpu's kernels), called
     with the GradExchange and the Comm, or None where sparq has none: dct,
-    topk, and the row-wise quantized codecs on the ring have."""
+    topk, and the row-wise quantized codecs (the ring; recursive doubling
+    up to 8 ranks) have."""
     c = _sparq.dp_codec(codec)
     if c["kind"] == "dct":
         return functools.partial(_device_codec, "device_sparse", "DeviceDct", (c["eta"], c["life_span"]), False)
     if c["kind"] == "topk":
         return functools.partial(_device_codec, "device_sparse", "DeviceTopK", (c["k"], c["bucket"]), False)
-    if c["rowwise"] and allreduce == "ring":
-        return functools.partial(_device_codec, "device_quantized", "DeviceQuantized", (codec,), True)
+    if c["rowwise"] and allreduce in ("ring", "recursive-doubling"):
+        return functools.partial(_device_codec, "device_quantized", "DeviceQuantized", (codec, allreduce), True)
     return None
 
 
 def _device_codec(module, kind, args, takes_comm, x, comm):
     """module.kind(*args, x[, comm]), imported only where the codecs run on
-    the device (the modules import Triton)."""
+    the device (the modules import Triton); None where the codec has no
+    device kernels for comm's rank count."""
     cls = getattr(importlib.import_module(f".{module}", __package__), kind)
-    return cls(*args, x, comm) if takes_comm else cls(*args, x)
+    if takes_comm:
+        return cls(*args, x, comm) if cls.runs_on(*args, comm.size) else None
+    return cls(*args, x)
 
 
 def quantized_hook(bits=4, ec=True, *, allreduce="ring", comm=None, model=None, codecs="auto"):
     """Row-wise quantized allreduce (ring or recursive-doubling) in 8/4/2 bits,
     with per-hop error compensation when ec. codecs: where the chunks are
     encoded, decoded and summed: "device" (sparq.gpu's kernels: only the
-    encodings cross PCIe, a chunk a hop; the ring only), "host" (a CUDA
+    encodings cross PCIe; recursive doubling up to 8 ranks), "host" (a CUDA
     bucket staged through pinned host memory), or "auto": the device's for
-    CUDA buckets on the ring, else the host's. The same bits either way."""
+    CUDA buckets where it runs, else the host's. The same bits either way."""
     return Hook(f"q{bits}" + ("+ec" if ec else ""), allreduce=allreduce, comm=comm, model=model, codecs=codecs)
 
 

@@ -266,6 +266,22 @@ CollStats quantized_ring_allgather(Transport& t, const QuantizedRingLayout& l, s
   return c.finish("ring");
 }
 
+CollStats quantized_allreduce_round(Transport& t, std::span<const QuantizedMessage> recvs,
+                                    std::span<const QuantizedMessage> sends, Millis timeout) {
+  for (const auto* list : {&recvs, &sends})
+    for (const QuantizedMessage& m : *list)
+      SPARQ_CHECK_AS(InputError, m.peer >= 0 && m.peer < t.size() && m.peer != t.rank(),
+                     "quantized allreduce round on rank {}: peer {} is not another rank of {}", t.rank(), m.peer,
+                     t.size());
+  Call c(t, "quantized_allreduce/recursive-doubling", tags::kQuantizedAllreduce, timeout);
+  std::vector<Request> reqs;
+  for (const QuantizedMessage& m : recvs) reqs.push_back(c.irecv(m.peer, m.bytes));
+  for (const QuantizedMessage& m : sends) reqs.push_back(c.isend(m.peer, std::span<const std::byte>(m.bytes)));
+  c.wait_all(reqs);
+  c.count_round();
+  return c.finish("recursive-doubling");
+}
+
 CollStats quantized_allreduce(Transport& t, std::span<float> data, const QuantizedAllreduceOptions& opts) {
   const std::string name(quant_algo_name(opts.algo));
   Call c(t, fmt::format("quantized_allreduce/{}/{}", name, opts.codec.name()), opts.tag, opts.timeout);

@@ -98,6 +98,19 @@ CollStats quantized_ring_hop(Transport& t, const QuantizedRingLayout& l, int sen
 CollStats quantized_ring_allgather(Transport& t, const QuantizedRingLayout& l, std::span<std::byte> wire,
                                    Millis timeout = Millis{0});
 
+// Recursive doubling's messages for encodings made elsewhere, for P <= the
+// group (8: one group, no pairs across groups): its first round sends part
+// j of the rank's values (pattern::Partition{n, P}), encoded, to rank j and
+// receives every rank's part r; its last sends the encoding of the summed
+// part r to every rank and receives theirs. One round: `recvs` posted in
+// order, then `sends`, each a (peer, bytes) pair; returns when all are done.
+struct QuantizedMessage {
+  int peer;
+  std::span<std::byte> bytes;
+};
+CollStats quantized_allreduce_round(Transport& t, std::span<const QuantizedMessage> recvs,
+                                    std::span<const QuantizedMessage> sends, Millis timeout = Millis{0});
+
 struct QuantizedAlltoallOptions {
   Codec codec{};  // e.g. q4 forward (embedding lookups), q2 backward (their gradients)
   // QSGD's random stream: a block's roundings are a pure function of (step,

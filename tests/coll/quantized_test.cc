@@ -169,6 +169,92 @@ TEST(QuantizedRing, HopsByTheCallerMixWithTheCollective) {
       }
 }
 
+// Recursive doubling in one group by rounds, as a rank that encodes and
+// decodes elsewhere drives it: its parts encoded here, the messages by
+// quantized_allreduce_round.
+void recursive_doubling_by_rounds(Transport& t, std::span<float> data, const Codec& codec, std::span<float> resid) {
+  const int p = t.size(), r = t.rank();
+  const pattern::Partition part{data.size(), p};
+  auto vals = [&](int j) { return data.subspan(part.offset(j), part.len(j)); };
+  auto encode = [&](std::span<const float> v, std::size_t at) {
+    std::vector<std::byte> b(codec.bytes(v.size()));
+    if (codec.error_comp) codec.encode_ec(v, resid.subspan(at, v.size()), b);
+    else codec.encode(v, b, 0, 0);
+    return b;
+  };
+  std::vector<std::vector<std::byte>> out(p), in(p);
+  std::vector<QuantizedMessage> recvs, sends;
+  for (int s = 1; s < p; ++s) {
+    const int from = pattern::mod(r - s, p), to = pattern::mod(r + s, p);
+    in[from].resize(codec.bytes(part.len(r)));
+    recvs.push_back({from, in[from]});
+    out[to] = encode(vals(to), part.offset(to));
+    sends.push_back({to, out[to]});
+  }
+  quantized_allreduce_round(t, recvs, sends);
+  std::vector<float> acc(vals(r).begin(), vals(r).end()), back(acc.size());
+  for (int q = 0; q < p; ++q) {
+    if (q == r) continue;
+    codec.decode(in[q], back);
+    for (std::size_t i = 0; i < acc.size(); ++i) acc[i] += back[i];
+  }
+  std::vector<std::byte> fin = encode(acc, part.offset(r));
+  recvs.clear(), sends.clear();
+  for (int j = 0; j < p; ++j) {
+    if (j == r) continue;
+    in[j].resize(codec.bytes(part.len(j)));
+    recvs.push_back({j, in[j]});
+    sends.push_back({j, fin});
+  }
+  quantized_allreduce_round(t, recvs, sends);
+  in[r] = fin;
+  for (int j = 0; j < p; ++j) codec.decode(in[j], vals(j));
+}
+
+TEST(QuantizedRecursiveDoubling, RoundsByTheCallerMixWithTheCollective) {
+  SPARQ_LOCAL_ONLY();
+  for (int p : {2, 3, 8})
+    for (const char* spec : {"q4+ec", "q8"}) {
+      Codec codec = parse_codec(spec);
+      codec.row_len = 16;
+      SCOPED_TRACE(testing::Message() << "P=" << p << " codec=" << codec.name());
+      const std::size_t n = 1000 + static_cast<std::size_t>(p);
+      std::vector<std::vector<float>> x(p), want(p), got(p), want_resid(p), got_resid(p);
+      for (int r = 0; r < p; ++r) x[r] = test::rank_input<float>(n, r);
+      for (bool mixed : {false, true}) {
+        compress::ErrorFeedbackStore stores[8];
+        std::vector<std::vector<float>> resid(p, std::vector<float>(n, 0.0f));
+        for (int call = 0; call < 2; ++call) {  // residuals carry over
+          run_local(p, [&](Transport& t) {
+            std::vector<float> v = x[t.rank()];
+            if (mixed && t.rank() % 2 == 1) {
+              recursive_doubling_by_rounds(t, v, codec, resid[t.rank()]);
+            } else {
+              QuantizedAllreduceOptions o;
+              o.algo = QuantAlgo::RecursiveDoubling;
+              o.codec = codec;
+              o.residuals = &stores[t.rank()];
+              quantized_allreduce(t, std::span<float>(v), o);
+              const auto e = stores[t.rank()].residual("tensor/recursive-doubling", n);
+              resid[t.rank()].assign(e.begin(), e.end());
+            }
+            (mixed ? got : want)[t.rank()] = v;
+          });
+        }
+        (mixed ? got_resid : want_resid) = resid;
+      }
+      for (int r = 0; r < p; ++r) {
+        ASSERT_EQ(0, std::memcmp(got[r].data(), want[r].data(), n * sizeof(float))) << "rank " << r;
+        ASSERT_EQ(0, std::memcmp(got_resid[r].data(), want_resid[r].data(), n * sizeof(float))) << "rank " << r;
+      }
+    }
+  run_local(2, [&](Transport& t) {
+    std::vector<std::byte> b(4);
+    const QuantizedMessage self{t.rank(), b};
+    EXPECT_THROW(quantized_allreduce_round(t, std::span(&self, 1), {}), InputError);
+  });
+}
+
 TEST(QuantizedRing, HopsRefuseBuffersOfTheWrongSize) {
   SPARQ_LOCAL_ONLY();
   run_local(2, [&](Transport& t) {
