@@ -9,8 +9,9 @@ is the median of --repeats timings by CUDA events after --warmup runs;
 inputs are 256 MiB by default, well beyond the L2 cache. The kernels are
 timed without the fault check that follows them (a device-to-host read of
 a few bytes; the `call` rows time the whole function, check included).
-Also sparq's CUDA C++ kernels (cuda:*, where libsparq_cuda.so is built) and the host transfers a GPU rank makes: the fp32 bucket against its
-q4 payload, device to pinned host memory.
+Also sparq's CUDA C++ kernels (cuda:*, where libsparq_cuda.so is built),
+and the host transfers a GPU rank makes: the fp32 bucket against its q4
+payload, device to pinned host memory.
 
     python3 scripts/gpu-bench.py --out kernels.jsonl     # on a GPU machine
 

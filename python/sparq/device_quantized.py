@@ -41,7 +41,7 @@ class DeviceQuantized:
         self.bits, self.row_len = c["bits"], c["row_len"]
         self.scale = "f16" if c["f16_scale"] else "f32"
         self.ec, self.ec_first_hop = c["error_comp"], c["ec_first_hop"]
-        self.residuals = {}  # by the host codec's key: the bucket's name + "/ring"
+        self.residuals = {}  # by the host codec's key: the bucket's name + "/ring" or "/recursive-doubling"
 
     def _residual(self, key, buf, what):
         err = self.residuals.get(key)
