@@ -8,10 +8,9 @@
 // A C interface, loaded by python/sparq/gpu/cuda.py through ctypes with the
 // tensors' device pointers and torch's current stream: nothing here links
 // to torch, so one build serves any torch of the same CUDA major version.
-#include <cuda_runtime.h>
-
 #include <cstdint>
 
+#include "sparq/cuda/launch.h"
 #include "sparq/cuda/rowwise_row.h"
 
 namespace {
@@ -80,7 +79,7 @@ template <bool EC>
 __global__ void _sparq_quantize_staged(const float* __restrict__ x, float* __restrict__ err,
                                        std::uint8_t* __restrict__ out, std::int8_t* __restrict__ faults,
                                        std::int64_t rows, int cols, int row_bytes, int bits, bool f16) {
-  extern __shared__ float staged[];
+  float* staged = dynamic_shared<float>();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, pitch = pitch_of(cols);
   const std::int64_t r0 = (static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) + warp) * 32;
   if (r0 >= rows) return;  // the whole warp
@@ -112,7 +111,7 @@ __global__ void _sparq_quantize_staged(const float* __restrict__ x, float* __res
 __global__ void _sparq_dequantize_staged(const std::uint8_t* __restrict__ in, float* __restrict__ out,
                                          std::int8_t* __restrict__ faults, std::int64_t rows, int cols, int row_bytes,
                                          int bits, bool f16) {
-  extern __shared__ float staged[];
+  float* staged = dynamic_shared<float>();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, pitch = pitch_of(cols);
   const std::int64_t r0 = (static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) + warp) * 32;
   if (r0 >= rows) return;
@@ -162,17 +161,17 @@ int sparq_cuda_quantize(const float* x, float* err, void* out, std::int8_t* faul
   if (const int w = staged_warps(per_warp)) {
     const unsigned grid = blocks(rows, 32 * w);
     if (err)
-      _sparq_quantize_staged<true>
-          <<<grid, 32 * w, w * per_warp, s>>>(x, err, o, faults, rows, cols, row_bytes, bits, f16);
+      SPARQ_LAUNCH(grid, 32 * w, w * per_warp, s, _sparq_quantize_staged<true>)
+      (x, err, o, faults, rows, cols, row_bytes, bits, f16);
     else
-      _sparq_quantize_staged<false>
-          <<<grid, 32 * w, w * per_warp, s>>>(x, nullptr, o, faults, rows, cols, row_bytes, bits, f16);
+      SPARQ_LAUNCH(grid, 32 * w, w * per_warp, s, _sparq_quantize_staged<false>)
+      (x, nullptr, o, faults, rows, cols, row_bytes, bits, f16);
   } else if (err) {
-    _sparq_quantize_rows<true>
-        <<<blocks(rows, kThreads), kThreads, 0, s>>>(x, err, o, faults, rows, cols, row_bytes, bits, f16);
+    SPARQ_LAUNCH(blocks(rows, kThreads), kThreads, 0, s, _sparq_quantize_rows<true>)
+    (x, err, o, faults, rows, cols, row_bytes, bits, f16);
   } else {
-    _sparq_quantize_rows<false>
-        <<<blocks(rows, kThreads), kThreads, 0, s>>>(x, nullptr, o, faults, rows, cols, row_bytes, bits, f16);
+    SPARQ_LAUNCH(blocks(rows, kThreads), kThreads, 0, s, _sparq_quantize_rows<false>)
+    (x, nullptr, o, faults, rows, cols, row_bytes, bits, f16);
   }
   return static_cast<int>(cudaGetLastError());
 }
@@ -185,11 +184,11 @@ int sparq_cuda_dequantize(const void* in, float* out, std::int8_t* faults, std::
   auto s = static_cast<cudaStream_t>(stream);
   const std::size_t per_warp = (32u * pitch_of(cols) + (32u * row_bytes + 3) / 4) * sizeof(float);
   if (const int w = staged_warps(per_warp))
-    _sparq_dequantize_staged<<<blocks(rows, 32 * w), 32 * w, w * per_warp, s>>>(b, out, faults, rows, cols, row_bytes,
-                                                                                bits, f16);
+    SPARQ_LAUNCH(blocks(rows, 32 * w), 32 * w, w * per_warp, s, _sparq_dequantize_staged)
+    (b, out, faults, rows, cols, row_bytes, bits, f16);
   else
-    _sparq_dequantize_rows<<<blocks(rows, kThreads), kThreads, 0, s>>>(b, out, faults, rows, cols, row_bytes, bits,
-                                                                       f16);
+    SPARQ_LAUNCH(blocks(rows, kThreads), kThreads, 0, s, _sparq_dequantize_rows)
+    (b, out, faults, rows, cols, row_bytes, bits, f16);
   return static_cast<int>(cudaGetLastError());
 }
 

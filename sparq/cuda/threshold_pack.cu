@@ -11,9 +11,9 @@
 // two launches) the second kernel moves only the kept pairs to their place.
 // A thread takes 16 consecutive values, so a block's order is the threads'
 // order: one exclusive scan of the threads' counts places every pair.
-#include <cuda_runtime.h>
-
 #include <cstdint>
+
+#include "sparq/cuda/launch.h"
 
 namespace {
 
@@ -119,9 +119,11 @@ void launch_select(const float* g, float* e, float tau, std::int64_t n, std::int
   const unsigned blocks = static_cast<unsigned>((n + kBlock - 1) / kBlock);
   const bool vec = (reinterpret_cast<std::uintptr_t>(g) | (EC ? reinterpret_cast<std::uintptr_t>(e) : 0)) % 16 == 0;
   if (vec)
-    _sparq_select_pairs<EC, true><<<blocks, kThreads, 0, s>>>(g, e, tau, n, stage_idx, stage_val, counts, faults);
+    SPARQ_LAUNCH(blocks, kThreads, 0, s, _sparq_select_pairs<EC, true>)
+    (g, e, tau, n, stage_idx, stage_val, counts, faults);
   else
-    _sparq_select_pairs<EC, false><<<blocks, kThreads, 0, s>>>(g, e, tau, n, stage_idx, stage_val, counts, faults);
+    SPARQ_LAUNCH(blocks, kThreads, 0, s, _sparq_select_pairs<EC, false>)
+    (g, e, tau, n, stage_idx, stage_val, counts, faults);
 }
 
 }  // namespace
@@ -149,8 +151,8 @@ int sparq_cuda_move_pairs(const std::int32_t* stage_idx, const float* stage_val,
                           const std::int32_t* ends, std::int64_t blocks, std::int32_t* out_idx, float* out_val,
                           void* stream) {
   if (blocks == 0) return 0;
-  _sparq_move_pairs<<<static_cast<unsigned>(blocks), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      stage_idx, stage_val, counts, ends, out_idx, out_val);
+  SPARQ_LAUNCH(static_cast<unsigned>(blocks), kThreads, 0, static_cast<cudaStream_t>(stream), _sparq_move_pairs)
+  (stage_idx, stage_val, counts, ends, out_idx, out_val);
   return static_cast<int>(cudaGetLastError());
 }
 

@@ -5,6 +5,7 @@
 // throws. Everything of the kernels but the thread mapping runs here; the
 // kernels themselves are checked on a GPU (scripts/device-check).
 #include "sparq/cuda/rowwise_row.h"
+#include "tests/cuda/rowwise_inputs.h"
 
 #include <gtest/gtest.h>
 
@@ -26,42 +27,9 @@ using compress::RowwiseLayout;
 using compress::ScaleType;
 namespace row = cuda_row;
 
-struct Input {
-  std::string name;
-  std::vector<float> x;
-};
-
-std::vector<Input> inputs(int cols) {
-  std::mt19937 g(static_cast<unsigned>(cols));
-  std::normal_distribution<float> normal;
-  const int rows = 37, n = rows * cols;
-  std::vector<Input> v;
-  auto make = [&](std::string name, auto f) {
-    std::vector<float> x(n);
-    for (int i = 0; i < n; ++i) x[i] = f(i);
-    v.push_back({std::move(name), std::move(x)});
-  };
-  make("random", [&](int) { return normal(g); });
-  make("zeros", [](int) { return 0.0f; });
-  std::vector<float> row_value(rows);
-  for (float& r : row_value) r = normal(g);
-  make("constant rows", [&](int i) { return row_value[i / cols]; });
-  make("one huge value", [&](int i) { return i % (cols + 1) == 0 ? 3e37f : normal(g); });
-  make("denormals", [](int i) { return static_cast<float>(i % 97) * 1e-41f; });
-  make("signed zeros", [](int i) { return i % 3 == 0 ? -0.0f : 0.0f; });
-  make("half steps", [&](int) { return static_cast<float>(static_cast<int>(g() % 9) - 4) * 0.5f; });
-  make("wide", [&](int) { return normal(g) * 1e5f; });
-  make("just below fp16's top", [&](int i) { return i % 2 ? 65504.0f : -65504.0f + normal(g); });
-  return v;
-}
-
-std::vector<float> residual(std::size_t n) {
-  std::mt19937 g(5);
-  std::normal_distribution<float> normal(0.0f, 0.01f);
-  std::vector<float> e(n);
-  for (float& v : e) v = normal(g);
-  return e;
-}
+using cuda_test::inputs;
+using cuda_test::Input;
+using cuda_test::residual;
 
 // One row through the kernels' code: its bytes and fault; with `err`, x +
 // err encoded and err left as the kernel leaves it.
