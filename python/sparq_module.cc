@@ -185,7 +185,8 @@ void add_quantized_ring(py::module_& m) {
         return d;
       },
       py::arg("codec"), py::arg("n"), py::arg("p"),
-      "Chunk j of the quantized ring over p ranks: values [values[j], values[j+1]) of n, its encoding at bytes "
+      "Chunk j of the quantized ring over p ranks (also recursive doubling's part j within one group): values "
+      "[values[j], values[j+1]) of n, its encoding at bytes "
       "[bytes[j], bytes[j+1]) of the wire; dense_bytes: the fp32 ring's bytes a rank.");
   m.def(
       "quantized_ring_hop",
@@ -406,7 +407,7 @@ PYBIND11_MODULE(_sparq, m) {
               try {
                 // Validated like a message: sorted, unique, below dim.
                 auto sent = compress::SparseStream::sparse(dim, {i.begin(), i.end()}, {v.begin(), v.end()});
-                taken = g.x.round_selected(sent);
+                g.x.round_selected(sent, taken);
                 cs = g.x.allreduce_pairs(t, name, sent, sum);
               } catch (...) {
                 rethrow_with_prefix(what);

@@ -19,44 +19,29 @@ import torch
 
 from . import _sparq
 from .device_alltoall import raise_faults, to_device, to_host
+from .device_sparse import DeviceState
 from .gpu import rowwise
 
 
 GROUP = 8  # recursive doubling's group (QuantizedAllreduceOptions::group)
 
 
-class DeviceQuantized:
+class DeviceQuantized(DeviceState):
     """A row-wise quantized allreduce on the device: the ring, or recursive
-    doubling within one group (P <= 8). `x` is the rank's GradExchange,
-    which holds the residuals a checkpoint saves (store()) or loaded (taken
-    back at a bucket's first exchange)."""
+    doubling within one group (P <= 8). Its residuals are the host codec's:
+    one a bucket, keyed by its name + "/ring" or "/recursive-doubling"."""
 
     @staticmethod
-    def runs_on(codec, algo, p):
+    def runs_on(p, codec, algo):
         return algo == "ring" or p <= GROUP
 
     def __init__(self, codec, algo, x, comm):
-        self.codec, self.algo, self.x, self.comm = codec, algo, x, comm
+        super().__init__(x, comm)
+        self.codec, self.algo = codec, algo
         c = _sparq.dp_codec(codec)
         self.bits, self.row_len = c["bits"], c["row_len"]
         self.scale = "f16" if c["f16_scale"] else "f32"
         self.ec, self.ec_first_hop = c["error_comp"], c["ec_first_hop"]
-        self.residuals = {}  # by the host codec's key: the bucket's name + "/ring" or "/recursive-doubling"
-
-    def _residual(self, key, buf, what):
-        err = self.residuals.get(key)
-        if err is None:
-            saved, _ = self.x.tensor_state(key)
-            err = torch.zeros_like(buf) if saved is None else to_device(torch.from_numpy(saved), buf.device)
-        if err.shape != buf.shape:
-            raise _sparq.InputError(f"{what}: bucket {key} changed size from {err.numel()} to {buf.numel()}")
-        self.residuals[key] = err
-        return err
-
-    def store(self):
-        """Hands the residuals to the GradExchange (see DeviceSparse.store)."""
-        for key, err in self.residuals.items():
-            self.x.set_tensor_state(key, err.cpu().numpy(), None)
 
     def _rows(self, n):
         """n values as the codec's rows: (first, end, row length) of the
@@ -117,7 +102,7 @@ class DeviceQuantized:
             return
         layout = _sparq.quantized_ring_layout(self.codec, n, p)
         vb, bb = layout["values"], layout["bytes"]
-        err = self._residual(name + "/ring", buf, what) if self.ec else None
+        err = self.residual(name + "/ring", buf, what) if self.ec else None
 
         def chunk(t, j):
             return t[vb[j]:vb[j + 1]]
@@ -154,19 +139,19 @@ class DeviceQuantized:
         p, r, n = comm.size, comm.rank, buf.numel()
         if p == 1 or n == 0:
             return
-        err = self._residual(name + "/recursive-doubling", buf, what) if self.ec else None
-        bounds = [j * (n // p) + min(j, n % p) for j in range(p + 1)]  # pattern::Partition{n, p}
+        err = self.residual(name + "/recursive-doubling", buf, what) if self.ec else None
+        # One group's parts are the ring's chunks: Partition{n, P}, each encoded alone.
+        layout = _sparq.quantized_ring_layout(self.codec, n, p)
+        vb, bb = layout["values"], layout["bytes"]
 
         def part(t, j):
-            return t[bounds[j]:bounds[j + 1]]
+            return t[vb[j]:vb[j + 1]]
 
         def encode(v, j):
             return to_host(self._encode(v, None if err is None else part(err, j), what))[0]
 
         def landing(j):
-            nbytes = sum((hi - lo) // cols * rowwise.row_bytes(cols, self.bits, self.scale)
-                         for lo, hi, cols in self._rows(bounds[j + 1] - bounds[j]))
-            return torch.empty(nbytes, dtype=torch.uint8, pin_memory=buf.is_cuda)
+            return torch.empty(bb[j + 1] - bb[j], dtype=torch.uint8, pin_memory=buf.is_cuda)
 
         got = {(r - s) % p: landing(r) for s in range(1, p)}
         sent = {(r + s) % p: encode(part(buf, (r + s) % p), (r + s) % p) for s in range(1, p)}
@@ -181,4 +166,4 @@ class DeviceQuantized:
         _sparq.quantized_allreduce_round(comm, [(j, got[j].numpy()) for j in got], [(j, fin.numpy()) for j in got])
         got[r] = fin
         for j in range(p):
-            part(buf, j).copy_(self._decode(to_device(got[j], buf.device), bounds[j + 1] - bounds[j], what))
+            part(buf, j).copy_(self._decode(to_device(got[j], buf.device), vb[j + 1] - vb[j], what))

@@ -25,36 +25,47 @@ from .gpu import threshold as th
 from .gpu import topk
 
 
-class DeviceSparse:
-    """A sparsifying codec on the device: a residual per tensor (DCT-DP's
-    thresholds too), and launch() (the subclass's) queuing one tensor's
-    selection. `x` is the rank's GradExchange: it sums the pairs, rounds
-    their values to the codec's format, and holds the state that a
-    checkpoint saves (store()) or loaded (taken back at a tensor's first
-    step here)."""
+class DeviceState:
+    """A device codec's residuals (and DCT-DP's thresholds), keyed as the
+    host codec keys them. `x` is the rank's GradExchange, which holds the
+    state that a checkpoint saves (store()) or loaded (taken back at a
+    key's first use here); `comm` the rank's Comm."""
 
-    def __init__(self, x):
-        self.x = x
+    @staticmethod
+    def runs_on(p, *args):
+        """Whether the codec of these arguments has device kernels for p ranks."""
+        return True
+
+    def __init__(self, x, comm):
+        self.x, self.comm = x, comm
         self.residuals, self.taus = {}, {}
 
-    def residual(self, name, grad, what):
-        err = self.residuals.get(name)
+    def residual(self, key, like, what):
+        """key's residual on like's device, shaped like `like`."""
+        err = self.residuals.get(key)
         if err is None:
-            saved, tau = self.x.tensor_state(name)
-            err = torch.zeros_like(grad) if saved is None else to_device(torch.from_numpy(saved), grad.device)
+            saved, tau = self.x.tensor_state(key)
+            err = torch.zeros_like(like) if saved is None else to_device(torch.from_numpy(saved), like.device)
             if tau is not None:
-                self.taus[name] = tau
-        if err.shape != grad.shape:
-            raise _sparq.InputError(f"{what}: tensor {name} changed size from {err.numel()} to {grad.numel()}")
-        self.residuals[name] = err
+                self.taus[key] = tau
+        if err.shape != like.shape:
+            raise _sparq.InputError(f"{what}: {key} changed size from {err.numel()} to {like.numel()}")
+        self.residuals[key] = err
         return err
 
     def store(self):
         """Hands every residual and threshold to the GradExchange, whose
         state() then saves them as the host codecs' state: a checkpoint
         resumes on either."""
-        for name, err in self.residuals.items():
-            self.x.set_tensor_state(name, err.cpu().numpy(), self.taus.get(name))
+        for key, err in self.residuals.items():
+            self.x.set_tensor_state(key, err.cpu().numpy(), self.taus.get(key))
+
+
+class DeviceSparse(DeviceState):
+    """A sparsifying codec on the device: a residual per tensor, and
+    launch() (the subclass's) queuing one tensor's selection. The
+    GradExchange sums the pairs and rounds their values to the codec's
+    format."""
 
     def exchange(self, name, buf, pieces, step, what):
         """Selects buf's pairs on its device and hands back a function that,
@@ -105,8 +116,8 @@ class DeviceSparse:
 class DeviceDct(DeviceSparse):
     FAULTS = th.FAULTS
 
-    def __init__(self, eta, life_span, x):
-        super().__init__(x)
+    def __init__(self, eta, life_span, x, comm):
+        super().__init__(x, comm)
         self.eta, self.life_span = eta, life_span
 
     def launch(self, name, grad, step, what):
@@ -128,8 +139,8 @@ class DeviceDct(DeviceSparse):
 class DeviceTopK(DeviceSparse):
     FAULTS = topk.FAULTS
 
-    def __init__(self, k, bucket, x):
-        super().__init__(x)
+    def __init__(self, k, bucket, x, comm):
+        super().__init__(x, comm)
         self.k, self.bucket = k, bucket
 
     def launch(self, name, grad, step, what):

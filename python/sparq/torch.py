@@ -136,7 +136,8 @@ class Hook:
         self._device_codec = _device_codec_of(codec, allreduce)
         if codecs == "device" and self._device_codec is None:
             raise _sparq.InputError(f"sparq hook: codec {codec} with allreduce {allreduce} has no device kernels yet "
-                                    "(dct, topk and the row-wise codecs on the ring have); use codecs='host'")
+                                    "(dct, topk and the row-wise codecs on the ring or recursive doubling have); use "
+                                    "codecs='host'")
         self.codec = codec
         self._codecs = codecs  # where the codec runs (_on_device)
         self._device = None
@@ -339,22 +340,20 @@ def _device_codec_of(codec, allreduce):
     up to 8 ranks) have."""
     c = _sparq.dp_codec(codec)
     if c["kind"] == "dct":
-        return functools.partial(_device_codec, "device_sparse", "DeviceDct", (c["eta"], c["life_span"]), False)
+        return functools.partial(_device_codec, "device_sparse", "DeviceDct", (c["eta"], c["life_span"]))
     if c["kind"] == "topk":
-        return functools.partial(_device_codec, "device_sparse", "DeviceTopK", (c["k"], c["bucket"]), False)
+        return functools.partial(_device_codec, "device_sparse", "DeviceTopK", (c["k"], c["bucket"]))
     if c["rowwise"] and allreduce in ("ring", "recursive-doubling"):
-        return functools.partial(_device_codec, "device_quantized", "DeviceQuantized", (codec, allreduce), True)
+        return functools.partial(_device_codec, "device_quantized", "DeviceQuantized", (codec, allreduce))
     return None
 
 
-def _device_codec(module, kind, args, takes_comm, x, comm):
-    """module.kind(*args, x[, comm]), imported only where the codecs run on
+def _device_codec(module, kind, args, x, comm):
+    """module.kind(*args, x, comm), imported only where the codecs run on
     the device (the modules import Triton); None where the codec has no
     device kernels for comm's rank count."""
     cls = getattr(importlib.import_module(f".{module}", __package__), kind)
-    if takes_comm:
-        return cls(*args, x, comm) if cls.runs_on(*args, comm.size) else None
-    return cls(*args, x)
+    return cls(*args, x, comm) if cls.runs_on(comm.size, *args) else None
 
 
 def quantized_hook(bits=4, ec=True, *, allreduce="ring", comm=None, model=None, codecs="auto"):

@@ -147,46 +147,47 @@ std::size_t GradExchange::select(std::string_view name, std::span<const float> g
 std::size_t GradExchange::select_bucket(std::span<const Piece> pieces, std::span<const float> grad,
                                         std::uint64_t step) {
   const std::size_t n = grad.size();
-  std::vector<std::uint32_t>& idx = bucket_idx_;
-  std::vector<float>& val = bucket_val_;
-  idx.clear();
-  val.clear();
-  std::size_t off = 0;
-  for (const Piece& pc : pieces) {
-    select(pc.name, grad.subspan(off, pc.size), step, piece_);
-    for (std::uint32_t i : piece_.indices()) idx.push_back(static_cast<std::uint32_t>(off + i));
-    val.insert(val.end(), piece_.values().begin(), piece_.values().end());
-    off += pc.size;
+  if (pieces.size() == 1) {
+    select(pieces[0].name, grad, step, stream_);  // the stream itself: no copy of the pairs
+  } else {
+    std::vector<std::uint32_t>& idx = bucket_idx_;
+    std::vector<float>& val = bucket_val_;
+    idx.clear();
+    val.clear();
+    std::size_t off = 0;
+    for (const Piece& pc : pieces) {
+      select(pc.name, grad.subspan(off, pc.size), step, piece_);
+      for (std::uint32_t i : piece_.indices()) idx.push_back(static_cast<std::uint32_t>(off + i));
+      val.insert(val.end(), piece_.values().begin(), piece_.values().end());
+      off += pc.size;
+    }
+    SPARQ_CHECK(off == n, "bucket pieces cover {} of {} values", off, n);
+    stream_.assign_sparse(n, idx, val);
   }
-  SPARQ_CHECK(off == n, "bucket pieces cover {} of {} values", off, n);
-  stream_.assign_sparse(n, idx, val);
   // One value scale for the whole message: round, then hand each rounding
   // error to the residual of the tensor it came from.
-  const std::vector<float> taken = round_selected(stream_);
-  if (!taken.empty()) {
-    off = 0;
-    std::size_t j = 0;
-    const auto kept = stream_.indices();
+  round_selected(stream_, taken_);
+  const auto kept = stream_.indices();
+  if (!taken_.empty()) {
+    std::size_t off = 0, j = 0;
     for (const Piece& pc : pieces) {
       std::span<float> e = residuals_.residual(pc.name, pc.size);
-      for (; j < kept.size() && kept[j] < off + pc.size; ++j) e[kept[j] - off] += taken[j];
+      for (; j < kept.size() && kept[j] < off + pc.size; ++j) e[kept[j] - off] += taken_[j];
       off += pc.size;
     }
   }
-  return idx.size();
+  return kept.size();
 }
 
-std::vector<float> GradExchange::round_selected(compress::SparseStream& sent) {
-  if (codec_.values == compress::ValueFormat::F32) return {};
+void GradExchange::round_selected(compress::SparseStream& sent, std::vector<float>& taken) {
+  taken.clear();
+  if (codec_.values == compress::ValueFormat::F32) return;
   round_err_.resize(sent.dim());  // all zeros between calls
   compress::round_with_feedback(sent, round_err_, codec_.values);
-  std::vector<float> taken;
-  taken.reserve(sent.indices().size());
   for (std::uint32_t i : sent.indices()) {
     taken.push_back(round_err_[i]);
     round_err_[i] = 0;
   }
-  return taken;
 }
 
 GradExchange::TensorState GradExchange::tensor_state(std::string_view name) const {

@@ -141,8 +141,8 @@ class GradExchange {
   // Rounds a bucket's selected pairs to the codec's value format (+bf16,
   // +fp8, +fp4: one scale for the whole message) and returns what rounding
   // took from each value, in the stream's order, for the residuals of the
-  // tensors they came from (empty with fp32 values).
-  std::vector<float> round_selected(compress::SparseStream& sent);
+  // tensors they came from, into `taken` (empty with fp32 values).
+  void round_selected(compress::SparseStream& sent, std::vector<float>& taken);
 
   // One tensor's codec state, for selections made elsewhere (sparq.torch's
   // codecs on a GPU keep residuals and thresholds there and hand them over
@@ -180,7 +180,7 @@ class GradExchange {
   std::map<std::string, SparseAutoHistory, std::less<>> auto_history_;
   compress::SparseStream stream_, sum_, piece_;
   std::vector<std::uint32_t> idx_, bucket_idx_;
-  std::vector<float> val_, bucket_val_, round_err_;
+  std::vector<float> val_, bucket_val_, round_err_, taken_;
 };
 
 }  // namespace sparq

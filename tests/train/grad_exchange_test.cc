@@ -195,13 +195,16 @@ TEST(GradExchange, TensorStateHandsOverAndRoundingIsReturned) {
       EXPECT_TRUE(second.tensor_state("none").residual.empty());
       const std::vector<float> short_residual(5);
       EXPECT_THROW(second.set_tensor_state("a", short_residual, std::nullopt), InputError);
-      if (spec[0] == 't') EXPECT_THROW(second.set_tensor_state("a", first_store.find("a"), 1.0f), InputError);
+      if (spec[0] == 't') {
+        EXPECT_THROW(second.set_tensor_state("a", first_store.find("a"), 1.0f), InputError);
+      }
 
       const auto v = test::rank_input<float>(64, t.rank(), 5);
       std::vector<std::uint32_t> idx(64);
       for (std::uint32_t i = 0; i < 64; ++i) idx[i] = 3 * i;
       auto sent = compress::SparseStream::sparse(200, idx, v);
-      const std::vector<float> taken = second.round_selected(sent);
+      std::vector<float> taken;
+      second.round_selected(sent, taken);
       ASSERT_EQ(taken.size(), spec[0] == 't' ? 64u : 0u);
       for (std::size_t j = 0; j < taken.size(); ++j) {
         EXPECT_EQ(sent.values()[j] + taken[j], v[j]) << j;

@@ -42,61 +42,51 @@ def library():
     return lib
 
 
-def _lib(*tensors):
+def _run(name, tensors, *args):
+    """The library's `name`(*args, stream) on the device of tensors[0], all
+    of `tensors` (None: absent) CUDA tensors; args are passed as they are,
+    with each tensor replaced by its device pointer."""
     lib = library()
     if lib is None:
         raise ValueError("sparq's CUDA kernels are not built here (no nvcc at build time); "
                          "SPARQ_GPU_KERNELS=triton runs the Triton ones")
     for t in tensors:
-        if not t.is_cuda:
+        if t is not None and not t.is_cuda:
             raise ValueError(f"sparq's CUDA kernels take CUDA tensors, not tensors on {t.device}")
-    return lib
-
-
-def _check(lib, rc):
+    device = tensors[0].device
+    ptrs = [a.data_ptr() if torch.is_tensor(a) else a for a in args]
+    with torch.cuda.device(device):
+        rc = getattr(lib, name)(*ptrs, ctypes.c_void_p(torch.cuda.current_stream(device).cuda_stream))
     if rc:
         raise RuntimeError(f"sparq CUDA kernel launch: {lib.sparq_cuda_error(rc).decode()}")
 
 
-def _stream(t):
-    return ctypes.c_void_p(torch.cuda.current_stream(t.device).cuda_stream)
-
-
 def quantize_into(x, err, out, faults, rows, cols, bits, f16):
     """rowwise's quantize on rows of x (+ err, updated) into out and faults."""
-    lib = _lib(x, out, faults, *([err] if err is not None else []))
-    with torch.cuda.device(x.device):
-        _check(lib, lib.sparq_cuda_quantize(x.data_ptr(), err.data_ptr() if err is not None else None, out.data_ptr(),
-                                            faults.data_ptr(), rows, cols, bits, int(f16), _stream(x)))
+    _run("sparq_cuda_quantize", (x, err, out, faults), x, err, out, faults, rows, cols, bits, int(f16))
 
 
 def dequantize_into(data, out, faults, rows, cols, bits, f16):
-    lib = _lib(data, out, faults)
-    with torch.cuda.device(data.device):
-        _check(lib, lib.sparq_cuda_dequantize(data.data_ptr(), out.data_ptr(), faults.data_ptr(), rows, cols, bits,
-                                              int(f16), _stream(data)))
+    _run("sparq_cuda_dequantize", (data, out, faults), data, out, faults, rows, cols, bits, int(f16))
 
 
 def pack_block():
     """Values a block of select_pairs takes (its staging slot's size)."""
-    return _lib().sparq_cuda_pack_block()
+    lib = library()
+    if lib is None:
+        raise ValueError("sparq's CUDA kernels are not built here (no nvcc at build time)")
+    return lib.sparq_cuda_pack_block()
 
 
 def select_pairs(g, err, tau, stage_idx, stage_val, counts, faults):
     """threshold.py's first kernel: g (+ err, updated) against tau into the
     staging buffers, a count and a fault flag a block."""
-    lib = _lib(g, stage_idx, stage_val, counts, faults, *([err] if err is not None else []))
-    with torch.cuda.device(g.device):
-        _check(lib, lib.sparq_cuda_select_pairs(g.data_ptr(), err.data_ptr() if err is not None else None, tau,
-                                                g.numel(), stage_idx.data_ptr(), stage_val.data_ptr(),
-                                                counts.data_ptr(), faults.data_ptr(), _stream(g)))
+    _run("sparq_cuda_select_pairs", (g, err, stage_idx, stage_val, counts, faults), g, err, tau, g.numel(), stage_idx,
+         stage_val, counts, faults)
 
 
 def move_pairs(stage_idx, stage_val, counts, ends, out_idx, out_val):
     """The second: each block's staged pairs to their place (ends: the
     inclusive cumulative sum of counts)."""
-    lib = _lib(stage_idx, stage_val, counts, ends, out_idx, out_val)
-    with torch.cuda.device(out_idx.device):
-        _check(lib, lib.sparq_cuda_move_pairs(stage_idx.data_ptr(), stage_val.data_ptr(), counts.data_ptr(),
-                                              ends.data_ptr(), counts.numel(), out_idx.data_ptr(),
-                                              out_val.data_ptr(), _stream(out_idx)))
+    _run("sparq_cuda_move_pairs", (out_idx, stage_idx, stage_val, counts, ends, out_val), stage_idx, stage_val,
+         counts, ends, counts.numel(), out_idx, out_val)
