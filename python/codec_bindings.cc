@@ -11,6 +11,7 @@
 #include "python/comm.h"
 #include "sparq/coll/alltoall.h"
 #include "sparq/compress/rowwise_quant.h"
+#include "sparq/compress/stream_codec.h"
 #include "sparq/compress/threshold_pack.h"
 #include "sparq/compress/topk.h"
 
@@ -27,6 +28,13 @@ compress::RowwiseFormat rowwise_format(int bits, const std::string& scale) {
   compress::check_code_bits(bits);
   SPARQ_CHECK_AS(InputError, scale == "f16" || scale == "f32", "row-wise: scale '{}'; it is f16 or f32", scale);
   return {bits, scale == "f16" ? compress::ScaleType::F16 : compress::ScaleType::F32};
+}
+
+compress::ValueFormat value_format(const std::string& name) {
+  static const char* const kNames[] = {"f32", "bf16", "fp8", "fp4"};
+  for (int i = 0; i < 4; ++i)
+    if (name == kNames[i]) return static_cast<compress::ValueFormat>(i);
+  throw InputError(fmt::format("sparse stream: values '{}'; they are f32, bf16, fp8 or fp4", name));
 }
 
 }  // namespace
@@ -113,6 +121,29 @@ void add_codecs(py::module_& m) {
       py::arg("x"), py::arg("tau"), py::arg("err") = py::none(),
       "The (index, value) pairs with |x| >= tau in index order; with `err`, DCT-DP's fused step on x + err (err "
       "updated in place).");
+  m.def(
+      "encode_stream",
+      [](std::size_t dim, py::array idx, py::array val, const std::string& values) {
+        auto i = py_views::span_of<const std::uint32_t>(idx, "encode_stream: indices", false, "uint32");
+        std::span<const float> v = float_span(val, "encode_stream: values", false);
+        const compress::ValueFormat vf = value_format(values);
+        auto s = compress::SparseStream::sparse(dim, {i.begin(), i.end()}, {v.begin(), v.end()});
+        std::vector<std::uint8_t> out(compress::encoded_size(s, vf));
+        compress::encode_stream(s, std::as_writable_bytes(std::span(out)), vf);
+        return array_of<std::uint8_t>(out);
+      },
+      py::arg("dim"), py::arg("indices"), py::arg("values"), py::arg("format") = "f32",
+      "The sparse stream of the pairs (uint32 indices ascending below dim, float32 values) on the wire, in "
+      "the value format f32, bf16, fp8 or fp4: the CPU encoder's bytes.");
+  m.def(
+      "decode_stream",
+      [](py::array data) {
+        std::span<std::byte> b = byte_span(data, "decode_stream: input", false);
+        const compress::SparseStream s = compress::decode_stream(b);
+        return py::make_tuple(s.is_dense(), array_of<std::uint32_t>(s.indices()), array_of<float>(s.values()));
+      },
+      py::arg("data"),
+      "(dense, indices, values) of a sparse stream's bytes, checked by the CPU decoder (WireError).");
   m.def(
       "sparsity_threshold",
       [](py::array x, double eta) {

@@ -472,7 +472,8 @@ PYBIND11_MODULE(_sparq, m) {
         d["life_span"] = c.life_span;
         d["k"] = c.k;
         d["bucket"] = c.bucket;
-        d["f32_values"] = c.values == compress::ValueFormat::F32;
+        static constexpr const char* formats[] = {"f32", "bf16", "fp8", "fp4"};
+        d["values"] = formats[static_cast<int>(c.values)];
         d["rowwise"] = c.kind == DpCodec::Kind::Quantized && c.codec.kind == Codec::Kind::Rowwise;
         d["bits"] = c.codec.rowwise.bits;
         d["f16_scale"] = c.codec.rowwise.scale == compress::ScaleType::F16;
@@ -482,7 +483,7 @@ PYBIND11_MODULE(_sparq, m) {
         return d;
       },
       py::arg("codec"),
-      "The fields of a --dp-codec (kind, eta, life_span, k, bucket, f32_values; for the quantized ones rowwise, "
+      "The fields of a --dp-codec (kind, eta, life_span, k, bucket, values; for the quantized ones rowwise, "
       "bits, f16_scale, row_len, error_comp, ec_first_hop).");
   add_quantized_ring(m);
   add_block_codec(m);

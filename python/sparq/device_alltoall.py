@@ -24,11 +24,12 @@ BITS = {"q8": 8, "q4": 4, "q2": 2}
 _side_streams = {}
 
 
-def alltoall_rows(x, send_rows, recv_rows, codec, comm):
+def alltoall_rows(x, send_rows, recv_rows, codec, comm, route=None):
     """Rows of x (2-D float32, contiguous): send_rows[j] to rank j, and the
     rows from every rank in rank order, recv_rows[i] from rank i, on x's
-    device."""
-    r, dim = comm.rank, x.shape[1]
+    device. The blocks travel on comm (the host route) or, where `route` (a
+    GroupRoute) is given, as uint8 tensors through its group."""
+    r, dim = (route or comm).rank, x.shape[1]
     what = f"sparq.torch.quantized_alltoall on rank {r}: "
     x = x.contiguous()
     row_bytes = 4 * dim if codec == "fp32" else rowwise.row_bytes(dim, BITS[codec], "f16")
@@ -40,13 +41,20 @@ def alltoall_rows(x, send_rows, recv_rows, codec, comm):
         data, faults = x.view(-1).view(torch.uint8), None
     else:
         data, faults = rowwise.launch_quantize(x.view(-1), dim, BITS[codec], "f16")
-    send = to_host(torch.cat([data[:start * row_bytes], data[(start + send_rows[r]) * row_bytes:]]), faults)
-    if faults is not None:
-        raise_faults(send[1], rowwise.FAULTS, what)
-    recv = torch.empty(row_bytes * (sum(recv_rows) - recv_rows[r]), dtype=torch.uint8, pin_memory=x.is_cuda)
-    _sparq.alltoallv_bytes(comm, send[0].numpy(), [0 if j == r else n * row_bytes for j, n in enumerate(send_rows)],
-                           recv.numpy(), [0 if i == r else n * row_bytes for i, n in enumerate(recv_rows)])
-    got = to_device(recv, x.device)
+    blocks = torch.cat([data[:start * row_bytes], data[(start + send_rows[r]) * row_bytes:]])
+    send_bytes = [0 if j == r else n * row_bytes for j, n in enumerate(send_rows)]
+    recv_bytes = [0 if i == r else n * row_bytes for i, n in enumerate(recv_rows)]
+    if route is not None:
+        if faults is not None:
+            raise_faults(faults, rowwise.FAULTS, what)
+        got = route.alltoallv(blocks, send_bytes, recv_bytes)
+    else:
+        send = to_host(blocks, faults)
+        if faults is not None:
+            raise_faults(send[1], rowwise.FAULTS, what)
+        recv = torch.empty(sum(recv_bytes), dtype=torch.uint8, pin_memory=x.is_cuda)
+        _sparq.alltoallv_bytes(comm, send[0].numpy(), send_bytes, recv.numpy(), recv_bytes)
+        got = to_device(recv, x.device)
     if codec == "fp32":
         rows = got.view(torch.float32)
     else:

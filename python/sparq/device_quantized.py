@@ -19,7 +19,7 @@ import torch
 
 from . import _sparq
 from .device_alltoall import raise_faults, to_device, to_host
-from .device_sparse import DeviceState
+from .device_sparse import DeviceState, ready_event, wait_ready
 from .gpu import rowwise
 
 
@@ -35,8 +35,8 @@ class DeviceQuantized(DeviceState):
     def runs_on(p, codec, algo):
         return algo == "ring" or p <= GROUP
 
-    def __init__(self, codec, algo, x, comm):
-        super().__init__(x, comm)
+    def __init__(self, codec, algo, x, comm, route=None):
+        super().__init__(x, comm, route)
         self.codec, self.algo = codec, algo
         c = _sparq.dp_codec(codec)
         self.bits, self.row_len = c["bits"], c["row_len"]
@@ -76,28 +76,48 @@ class DeviceQuantized(DeviceState):
         (the transport's counters) and the fp32 ring's; and the values kept
         (all of them)."""
         flat = buf.view(-1)
-        ready = None
-        if flat.is_cuda:  # the hook's thread waits for backward's work on the bucket
-            ready = torch.cuda.Event()
-            ready.record()
+        ready = ready_event(flat)  # the hook's thread waits for backward's work on the bucket
 
         def finish(size):
-            if ready is not None:
-                torch.cuda.current_stream(flat.device).wait_event(ready)
-            before = self.comm.counters()["bytes_sent"]
+            wait_ready(ready, flat)
+            before = self._bytes_sent()
             if self.algo == "ring":
-                self.ring(self.comm, name, flat, what)
+                self.ring(name, flat, what)
             else:
-                self.recursive_doubling(self.comm, name, flat, what)
+                self.recursive_doubling(name, flat, what)
             flat.mul_(float(torch.ones((), dtype=torch.float32) / size))  # the host's 1.0f / p
-            return {"bytes_sent": self.comm.counters()["bytes_sent"] - before,
+            return {"bytes_sent": self._bytes_sent() - before,
                     "dense_bytes": _sparq.quantized_ring_layout(self.codec, flat.numel(), size)["dense_bytes"]}
 
         return finish, flat.numel()
 
-    def ring(self, comm, name, buf, what):
+    def _bytes_sent(self):
+        return self.route.bytes_sent if self.route else self.comm.counters()["bytes_sent"]
+
+    def _landing(self, nbytes, like):
+        return torch.empty(nbytes, dtype=torch.uint8, pin_memory=like.is_cuda)
+
+    def _allgather(self, own, r, bb, like, what):
+        """Every chunk's (or part's) encoding, [bytes bb[j], bb[j + 1]) of the
+        wire from rank j, on like's device; `own` this rank's."""
+        p = len(bb) - 1
+        if self.route is None:
+            wire = self._landing(bb[p], like)
+            wire[bb[r]:bb[r + 1]] = to_host(own)[0]
+            _sparq.quantized_ring_allgather(self.comm, self.codec, like.numel(), wire.numpy())
+            got = to_device(wire, like.device)
+            return [got[bb[j]:bb[j + 1]] for j in range(p)]
+        most = max(bb[j + 1] - bb[j] for j in range(p))
+        parts = self.route.allgather(own, most, what)
+        for j, part in enumerate(parts):
+            if part.numel() != bb[j + 1] - bb[j]:
+                raise _sparq.WireError(f"{what}: rank {j} sent {part.numel()} bytes of its chunk's encoding, "
+                                       f"not {bb[j + 1] - bb[j]}")
+        return parts
+
+    def ring(self, name, buf, what):
         """buf (the bucket, flat) <- the ring's sum over the ranks."""
-        p, r, n = comm.size, comm.rank, buf.numel()
+        p, r, n = self._size_rank(buf)
         if p == 1 or n == 0:
             return
         layout = _sparq.quantized_ring_layout(self.codec, n, p)
@@ -111,32 +131,35 @@ class DeviceQuantized(DeviceState):
             return self._encode(chunk(buf, j), chunk(err, j) if ec and err is not None else None, what)
 
         def hop(send, enc, recv):
-            land = torch.empty(bb[recv + 1] - bb[recv], dtype=torch.uint8, pin_memory=buf.is_cuda)
-            sent = to_host(enc)[0]
-            _sparq.quantized_ring_hop(comm, self.codec, n, send, sent.numpy(), recv, land.numpy())
-            return land
+            """chunk send's encoding to the right, chunk recv's from the left (on buf's device)."""
+            if self.route is not None:
+                return self.route.sendrecv(enc, (r + 1) % p, bb[recv + 1] - bb[recv], (r - 1) % p)
+            land = self._landing(bb[recv + 1] - bb[recv], buf)
+            _sparq.quantized_ring_hop(self.comm, self.codec, n, send, to_host(enc)[0].numpy(), recv, land.numpy())
+            return to_device(land, buf.device)
 
         first = (r - 1) % p  # pattern::ring_rs_send_chunk(r, p, 0)
         land = hop(first, encode(first, self.ec_first_hop), (r - 2) % p)
         for s in range(p - 1):
             ch = (r - s - 2) % p  # pattern::ring_rs_recv_chunk(r, p, s)
-            chunk(buf, ch).add_(self._decode(to_device(land, buf.device), vb[ch + 1] - vb[ch], what))
+            chunk(buf, ch).add_(self._decode(land, vb[ch + 1] - vb[ch], what))
             enc = encode(ch)
             if s + 2 < p:
                 land = hop(ch, enc, (r - s - 3) % p)
-        wire = torch.empty(bb[p], dtype=torch.uint8, pin_memory=buf.is_cuda)
-        wire[bb[r]:bb[r + 1]] = to_host(enc)[0]  # the last step's chunk is this rank's
-        _sparq.quantized_ring_allgather(comm, self.codec, n, wire.numpy())
-        got = to_device(wire, buf.device)
-        for j in range(p):
-            chunk(buf, j).copy_(self._decode(got[bb[j]:bb[j + 1]], vb[j + 1] - vb[j], what))
+        # The last step's chunk is this rank's.
+        for j, got in enumerate(self._allgather(enc, r, bb, buf, what)):
+            chunk(buf, j).copy_(self._decode(got, vb[j + 1] - vb[j], what))
 
-    def recursive_doubling(self, comm, name, buf, what):
+    def _size_rank(self, buf):
+        where = self.route or self.comm
+        return where.size, where.rank, buf.numel()
+
+    def recursive_doubling(self, name, buf, what):
         """buf <- the sum over the ranks by recursive doubling in one group
         (quantized.cc): rank j sums part j of everybody's values (an
         alltoall of encoded parts), encodes the sum once, and every rank
         decodes every part's encoding (an allgather)."""
-        p, r, n = comm.size, comm.rank, buf.numel()
+        p, r, n = self._size_rank(buf)
         if p == 1 or n == 0:
             return
         err = self.residual(name + "/recursive-doubling", buf, what) if self.ec else None
@@ -148,22 +171,34 @@ class DeviceQuantized(DeviceState):
             return t[vb[j]:vb[j + 1]]
 
         def encode(v, j):
-            return to_host(self._encode(v, None if err is None else part(err, j), what))[0]
+            return self._encode(v, None if err is None else part(err, j), what)
 
-        def landing(j):
-            return torch.empty(bb[j + 1] - bb[j], dtype=torch.uint8, pin_memory=buf.is_cuda)
-
-        got = {(r - s) % p: landing(r) for s in range(1, p)}
-        sent = {(r + s) % p: encode(part(buf, (r + s) % p), (r + s) % p) for s in range(1, p)}
-        _sparq.quantized_allreduce_round(comm, [(j, got[j].numpy()) for j in got],
-                                         [(j, sent[j].numpy()) for j in sent])
+        got = self._round({(r + s) % p: encode(part(buf, (r + s) % p), (r + s) % p) for s in range(1, p)},
+                          {(r - s) % p: bb[r + 1] - bb[r] for s in range(1, p)}, buf)
         acc = part(buf, r).clone()
         for q in range(p):
             if q != r:
-                acc.add_(self._decode(to_device(got[q], buf.device), acc.numel(), what))
+                acc.add_(self._decode(got[q], acc.numel(), what))
         fin = encode(acc, r)
-        got = {j: landing(j) for j in range(p) if j != r}
-        _sparq.quantized_allreduce_round(comm, [(j, got[j].numpy()) for j in got], [(j, fin.numpy()) for j in got])
+        got = self._round({j: fin for j in range(p) if j != r}, {j: bb[j + 1] - bb[j] for j in range(p) if j != r}, buf)
         got[r] = fin
         for j in range(p):
-            part(buf, j).copy_(self._decode(to_device(got[j], buf.device), vb[j + 1] - vb[j], what))
+            part(buf, j).copy_(self._decode(got[j], vb[j + 1] - vb[j], what))
+
+    def _round(self, sends, recvs, like):
+        """One round of recursive doubling's messages: sends[j] (encoded, on
+        like's device) to rank j, recvs[q] bytes from rank q; returns {q:
+        its bytes on like's device}."""
+        if self.route is not None:
+            p = self.route.size
+            out = self.route.alltoallv(torch.cat([sends[j] for j in range(p) if j in sends]),
+                                       [sends[j].numel() if j in sends else 0 for j in range(p)],
+                                       [recvs.get(q, 0) for q in range(p)])
+            at = [0]
+            for q in range(p):
+                at.append(at[-1] + recvs.get(q, 0))
+            return {q: out[at[q]:at[q + 1]] for q in recvs}
+        got = {q: self._landing(nbytes, like) for q, nbytes in recvs.items()}
+        _sparq.quantized_allreduce_round(self.comm, [(q, got[q].numpy()) for q in got],
+                                         [(j, to_host(sends[j])[0].numpy()) for j in sends])
+        return {q: to_device(got[q], like.device) for q in got}

@@ -16,11 +16,17 @@ the values at eta 0.98, where the host codecs copy the bucket both ways.
 With +bf16, +fp8 or +fp4 values the pairs cross in fp32 and the host rounds
 them as its codecs do (one scale for the bucket's message), handing back
 what rounding took from each value (4 bytes a kept value) for the residuals.
+
+On the group route nothing crosses PCIe: the device rounds the values
+(f32 or bf16), encodes the bucket's sparse stream in the CPU's wire
+format (gpu.stream), the streams are allgathered through the group, and
+each rank decodes and sums them on its device.
 """
 import torch
 
 from . import _sparq
 from .device_alltoall import raise_faults, to_device, to_host
+from .gpu import stream
 from .gpu import threshold as th
 from .gpu import topk
 
@@ -29,15 +35,17 @@ class DeviceState:
     """A device codec's residuals (and DCT-DP's thresholds), keyed as the
     host codec keys them. `x` is the rank's GradExchange, which holds the
     state that a checkpoint saves (store()) or loaded (taken back at a
-    key's first use here); `comm` the rank's Comm."""
+    key's first use here); `comm` the rank's Comm; `route` a GroupRoute
+    where the payloads travel through a torch.distributed group, else None
+    (the host route: pinned host memory and sparq's transport)."""
 
     @staticmethod
     def runs_on(p, *args):
         """Whether the codec of these arguments has device kernels for p ranks."""
         return True
 
-    def __init__(self, x, comm):
-        self.x, self.comm = x, comm
+    def __init__(self, x, comm, route=None):
+        self.x, self.comm, self.route = x, comm, route
         self.residuals, self.taus = {}, {}
 
     def residual(self, key, like, what):
@@ -63,14 +71,42 @@ class DeviceState:
 
 class DeviceSparse(DeviceState):
     """A sparsifying codec on the device: a residual per tensor, and
-    launch() (the subclass's) queuing one tensor's selection. The
-    GradExchange sums the pairs and rounds their values to the codec's
-    format."""
+    launch() (the subclass's) queuing one tensor's selection. On the host
+    route the GradExchange sums the pairs and rounds their values to the
+    codec's format; on the group route (group_route) the device rounds
+    them, encodes the bucket's sparse stream, and sums every rank's."""
 
     def exchange(self, name, buf, pieces, step, what):
         """Selects buf's pairs on its device and hands back a function that,
         on the hook's thread, exchanges them, averages the sum into buf and
-        returns exchange_pairs' counts. Returns (that function, pairs kept)."""
+        returns the bytes sent and the fp32 ring's. Returns (that function,
+        pairs kept)."""
+        kept_of = self._select(buf, pieces, step, what)
+        if self.route is not None:
+            return self._exchange_on_group(buf.view(-1), kept_of, what)
+        flat = buf.view(-1)
+        host_idx, host_val = to_host(torch.cat([i + off for _, i, _, off in kept_of]),
+                                     torch.cat([v for _, _, v, _ in kept_of]))
+        kept = host_idx.numel()
+
+        def finish(size):
+            got = self.x.exchange_pairs(name, flat.numel(), host_idx.numpy().view("uint32"), host_val.numpy())
+            if got["rounding"].size:
+                self._feed_back(kept_of, to_device(torch.from_numpy(got["rounding"]), buf.device))
+            inv_p = float(torch.ones((), dtype=torch.float32) / size)  # the host's 1.0f / p
+            values = to_device(torch.from_numpy(got["values"]), buf.device) * inv_p
+            if got["dense"]:
+                flat.copy_(values)
+            else:
+                flat.zero_()
+                flat[to_device(torch.from_numpy(got["indices"].view("int32")), buf.device).long()] = values
+            return got
+
+        return finish, kept
+
+    def _select(self, buf, pieces, step, what):
+        """Every tensor's selection: [(tensor, kept indices, their values,
+        the tensor's offset in the bucket)] in the bucket's order."""
         flat = buf.view(-1)
         picks, off = [], 0
         for piece, n in pieces:
@@ -83,42 +119,78 @@ class DeviceSparse(DeviceState):
         on_device = [count.view(1) for *_, count, _ in picks if torch.is_tensor(count)]
         known = torch.cat([flags] + on_device).cpu().tolist()
         device_counts = iter(known[len(picks):])
-        kept_of = []  # (tensor, its kept indices) in the stream's order
+        kept_of = []
         for (piece, off, i, v, count, faults), flag in zip(picks, known):
             if flag:
                 raise_faults(faults, self.FAULTS, f"{what}: tensor {piece} ")
             count = next(device_counts) if torch.is_tensor(count) else count
             kept_of.append((piece, i[:count], v[:count], off))
-        host_idx, host_val = to_host(torch.cat([i + off for _, i, _, off in kept_of]),
-                                     torch.cat([v for _, _, v, _ in kept_of]))
-        kept = host_idx.numel()
+        return kept_of
+
+    def _feed_back(self, kept_of, taken):
+        """What the value format took from each sent value (in the stream's
+        order) goes back to its residual, where the selection left a zero."""
+        for (piece, i, _, _), t in zip(kept_of, taken.split([i.numel() for _, i, _, _ in kept_of])):
+            self.residuals[piece][i.long()] += t
+
+    def _exchange_on_group(self, flat, kept_of, what):
+        """The bucket's stream (its values rounded here, as the host rounds
+        them) allgathered through the group, every rank's summed on the
+        device in rank order: SparCML's allgather, where the host route's
+        sparse allreduce (auto) may merge in other orders, so beyond 2
+        ranks the sums can differ from the host route's in the last bits."""
+        n = flat.numel()
+        idx = torch.cat([i.long() + off for _, i, _, off in kept_of])
+        val = torch.cat([v for _, _, v, _ in kept_of])
+        sent = stream.round_values(val, self.values)
+        if sent is not val:
+            self._feed_back(kept_of, val - sent)
+        data = stream.encode(idx, sent, n, self.values)
+        dense = stream.HEADER + n * stream.VALUE_BYTES[stream.FORMATS[self.values]]
+        if data.numel() > dense:  # as the host's densify_if_smaller
+            data = stream.encode_dense(torch.zeros_like(flat).index_put_((idx,), sent), self.values)
+        ready = ready_event(flat)
 
         def finish(size):
-            got = self.x.exchange_pairs(name, flat.numel(), host_idx.numpy().view("uint32"), host_val.numpy())
-            if got["rounding"].size:
-                # What the value format took from each sent value goes back
-                # to its residual, where the selection left a zero.
-                taken = to_device(torch.from_numpy(got["rounding"]), buf.device)
-                for (piece, i, _, _), t in zip(kept_of, taken.split([i.numel() for _, i, _, _ in kept_of])):
-                    self.residuals[piece][i.long()] += t
-            inv_p = float(torch.ones((), dtype=torch.float32) / size)  # the host's 1.0f / p
-            values = to_device(torch.from_numpy(got["values"]), buf.device) * inv_p
-            if got["dense"]:
-                flat.copy_(values)
-            else:
-                flat.zero_()
-                flat[to_device(torch.from_numpy(got["indices"].view("int32")), buf.device).long()] = values
-            return got
+            wait_ready(ready, flat)
+            before = self.route.bytes_sent
+            streams = self.route.allgather(data, dense, what)
+            try:
+                stream.decode_sum(streams, flat)
+            except _sparq.WireError as e:
+                raise _sparq.WireError(f"{what}: from the group, {e}") from None
+            flat.mul_(float(torch.ones((), dtype=torch.float32) / size))  # the host's 1.0f / p
+            return {"bytes_sent": self.route.bytes_sent - before, "dense_bytes": dense_ring_bytes(size, n)}
 
-        return finish, kept
+        return finish, idx.numel()
+
+
+def dense_ring_bytes(p, n):
+    """Bytes a rank sends in the fp32 ring allreduce of n values (the C++ dense_ring_bytes)."""
+    return 2 * (p - 1) * n * 4 // p if p > 1 else 0
+
+
+def ready_event(t):
+    """An event after the work queued so far on t's stream (None on the CPU)."""
+    if not t.is_cuda:
+        return None
+    ready = torch.cuda.Event()
+    ready.record()
+    return ready
+
+
+def wait_ready(ready, t):
+    """The hook's thread's stream waits for the bucket's work (ready_event)."""
+    if ready is not None:
+        torch.cuda.current_stream(t.device).wait_event(ready)
 
 
 class DeviceDct(DeviceSparse):
     FAULTS = th.FAULTS
 
-    def __init__(self, eta, life_span, x, comm):
-        super().__init__(x, comm)
-        self.eta, self.life_span = eta, life_span
+    def __init__(self, eta, life_span, values, x, comm, route=None):
+        super().__init__(x, comm, route)
+        self.eta, self.life_span, self.values = eta, life_span, values
 
     def launch(self, name, grad, step, what):
         """One tensor's kernels, nothing waited for: (index capacity, value
@@ -139,9 +211,9 @@ class DeviceDct(DeviceSparse):
 class DeviceTopK(DeviceSparse):
     FAULTS = topk.FAULTS
 
-    def __init__(self, k, bucket, x, comm):
-        super().__init__(x, comm)
-        self.k, self.bucket = k, bucket
+    def __init__(self, k, bucket, values, x, comm, route=None):
+        super().__init__(x, comm, route)
+        self.k, self.bucket, self.values = k, bucket, values
 
     def launch(self, name, grad, step, what):
         """One tensor's kernel, nothing waited for: (indices, values, their

@@ -130,7 +130,7 @@ class Hook:
     State (residuals, thresholds, step) saves with state_dict().
     """
 
-    def __init__(self, codec, *, allreduce="auto", comm=None, model=None, codecs="auto"):
+    def __init__(self, codec, *, allreduce="auto", comm=None, model=None, codecs="auto", route="host", group=None):
         _check_codecs(codecs, "sparq hook")
         # A factory, called at the first bucket on the device.
         self._device_codec = _device_codec_of(codec, allreduce)
@@ -138,6 +138,8 @@ class Hook:
             raise _sparq.InputError(f"sparq hook: codec {codec} with allreduce {allreduce} has no device kernels yet "
                                     "(dct, topk and the row-wise codecs on the ring or recursive doubling have); use "
                                     "codecs='host'")
+        self._group = _check_route(route, group, codec, codecs, self._device_codec, "sparq hook")
+        self._route = None  # the GroupRoute, made at the first bucket
         self.codec = codec
         self._codecs = codecs  # where the codec runs (_on_device)
         self._device = None
@@ -198,10 +200,17 @@ class Hook:
         step = self.step
         if bucket.is_last():
             self.step += 1
+        if self._group is not None and not _on_device(self._codecs, buf):
+            raise _sparq.InputError(f"sparq hook: bucket {bucket.index()} on rank {rank} is on {buf.device}, where "
+                                    f"codecs='{self._codecs}' runs the host's codec; route='group' carries the "
+                                    "device codecs' payloads (codecs='device', or CUDA buckets)")
         if self._device_codec is not None and _on_device(self._codecs, buf) and self._device is None:
-            self._device = self._device_codec(x, self.comm)
+            if self._group is not None and self._route is None:
+                from .group_route import GroupRoute
+                self._route = GroupRoute(None if self._group is True else self._group)
+            self._device = self._device_codec(x, self.comm, self._route)
             if self._device is None:  # not at this rank count
-                if self._codecs == "device":
+                if self._codecs == "device" or self._group is not None:
                     raise _sparq.InputError(f"sparq hook: {self.codec} with allreduce {self._allreduce} has no "
                                             f"device kernels for {self.comm.size} ranks (up to 8 have); use "
                                             "codecs='host'")
@@ -307,7 +316,7 @@ def _to_device(host, device):
     return host.to(device)
 
 
-def dct_hook(eta=0.99, L=1000, *, values="f32", allreduce="auto", comm=None, model=None, codecs="auto"):
+def dct_hook(eta=0.99, L=1000, *, values="f32", allreduce="auto", comm=None, model=None, codecs="auto", route="host", group=None):
     """DCT-DP: per-tensor hard threshold, recomputed every L steps, keeping the
     top (1 - eta) of |grad + residual|; error feedback per tensor; sparse
     allreduce (`auto` picks the algorithm). values: f32, bf16, fp8 or fp4
@@ -317,14 +326,39 @@ def dct_hook(eta=0.99, L=1000, *, values="f32", allreduce="auto", comm=None, mod
     only the kept pairs leave a GPU; the host rounds their values to
     bf16/fp8/fp4), "host" (a CUDA bucket staged through pinned host
     memory), or "auto": the device's for CUDA buckets, else the host's. The
-    same bits either way, and state_dict() saves the same state."""
+    same bits either way, and state_dict() saves the same state.
+    route: how the device codec's payloads travel: "host" (pinned host
+    memory and sparq's transport) or "group" (uint8 tensors on the
+    gradients' device through `group`, a torch.distributed process group,
+    the default one if None: NCCL between GPUs, no host copy; f32 or bf16
+    values; the streams are allgathered and summed on the device in rank
+    order)."""
     codec = f"dct:{eta},{L}" + ("" if values == "f32" else f"+{values}")
-    return Hook(codec, allreduce=allreduce, comm=comm, model=model, codecs=codecs)
+    return Hook(codec, allreduce=allreduce, comm=comm, model=model, codecs=codecs, route=route, group=group)
 
 
 def _check_codecs(codecs, what):
     if codecs not in ("auto", "host", "device"):
         raise _sparq.InputError(f"{what}: codecs '{codecs}'; they are auto, host or device")
+
+
+def _check_route(route, group, codec, codecs, device_codec, what):
+    """The group the payloads travel through (True: the default group), or
+    None for the host route."""
+    if route not in ("host", "group"):
+        raise _sparq.InputError(f"{what}: route '{route}'; it is host or group")
+    if route == "host":
+        if group is not None:
+            raise _sparq.InputError(f"{what}: a group is for route='group'; the host route runs on sparq's Comm")
+        return None
+    if codecs == "host" or device_codec is None:
+        raise _sparq.InputError(f"{what}: route='group' carries the device codecs' payloads; codec {codec} with "
+                                f"codecs='{codecs}' runs on the host (route='host')")
+    values = _sparq.dp_codec(codec)["values"]
+    if values not in ("f32", "bf16"):
+        raise _sparq.InputError(f"{what}: {values} values are rounded by the host, which route='group' does not "
+                                "reach; use f32 or bf16 values, or route='host'")
+    return True if group is None else group
 
 
 def _on_device(codecs, t):
@@ -340,38 +374,41 @@ def _device_codec_of(codec, allreduce):
     up to 8 ranks) have."""
     c = _sparq.dp_codec(codec)
     if c["kind"] == "dct":
-        return functools.partial(_device_codec, "device_sparse", "DeviceDct", (c["eta"], c["life_span"]))
+        return functools.partial(_device_codec, "device_sparse", "DeviceDct", (c["eta"], c["life_span"], c["values"]))
     if c["kind"] == "topk":
-        return functools.partial(_device_codec, "device_sparse", "DeviceTopK", (c["k"], c["bucket"]))
+        return functools.partial(_device_codec, "device_sparse", "DeviceTopK", (c["k"], c["bucket"], c["values"]))
     if c["rowwise"] and allreduce in ("ring", "recursive-doubling"):
         return functools.partial(_device_codec, "device_quantized", "DeviceQuantized", (codec, allreduce))
     return None
 
 
-def _device_codec(module, kind, args, x, comm):
-    """module.kind(*args, x, comm), imported only where the codecs run on
-    the device (the modules import Triton); None where the codec has no
-    device kernels for comm's rank count."""
+def _device_codec(module, kind, args, x, comm, route):
+    """module.kind(*args, x, comm, route), imported only where the codecs
+    run on the device (the modules import Triton); None where the codec
+    has no device kernels for comm's rank count."""
     cls = getattr(importlib.import_module(f".{module}", __package__), kind)
-    return cls(*args, x, comm) if cls.runs_on(comm.size, *args) else None
+    return cls(*args, x, comm, route) if cls.runs_on(comm.size, *args) else None
 
 
-def quantized_hook(bits=4, ec=True, *, allreduce="ring", comm=None, model=None, codecs="auto"):
+def quantized_hook(bits=4, ec=True, *, allreduce="ring", comm=None, model=None, codecs="auto", route="host", group=None):
     """Row-wise quantized allreduce (ring or recursive-doubling) in 8/4/2 bits,
     with per-hop error compensation when ec. codecs: where the chunks are
     encoded, decoded and summed: "device" (sparq.gpu's kernels: only the
     encodings cross PCIe; recursive doubling up to 8 ranks), "host" (a CUDA
     bucket staged through pinned host memory), or "auto": the device's for
-    CUDA buckets where it runs, else the host's. The same bits either way."""
-    return Hook(f"q{bits}" + ("+ec" if ec else ""), allreduce=allreduce, comm=comm, model=model, codecs=codecs)
+    CUDA buckets where it runs, else the host's. The same bits either way.
+    route and group: as dct_hook's (the ring's hops and recursive
+    doubling's rounds through the group; the same bits on either route)."""
+    return Hook(f"q{bits}" + ("+ec" if ec else ""), allreduce=allreduce, comm=comm, model=model, codecs=codecs,
+                route=route, group=group)
 
 
-def topk_hook(k, b, *, values="f32", allreduce="auto", comm=None, model=None, codecs="auto"):
+def topk_hook(k, b, *, values="f32", allreduce="auto", comm=None, model=None, codecs="auto", route="host", group=None):
     """SparCML's TopK SGD: the k largest of every b values of grad + residual,
-    residual keeps the rest, sparse allreduce. values and codecs: as
-    dct_hook's."""
+    residual keeps the rest, sparse allreduce. values, codecs, route and
+    group: as dct_hook's."""
     codec = f"topk:{k}/{b}" + ("" if values == "f32" else f"+{values}")
-    return Hook(codec, allreduce=allreduce, comm=comm, model=model, codecs=codecs)
+    return Hook(codec, allreduce=allreduce, comm=comm, model=model, codecs=codecs, route=route, group=group)
 
 
 def _codec(bits):
@@ -392,31 +429,32 @@ def _default_alltoall_comm():
 
 
 class _QuantizedAlltoall(torch.autograd.Function):
-    # Codecs on the device (device_alltoall), or on the host: a CUDA tensor is
-    # then staged through pinned host memory in fp32 both ways. The result
-    # and the gradient go back to x's device.
+    # Codecs on the device (device_alltoall; the blocks on comm, or through
+    # route's group), or on the host: a CUDA tensor is then staged through
+    # pinned host memory in fp32 both ways. The result and the gradient go
+    # back to x's device.
     @staticmethod
-    def forward(ctx, x, send_rows, recv_rows, fwd, bwd, comm, on_device):
-        ctx.meta = (send_rows, recv_rows, bwd, comm, x.shape, x.device, on_device)
+    def forward(ctx, x, send_rows, recv_rows, fwd, bwd, comm, route, on_device):
+        ctx.meta = (send_rows, recv_rows, bwd, comm, route, x.device, on_device)
         if on_device:
-            return _device_alltoall(x.detach(), send_rows, recv_rows, fwd, comm)
+            return _device_alltoall(x.detach(), send_rows, recv_rows, fwd, comm, route)
         return _host_alltoall(x.detach(), send_rows, recv_rows, fwd, comm, f"sparq.torch.quantized_alltoall on rank "
                               f"{comm.rank}")
 
     @staticmethod
     def backward(ctx, grad):
-        send_rows, recv_rows, bwd, comm, shape, device, on_device = ctx.meta
+        send_rows, recv_rows, bwd, comm, route, device, on_device = ctx.meta
         if on_device:
-            gin = _device_alltoall(grad, recv_rows, send_rows, bwd, comm)
+            gin = _device_alltoall(grad, recv_rows, send_rows, bwd, comm, route)
         else:
             gin = _host_alltoall(grad, recv_rows, send_rows, bwd, comm,
                                  f"sparq.torch.quantized_alltoall backward on rank {comm.rank}")
-        return gin.to(device), None, None, None, None, None, None
+        return gin.to(device), None, None, None, None, None, None, None
 
 
-def _device_alltoall(x, send_rows, recv_rows, codec, comm):
+def _device_alltoall(x, send_rows, recv_rows, codec, comm, route):
     from .device_alltoall import alltoall_rows  # imports Triton, only where the codecs run on the device
-    return alltoall_rows(x, send_rows, recv_rows, codec, comm)
+    return alltoall_rows(x, send_rows, recv_rows, codec, comm, route)
 
 
 def _host_alltoall(x, send_rows, recv_rows, codec, comm, what):
@@ -428,7 +466,8 @@ def _host_alltoall(x, send_rows, recv_rows, codec, comm, what):
     return _to_device(out, x.device)
 
 
-def quantized_alltoall(x, splits, fwd_bits=4, bwd_bits=2, *, recv_splits=None, comm=None, codecs="auto"):
+def quantized_alltoall(x, splits, fwd_bits=4, bwd_bits=2, *, recv_splits=None, comm=None, codecs="auto",
+                       route="host", group=None):
     """Alltoall of rows for table-wise embeddings: the first splits[0] rows of
     x go to rank 0, the next splits[1] to rank 1, ...; returns the rows every
     rank sent here, in rank order. Forward in fwd_bits, backward (the rows'
@@ -438,22 +477,63 @@ def quantized_alltoall(x, splits, fwd_bits=4, bwd_bits=2, *, recv_splits=None, c
     "device" (sparq.gpu's kernels, so only compressed bytes leave a GPU),
     "host" (a CUDA tensor staged through pinned host memory in fp32, the CPU
     codecs), or "auto": device for CUDA tensors, host for CPU ones. Either
-    way the same bits, and ranks of both kinds mix in one job."""
-    comm = comm if comm is not None else _default_alltoall_comm()
+    way the same bits, and ranks of both kinds mix in one job. route: how
+    the device's blocks travel: "host" (pinned host memory and sparq's
+    transport, `comm`) or "group" (uint8 tensors on x's device through
+    `group`, a torch.distributed process group, the default one if None:
+    NCCL between GPUs; every rank on this route)."""
+    what = "sparq.torch.quantized_alltoall"
+    _check_codecs(codecs, what)
+    on_device = _on_device(codecs, x)
+    if route == "group":
+        if not on_device:
+            raise _sparq.InputError(f"{what}: route='group' carries the device codecs' blocks; codecs='{codecs}' "
+                                    f"runs the host's for a tensor on {x.device} (codecs='device', or route='host')")
+        where, comm = _group_route(group), None
+    else:
+        _check_route(route, group, None, None, None, what)
+        where = comm = comm if comm is not None else _default_alltoall_comm()
     if x.dim() != 2 or x.dtype != torch.float32 or x.device.type not in ("cpu", "cuda"):
-        raise _sparq.InputError(f"sparq.torch.quantized_alltoall: rank {comm.rank} got a {x.dim()}-D {x.dtype} "
-                                f"tensor on {x.device}; it takes a 2-D float32 tensor on the CPU or a CUDA device")
-    _check_codecs(codecs, "sparq.torch.quantized_alltoall")
+        raise _sparq.InputError(f"{what}: rank {where.rank} got a {x.dim()}-D {x.dtype} tensor on {x.device}; it "
+                                "takes a 2-D float32 tensor on the CPU or a CUDA device")
     splits = [int(s) for s in splits]
-    if len(splits) != comm.size or sum(splits) != x.shape[0] or min(splits) < 0:
-        raise _sparq.InputError(f"sparq.torch.quantized_alltoall: rank {comm.rank}: splits {splits} do not "
-                                f"divide {x.shape[0]} rows over {comm.size} ranks")
+    if len(splits) != where.size or sum(splits) != x.shape[0] or min(splits) < 0:
+        raise _sparq.InputError(f"{what}: rank {where.rank}: splits {splits} do not divide {x.shape[0]} rows over "
+                                f"{where.size} ranks")
     if recv_splits is None:
-        counts = torch.tensor(splits, dtype=torch.float32)
-        got = torch.empty(comm.size, dtype=torch.float32)
-        if max(splits, default=0) >= 1 << 24:
-            raise _sparq.InputError("sparq.torch.quantized_alltoall: more than 2^24 rows to one rank")
-        _sparq.quantized_alltoallv(comm, counts.numpy(), [1] * comm.size, got.numpy(), [1] * comm.size, "fp32", 1)
-        recv_splits = [int(v) for v in got.tolist()]
+        recv_splits = _exchange_counts(splits, comm, where if comm is None else None, x.device, what)
     return _QuantizedAlltoall.apply(x, splits, [int(r) for r in recv_splits], _codec(fwd_bits), _codec(bwd_bits),
-                                    comm, _on_device(codecs, x))
+                                    comm, None if comm is not None else where, on_device)
+
+
+_group_routes = {}
+
+
+def _group_route(group):
+    """The GroupRoute of a torch.distributed group (one a group: it counts the bytes sent)."""
+    key = group if group is not None else dist.group.WORLD
+    if key not in _group_routes:
+        from .group_route import GroupRoute
+        _group_routes[key] = GroupRoute(group)
+    return _group_routes[key]
+
+
+def _exchange_counts(splits, comm, route, device, what):
+    """The rows every rank sends here: a round of counts on comm, or
+    through route's group; each checked before it sizes anything."""
+    if route is not None:
+        if max(splits, default=0) >= 1 << 31:
+            raise _sparq.InputError(f"{what}: 2^31 rows or more to one rank")
+        got = route.alltoallv(torch.tensor(splits, dtype=torch.int32, device=device).view(torch.uint8),
+                              [4] * route.size, [4] * route.size).view(torch.int32).tolist()
+    else:
+        if max(splits, default=0) >= 1 << 24:
+            raise _sparq.InputError(f"{what}: more than 2^24 rows to one rank")
+        counts = torch.tensor(splits, dtype=torch.float32)
+        out = torch.empty(comm.size, dtype=torch.float32)
+        _sparq.quantized_alltoallv(comm, counts.numpy(), [1] * comm.size, out.numpy(), [1] * comm.size, "fp32", 1)
+        got = out.tolist()
+    for i, n in enumerate(got):
+        if not (n >= 0 and n == int(n)):
+            raise _sparq.WireError(f"{what}: rank {i} announces {n} rows")
+    return [int(n) for n in got]

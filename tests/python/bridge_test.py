@@ -292,6 +292,21 @@ def quantized_alltoall_with_device_codecs_equals_the_host_codecs(rank, size):
         assert host[2] == device[2], f"q{fwd}/q{bwd}: {host[2]} bytes sent by the host codecs, {device[2]} by the device's"
         mixed = run("device" if rank == 0 else "host", fwd, bwd)
         assert torch.equal(host[0], mixed[0]) and torch.equal(host[1], mixed[1]), f"mixed q{fwd}/q{bwd}"
+        # route='group': the same blocks through torch.distributed (the counts' round too).
+        xd = x.clone().requires_grad_()
+        route = st._group_route(None)
+        before = route.bytes_sent
+        y = st.quantized_alltoall(xd, splits, fwd, bwd, codecs="device", route="group")
+        (y * w).sum().backward()
+        assert torch.equal(host[0], y) and torch.equal(host[1], xd.grad), f"group q{fwd}/q{bwd}"
+        assert route.bytes_sent - before == host[2], f"group q{fwd}/q{bwd}: bytes sent"
+    for bad, words in ((lambda: st.quantized_alltoall(x, splits, route="group"), "route='group' carries"),
+                       (lambda: st.quantized_alltoall(x, splits, codecs="device", route="mpi"), "route 'mpi'")):
+        try:
+            bad()
+            raise AssertionError(f"accepted: {words}")
+        except sparq.InputError as e:
+            assert words in str(e), str(e)
     try:
         st.quantized_alltoall(x, splits, 4, 2, codecs="gpu")
         raise AssertionError("codecs='gpu' was accepted")
@@ -389,6 +404,86 @@ def quantized_hook_with_device_codecs_equals_the_host_codec(rank, size, device="
         raise AssertionError("a NaN gradient was accepted")
     except Exception as e:  # DDP re-raises the hook's error as a RuntimeError
         assert f"bucket 0 on rank {rank}: row-wise quantize" in str(e) and "NaN" in str(e), str(e)
+
+
+@check
+def group_route_carries_the_device_codecs_payloads(rank, size):
+    """route='group': the device codecs' payloads as uint8 tensors through
+    torch.distributed (here Gloo with CPU tensors; NCCL between GPUs). The
+    quantized ring and recursive doubling send the same bytes as on the host
+    route, so the gradients are the host route's bit for bit. DCT-DP and
+    TopK sum every rank's stream (values f32, or bf16 rounded on the device)
+    in rank order: DCT-DP's first step equals that sum of the CPU codecs'
+    pairs; over steps the host route's gradients and residuals bit for bit
+    on 2 ranks (a + b either way), within float rounding beyond, the same on
+    every rank. Choices that cannot work are InputErrors."""
+    for codec, algo in (("q4+ec", "ring"), ("q2+ec-skip-first", "ring"), ("q4+ec", "recursive-doubling")):
+        runs = {}
+        for route in ("host", "group"):
+            hook = st.Hook(codec, allreduce=algo, codecs="device", route=route)
+            runs[route] = run_steps(rank, range(3), hook, model_and_batch(rank)[0])
+            assert hook.bytes_sent > 0 and (hook._route is not None) == (route == "group")
+        for s, (a, b) in enumerate(zip(runs["host"], runs["group"])):
+            for name in a:
+                assert torch.equal(a[name], b[name]), f"{codec} {algo}: step {s} {name}"
+    # DCT-DP's first step against a plain reference: each rank's pairs by the
+    # CPU codecs, rounded as a peer decodes them, summed in rank order.
+    for values in ("f32", "bf16"):
+        model, x, y = model_and_batch(rank)
+        ddp = DDP(model, bucket_cap_mb=0.005)
+        ddp.register_comm_hook(None, st.dct_hook(0.9, 3, values=values, model=ddp, codecs="device", route="group"))
+        got = ddp_grads(ddp, x, y)
+        for name, g in local_grads(model_and_batch(rank)[0], x, y).items():
+            a = g.contiguous().view(-1).numpy()
+            idx, val = sparq._sparq.threshold_pack(a, sparq._sparq.sparsity_threshold(a, 0.9))
+            sent = torch.zeros(a.size)
+            sent[idx.astype(np.int64)] = torch.from_numpy(sparq._sparq.decode_stream(
+                sparq._sparq.encode_stream(a.size, idx, val, values))[2])
+            every = [torch.empty_like(sent) for _ in range(size)]
+            dist.all_gather(every, sent)
+            want = torch.zeros(a.size)
+            for v in every:
+                want += v
+            want *= float(torch.ones((), dtype=torch.float32) / size)
+            assert torch.equal(got[name].view(-1), want), f"dct {values}: {name}"
+    # Over steps (thresholds and residuals carried): the host route's.
+    for make in (lambda route: st.dct_hook(0.9, 3, codecs="device", route=route),
+                 lambda route: st.topk_hook(4, 64, codecs="device", route=route)):
+        runs, hooks = {}, {}
+        for route in ("host", "group"):
+            hooks[route] = make(route)
+            runs[route] = run_steps(rank, range(4 if size == 2 else 1), hooks[route], model_and_batch(rank)[0])
+        what = hooks["group"].codec
+        assert 0 < hooks["group"].bytes_sent < hooks["group"].dense_bytes, what
+        for s, (a, b) in enumerate(zip(runs["host"], runs["group"])):
+            for name in a:
+                same = torch.equal(a[name], b[name]) if size == 2 else torch.allclose(a[name], b[name], rtol=1e-6)
+                assert same, f"{what}: step {s} {name}"
+        if size == 2:
+            host, group = hooks["host"]._device.residuals, hooks["group"]._device.residuals
+            assert host.keys() == group.keys() and all(torch.equal(host[k], group[k]) for k in host), what
+        flat = torch.cat([g.flatten() for g in runs["group"][-1].values()])
+        every = [torch.empty_like(flat) for _ in range(size)]
+        dist.all_gather(every, flat)
+        assert all(torch.equal(flat, g) for g in every), f"{what}: ranks disagree"
+    for bad, words in ((lambda: st.dct_hook(route="group", codecs="host"), "carries the device codecs' payloads"),
+                       (lambda: st.Hook("none", route="group"), "carries the device codecs' payloads"),
+                       (lambda: st.dct_hook(values="fp8", route="group"), "fp8 values"),
+                       (lambda: st.dct_hook(route="nccl"), "route 'nccl'"),
+                       (lambda: st.dct_hook(group=dist.group.WORLD), "a group is for route='group'")):
+        try:
+            bad()
+            raise AssertionError(f"accepted: {words}")
+        except sparq.InputError as e:
+            assert words in str(e), str(e)
+    model, x, y = model_and_batch(rank)
+    ddp = DDP(model)
+    ddp.register_comm_hook(None, st.dct_hook(route="group"))  # codecs="auto": the host's for a CPU bucket
+    try:
+        ddp_grads(ddp, x, y)
+        raise AssertionError("a CPU bucket went to the group route with the host's codec")
+    except Exception as e:  # DDP re-raises the hook's error as a RuntimeError
+        assert f"on rank {rank} is on cpu" in str(e), str(e)
 
 
 @cuda_check
