@@ -412,11 +412,10 @@ def group_route_carries_the_device_codecs_payloads(rank, size):
     torch.distributed (here Gloo with CPU tensors; NCCL between GPUs). The
     quantized ring and recursive doubling send the same bytes as on the host
     route, so the gradients are the host route's bit for bit. DCT-DP and
-    TopK sum every rank's stream (values f32, or bf16 rounded on the device)
-    in rank order: DCT-DP's first step equals that sum of the CPU codecs'
-    pairs; over steps the host route's gradients and residuals bit for bit
-    on 2 ranks (a + b either way), within float rounding beyond, the same on
-    every rank. Choices that cannot work are InputErrors."""
+    TopK sum every rank's stream in rank order (group_route_sums_...): over
+    steps the host route's gradients and residuals bit for bit on 2 ranks
+    (a + b either way), within float rounding beyond, the same on every
+    rank. Choices that cannot work are InputErrors."""
     for codec, algo in (("q4+ec", "ring"), ("q2+ec-skip-first", "ring"), ("q4+ec", "recursive-doubling")):
         runs = {}
         for route in ("host", "group"):
@@ -426,26 +425,6 @@ def group_route_carries_the_device_codecs_payloads(rank, size):
         for s, (a, b) in enumerate(zip(runs["host"], runs["group"])):
             for name in a:
                 assert torch.equal(a[name], b[name]), f"{codec} {algo}: step {s} {name}"
-    # DCT-DP's first step against a plain reference: each rank's pairs by the
-    # CPU codecs, rounded as a peer decodes them, summed in rank order.
-    for values in ("f32", "bf16"):
-        model, x, y = model_and_batch(rank)
-        ddp = DDP(model, bucket_cap_mb=0.005)
-        ddp.register_comm_hook(None, st.dct_hook(0.9, 3, values=values, model=ddp, codecs="device", route="group"))
-        got = ddp_grads(ddp, x, y)
-        for name, g in local_grads(model_and_batch(rank)[0], x, y).items():
-            a = g.contiguous().view(-1).numpy()
-            idx, val = sparq._sparq.threshold_pack(a, sparq._sparq.sparsity_threshold(a, 0.9))
-            sent = torch.zeros(a.size)
-            sent[idx.astype(np.int64)] = torch.from_numpy(sparq._sparq.decode_stream(
-                sparq._sparq.encode_stream(a.size, idx, val, values))[2])
-            every = [torch.empty_like(sent) for _ in range(size)]
-            dist.all_gather(every, sent)
-            want = torch.zeros(a.size)
-            for v in every:
-                want += v
-            want *= float(torch.ones((), dtype=torch.float32) / size)
-            assert torch.equal(got[name].view(-1), want), f"dct {values}: {name}"
     # Over steps (thresholds and residuals carried): the host route's.
     for make in (lambda route: st.dct_hook(0.9, 3, codecs="device", route=route),
                  lambda route: st.topk_hook(4, 64, codecs="device", route=route)):
@@ -484,6 +463,39 @@ def group_route_carries_the_device_codecs_payloads(rank, size):
         raise AssertionError("a CPU bucket went to the group route with the host's codec")
     except Exception as e:  # DDP re-raises the hook's error as a RuntimeError
         assert f"on rank {rank} is on cpu" in str(e), str(e)
+
+
+@check
+def group_route_sums_every_ranks_stream_in_rank_order(rank, size, device="cpu"):
+    """DCT-DP's first step on the group route, every value format (rounded
+    on the device) against a plain reference: each rank's pairs by the CPU
+    codecs, rounded as a peer decodes them, summed in rank order, times 1/P."""
+    for values in ("f32", "bf16"):
+        model, x, y = (t.to(device) for t in model_and_batch(rank))
+        ddp = DDP(model, bucket_cap_mb=0.005)
+        ddp.register_comm_hook(None, st.dct_hook(0.9, 3, values=values, model=ddp, codecs="device", route="group"))
+        got = ddp_grads(ddp, x, y)
+        for name, g in local_grads(model_and_batch(rank)[0], *model_and_batch(rank)[1:]).items():
+            a = g.contiguous().view(-1).numpy()
+            idx, val = sparq._sparq.threshold_pack(a, sparq._sparq.sparsity_threshold(a, 0.9))
+            sent = torch.zeros(a.size)
+            sent[idx.astype(np.int64)] = torch.from_numpy(sparq._sparq.decode_stream(
+                sparq._sparq.encode_stream(a.size, idx, val, values))[2])
+            every = [torch.empty_like(sent) for _ in range(size)]
+            dist.all_gather(every, sent)
+            want = torch.zeros(a.size)
+            for v in every:
+                want += v
+            want *= float(torch.ones((), dtype=torch.float32) / size)
+            assert torch.equal(got[name].view(-1).cpu(), want), f"dct {values}: {name}"
+
+
+@cuda_check
+def group_route_on_cuda_sums_every_ranks_stream_in_rank_order(rank, size):
+    """The same with the buckets, the codecs and the streams on the GPU (the
+    group here is Gloo's, which copies CUDA tensors through the host; NCCL
+    would not, but refuses two ranks on one GPU)."""
+    group_route_sums_every_ranks_stream_in_rank_order(rank, size, "cuda")
 
 
 @cuda_check
