@@ -17,10 +17,11 @@ With +bf16, +fp8 or +fp4 values the pairs cross in fp32 and the host rounds
 them as its codecs do (one scale for the bucket's message), handing back
 what rounding took from each value (4 bytes a kept value) for the residuals.
 
-On the group route nothing crosses PCIe: the device rounds the values
-(f32 or bf16), encodes the bucket's sparse stream in the CPU's wire
-format (gpu.stream), the streams are allgathered through the group, and
-each rank decodes and sums them on its device.
+On the group route nothing crosses PCIe: the device encodes the bucket's
+sparse stream in the CPU's wire format (gpu.stream; any value format,
+rounded there and what rounding took fed back), the streams are
+allgathered through the group, and each rank decodes and sums them on
+its device.
 """
 import torch
 
@@ -134,21 +135,28 @@ class DeviceSparse(DeviceState):
             self.residuals[piece][i.long()] += t
 
     def _exchange_on_group(self, flat, kept_of, what):
-        """The bucket's stream (its values rounded here, as the host rounds
-        them) allgathered through the group, every rank's summed on the
-        device in rank order: SparCML's allgather, where the host route's
-        sparse allreduce (auto) may merge in other orders, so beyond 2
-        ranks the sums can differ from the host route's in the last bits."""
+        """The bucket's stream (its values in the codec's format, rounded
+        here, what rounding took fed back) allgathered through the group,
+        every rank's summed on the device in rank order: SparCML's
+        allgather, where the host route's sparse allreduce (auto) may merge
+        in other orders and round partial sums again, so beyond 2 ranks, or
+        with rounded values, the sums can differ from the host route's in
+        the last bits."""
         n = flat.numel()
         idx = torch.cat([i.long() + off for _, i, _, off in kept_of])
         val = torch.cat([v for _, _, v, _ in kept_of])
-        sent = stream.round_values(val, self.values)
+        try:
+            data = stream.encode(idx, val, n, self.values)
+            dense = stream.HEADER + stream.vals.values_bytes(n, self.values)
+            if data.numel() <= dense:
+                sent = stream.round_values(val, self.values)
+            else:  # as the host's densify_if_smaller; fp4's groups are then the dense vector's
+                whole = torch.zeros_like(flat).index_put_((idx,), val)
+                data, sent = stream.encode_dense(whole, self.values), stream.round_values(whole, self.values)[idx]
+        except _sparq.InputError as e:
+            raise _sparq.InputError(f"{what}: {e}") from None
         if sent is not val:
             self._feed_back(kept_of, val - sent)
-        data = stream.encode(idx, sent, n, self.values)
-        dense = stream.HEADER + n * stream.VALUE_BYTES[stream.FORMATS[self.values]]
-        if data.numel() > dense:  # as the host's densify_if_smaller
-            data = stream.encode_dense(torch.zeros_like(flat).index_put_((idx,), sent), self.values)
         ready = ready_event(flat)
 
         def finish(size):

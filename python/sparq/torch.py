@@ -330,9 +330,9 @@ def dct_hook(eta=0.99, L=1000, *, values="f32", allreduce="auto", comm=None, mod
     route: how the device codec's payloads travel: "host" (pinned host
     memory and sparq's transport) or "group" (uint8 tensors on the
     gradients' device through `group`, a torch.distributed process group,
-    the default one if None: NCCL between GPUs, no host copy; f32 or bf16
-    values; the streams are allgathered and summed on the device in rank
-    order)."""
+    the default one if None: NCCL between GPUs, no host copy; the values
+    rounded on the device; the streams are allgathered and summed on the
+    device in rank order)."""
     codec = f"dct:{eta},{L}" + ("" if values == "f32" else f"+{values}")
     return Hook(codec, allreduce=allreduce, comm=comm, model=model, codecs=codecs, route=route, group=group)
 
@@ -354,10 +354,6 @@ def _check_route(route, group, codec, codecs, device_codec, what):
     if codecs == "host" or device_codec is None:
         raise _sparq.InputError(f"{what}: route='group' carries the device codecs' payloads; codec {codec} with "
                                 f"codecs='{codecs}' runs on the host (route='host')")
-    values = _sparq.dp_codec(codec)["values"]
-    if values not in ("f32", "bf16"):
-        raise _sparq.InputError(f"{what}: {values} values are rounded by the host, which route='group' does not "
-                                "reach; use f32 or bf16 values, or route='host'")
     return True if group is None else group
 
 

@@ -115,6 +115,12 @@ void load_varints(const std::uint8_t* p, std::size_t run_bytes, std::size_t n, s
 double pow2(int e) { return std::bit_cast<double>(static_cast<std::uint64_t>(1023 + e) << 52); }
 float to_fp8_range(float v, int scale) { return static_cast<float>(static_cast<double>(v) * pow2(-scale)); }
 float from_fp8(std::uint8_t q, int scale) { return static_cast<float>(static_cast<double>(e4m3_to_float(q)) * pow2(scale)); }
+// v's code at the message scale; near float's largest (scale 2^120 and up)
+// the code below where rounding up would decode beyond float.
+std::uint8_t to_fp8(float v, int scale) {
+  const std::uint8_t q = float_to_e4m3(to_fp8_range(v, scale));
+  return std::isinf(from_fp8(q, scale)) ? static_cast<std::uint8_t>(q - 1) : q;
+}
 
 // fp4 (E2M1: sign, 2 exponent bits, 1 mantissa bit) magnitudes by code & 7,
 // and the midpoints between neighbours.
@@ -232,7 +238,7 @@ void round_values(std::span<float> values, ValueFormat vf) {
       return;
     case ValueFormat::Fp8: {
       const int scale = value_scale(values, vf);
-      for (float& v : values) v = from_fp8(float_to_e4m3(to_fp8_range(v, scale)), scale);
+      for (float& v : values) v = from_fp8(to_fp8(v, scale), scale);
       return;
     }
     case ValueFormat::Fp4: round_fp4(values); return;
@@ -287,7 +293,7 @@ void store_values(std::span<const float> values, ValueFormat vf, int scale, std:
       }
       break;
     case ValueFormat::Fp8:
-      for (float v : values) *vals++ = float_to_e4m3(to_fp8_range(v, scale));
+      for (float v : values) *vals++ = to_fp8(v, scale);
       break;
     case ValueFormat::Fp4: store_fp4(values, vals); break;
   }
@@ -307,7 +313,15 @@ void load_values(const std::byte* in, ValueFormat vf, int scale, std::span<float
       }
       break;
     case ValueFormat::Fp8:
-      for (std::size_t i = 0; i < values.size(); ++i) values[i] = from_fp8(vals[i], scale);
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        // No encoder writes NaN's codes (it refuses non-finite values), nor
+        // codes beyond float at the message's scale (to_fp8).
+        SPARQ_CHECK_AS(WireError, (vals[i] & 0x7fu) != 0x7fu, "sparse stream: fp8 code {:#x} (NaN), which no "
+                       "encoder writes", vals[i]);
+        values[i] = from_fp8(vals[i], scale);
+        SPARQ_CHECK_AS(WireError, !std::isinf(values[i]), "sparse stream: fp8 code {:#x} at scale 2^{} is beyond "
+                       "float's range", vals[i], scale);
+      }
       break;
     case ValueFormat::Fp4: load_fp4(vals, values); break;
   }

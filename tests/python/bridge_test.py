@@ -447,7 +447,6 @@ def group_route_carries_the_device_codecs_payloads(rank, size):
         assert all(torch.equal(flat, g) for g in every), f"{what}: ranks disagree"
     for bad, words in ((lambda: st.dct_hook(route="group", codecs="host"), "carries the device codecs' payloads"),
                        (lambda: st.Hook("none", route="group"), "carries the device codecs' payloads"),
-                       (lambda: st.dct_hook(values="fp8", route="group"), "fp8 values"),
                        (lambda: st.dct_hook(route="nccl"), "route 'nccl'"),
                        (lambda: st.dct_hook(group=dist.group.WORLD), "a group is for route='group'")):
         try:
@@ -468,26 +467,42 @@ def group_route_carries_the_device_codecs_payloads(rank, size):
 @check
 def group_route_sums_every_ranks_stream_in_rank_order(rank, size, device="cpu"):
     """DCT-DP's first step on the group route, every value format (rounded
-    on the device) against a plain reference: each rank's pairs by the CPU
-    codecs, rounded as a peer decodes them, summed in rank order, times 1/P."""
-    for values in ("f32", "bf16"):
+    on the device) against a plain reference: each rank's pairs of a bucket
+    by the CPU codecs, rounded as a peer decodes their stream, summed in
+    rank order, times 1/P."""
+    for values in ("f32", "bf16", "fp8", "fp4"):
         model, x, y = (t.to(device) for t in model_and_batch(rank))
         ddp = DDP(model, bucket_cap_mb=0.005)
-        ddp.register_comm_hook(None, st.dct_hook(0.9, 3, values=values, model=ddp, codecs="device", route="group"))
+        hook = st.dct_hook(0.9, 3, values=values, model=ddp, codecs="device", route="group")
+        buckets = []  # each bucket's tensors, in its order: one stream a bucket, fp8's scale and fp4's groups its own
+
+        def recording(state, bucket):
+            buckets.append([hook._name(p) for p in bucket.parameters()])
+            return hook(state, bucket)
+
+        ddp.register_comm_hook(None, recording)
         got = ddp_grads(ddp, x, y)
-        for name, g in local_grads(model_and_batch(rank)[0], *model_and_batch(rank)[1:]).items():
-            a = g.contiguous().view(-1).numpy()
-            idx, val = sparq._sparq.threshold_pack(a, sparq._sparq.sparsity_threshold(a, 0.9))
-            sent = torch.zeros(a.size)
+        local = local_grads(model_and_batch(rank)[0], *model_and_batch(rank)[1:])
+        for names in buckets:
+            grads = [local[n].contiguous().view(-1).numpy() for n in names]
+            idx, val, off = [], [], 0
+            for a in grads:
+                i, v = sparq._sparq.threshold_pack(a, sparq._sparq.sparsity_threshold(a, 0.9))
+                idx.append(i + off)
+                val.append(v)
+                off += a.size
+            idx, val = np.concatenate(idx).astype(np.uint32), np.concatenate(val)
+            sent = torch.zeros(off)
             sent[idx.astype(np.int64)] = torch.from_numpy(sparq._sparq.decode_stream(
-                sparq._sparq.encode_stream(a.size, idx, val, values))[2])
+                sparq._sparq.encode_stream(off, idx, val, values))[2])
             every = [torch.empty_like(sent) for _ in range(size)]
             dist.all_gather(every, sent)
-            want = torch.zeros(a.size)
+            want = torch.zeros(off)
             for v in every:
                 want += v
             want *= float(torch.ones((), dtype=torch.float32) / size)
-            assert torch.equal(got[name].view(-1).cpu(), want), f"dct {values}: {name}"
+            for n, w in zip(names, want.split([a.size for a in grads])):
+                assert torch.equal(got[n].view(-1).cpu(), w), f"dct {values}: {n}"
 
 
 @cuda_check

@@ -32,13 +32,13 @@ CASES = [(1, 1, "all"), (5, 0, "random"), (100, 10, "random"), (256, 256, "all")
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("fmt", ["f32", "bf16"])
+@pytest.mark.parametrize("fmt", ["f32", "bf16", "fp8", "fp4"])
 @pytest.mark.parametrize("dim,k,spread", CASES)
 def test_encode_is_the_cpu_encoders_bytes_and_decodes_back(device, fmt, dim, k, spread):
     idx, val = pairs(np.random.default_rng(dim + k), dim, k, spread)
     cpu = _sparq.encode_stream(dim, idx, val, fmt)
     sent = stream.round_values(torch.from_numpy(val).to(device), fmt)
-    dev = stream.encode(torch.from_numpy(idx.astype(np.int64)).to(device), sent, dim, fmt)
+    dev = stream.encode(torch.from_numpy(idx.astype(np.int64)).to(device), torch.from_numpy(val).to(device), dim, fmt)
     assert np.array_equal(dev.cpu().numpy(), cpu)
     dense, i2, v2 = _sparq.decode_stream(cpu)
     got_idx, got_val = stream.decode(torch.from_numpy(cpu).to(device))
@@ -47,13 +47,51 @@ def test_encode_is_the_cpu_encoders_bytes_and_decodes_back(device, fmt, dim, k, 
     assert np.array_equal(sent.cpu().numpy().view(np.uint32), v2.view(np.uint32))  # what the peer decodes
 
 
+EDGES = np.array([0x3F808000, 0x3F818000, 0x3F80FFFF, 0x3F7FFFFF, 0x7F7FFFFF, 0x7F7F8000, 0x00000001, 0x00008000,
+                  0x80018000, 0x80000000, 0x00000000, 0xC0490FDB, 0x00FF8000], dtype=np.uint32).view(np.float32)
+
+
+def edge_values(fmt):
+    """Values at each format's corners: bf16's ties and carries, fp8's
+    subnormals and ties at its message scale, fp4's midpoints (ties to the
+    even code), negative zeros, all-zero and odd-sized groups, float's
+    largest (fp4's next code down)."""
+    if fmt == "bf16":
+        return [EDGES]
+    mids = np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, -0.25, -2.5, 6.0, -0.0, 1e-30], dtype=np.float32)
+    sub = np.array([200.0, 2.0**-10, 3 * 2.0**-10, 2.0**-9, 1.5 * 2.0**-9, 2.5 * 2.0**-9, 136.0, 152.0, 248.0, -0.0],
+                   dtype=np.float32)
+    top = np.finfo(np.float32).max
+    return [mids, sub, np.zeros(40, np.float32), np.array([top, -top, 1.0], np.float32),
+            np.concatenate([mids] * 6)[:70], np.array([255.9, 1.0], np.float32), np.array([-0.0], np.float32)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fmt", ["bf16", "fp8", "fp4"])
+def test_values_round_at_the_formats_edges_as_the_cpu_does(device, fmt):
+    for val in edge_values(fmt):
+        idx = np.arange(val.size, dtype=np.uint32)
+        cpu = _sparq.encode_stream(val.size, idx, val, fmt)
+        _, _, want = _sparq.decode_stream(cpu)
+        got = stream.round_values(torch.from_numpy(val).to(device), fmt).cpu().numpy()
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (fmt, val, got, want)
+        dev = stream.encode(torch.from_numpy(idx.astype(np.int64)).to(device), torch.from_numpy(val).to(device),
+                            val.size, fmt)
+        assert np.array_equal(dev.cpu().numpy(), cpu), (fmt, val)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fmt", ["fp8", "fp4"])
+def test_non_finite_values_are_the_cpus_input_error(device, fmt):
+    with pytest.raises(_sparq.InputError, match=f"{fmt} stream values: non-finite value"):
+        stream.round_values(torch.tensor([1.0, float("inf")], device=device), fmt)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_bf16_rounds_half_to_even_as_the_cpu_does(device):
     """Ties, the carry into the next binade, overflow to infinity, denormals,
     signed zeros: the CPU's float_to_bf16 on every one."""
-    bits = np.array([0x3F808000, 0x3F818000, 0x3F80FFFF, 0x3F7FFFFF, 0x7F7FFFFF, 0x7F7F8000, 0x00000001, 0x00008000,
-                     0x80018000, 0x80000000, 0x00000000, 0xC0490FDB, 0x00FF8000], dtype=np.uint32)
-    val = bits.view(np.float32)
+    val = EDGES
     idx = np.arange(val.size, dtype=np.uint32)
     _, _, want = _sparq.decode_stream(_sparq.encode_stream(val.size, idx, val, "bf16"))
     got = stream.round_values(torch.from_numpy(val).to(device), "bf16").cpu().numpy()
@@ -73,6 +111,8 @@ def corrupt(cases):
         b[at] = v
         return b
 
+    fp8 = _sparq.encode_stream(300, np.array([3, 9], np.uint32), np.array([1.0, 2.0], np.float32), "fp8")
+    fp4 = _sparq.encode_stream(300, np.array([3, 9], np.uint32), np.array([1.0, 0.0], np.float32), "fp4")
     order = fixed.copy()
     order[12 + 5] = fixed[12 + 4]  # index 5 repeats index 4
     run_end = varint.size - 4 * 50
@@ -83,7 +123,8 @@ def corrupt(cases):
            ("size", fixed[:-1]), ("varint bytes left", np.concatenate([varint[:12], [0], varint[12:]])),
            ("varint cut", np.delete(varint, run_end - 1)), ("long varint", long_varint),
            ("index range", edit(fixed, 12 + 149, 0xFF)), ("order", order),
-           ("fp8", _sparq.encode_stream(300, *pairs(rng, 300, 20), "fp8"))]
+           ("fp8 NaN", edit(fp8, -1, 0xFF)), ("fp8 beyond float", edit(edit(fp8, 3, 120), -1, 0x78)),
+           ("fp4 negative zero", edit(fp4, -1, 0x84)), ("fp4 beyond float", edit(edit(fp4, -2, 126), -1, 0x06))]
     return [c for c in out if c[0] in cases] if cases else out
 
 
@@ -91,11 +132,9 @@ def corrupt(cases):
 @pytest.mark.parametrize("name,data", corrupt(None))
 def test_bad_bytes_are_the_cpu_decoders_wire_errors(device, name, data):
     data = np.ascontiguousarray(data, dtype=np.uint8)
-    want = "fp8 values, which the device decoder does not read"  # valid, but the host's to round
-    if name != "fp8":
-        with pytest.raises(_sparq.WireError) as cpu:
-            _sparq.decode_stream(data)
-        want = str(cpu.value).rsplit(" [", 1)[0]  # the words, without the C++ file and line
+    with pytest.raises(_sparq.WireError) as cpu:
+        _sparq.decode_stream(data)
+    want = str(cpu.value).rsplit(" [", 1)[0]  # the words, without the C++ file and line
     out = torch.full((70000,), 7.0, device=device)
     with pytest.raises(_sparq.WireError) as dev:
         stream.decode_sum([torch.from_numpy(data).to(device)], out[:int.from_bytes(bytes(data[4:8]), "little")]

@@ -5,61 +5,30 @@ for byte the CPU encoder's and a CPU rank's decode on a GPU.
 
     header (12 bytes): kind (1 sparse, 2 dense), index coding (c = 1, 2 or 4
     fixed-width bytes, 0x80 delta-varint, 0 dense), value format, scale
-    byte (0), dim (u32), n (u32); then the index run, then n values.
+    byte (fp8's int8 exponent, else 0), dim (u32), n (u32); then the index
+    run, then n values.
 
 The encoder writes the shorter index run (fixed width on a tie), as the
 CPU's does. Delta-varints are a scan each way: encoding places each
 number's bytes at the running sum of the numbers' lengths; decoding marks
 the bytes that end a number (high bit clear), numbers them by a running
 count, and adds each byte's 7 bits to its number at 7 times its place in
-it. The values are f32 or bf16 (round to nearest even); fp8 and fp4 are
-not built here (their scales are a message's and a group's reductions).
-The decoder checks everything the CPU's decode_stream checks before any
+it. The values are f32, bf16, fp8 or fp4 (gpu.values). The decoder checks everything the CPU's decode_stream checks before any
 value is used, and raises sparq's WireError with the same words.
 """
 import torch
 
 from .. import _sparq
+from . import values as vals
+from .values import round_values  # noqa: F401 - what a sender rounds its values with
 
 HEADER = 12
 SPARSE, DENSE, VARINT = 1, 2, 0x80
-FORMATS = {"f32": 0, "bf16": 1}  # value formats built here: their wire codes
-VALUE_BYTES = {0: 4, 1: 2, 2: 1}
 
 
 def index_bytes(dim):
     """c: the fewest of 1, 2 or 4 bytes that hold every index below dim."""
     return 1 if dim <= 1 << 8 else 2 if dim <= 1 << 16 else 4
-
-
-def round_values(v, fmt):
-    """v (float32) rounded to the value format as a peer decodes it."""
-    if fmt == "f32":
-        return v
-    return _bf16_to_float(_float_to_bf16(v))
-
-
-def _float_to_bf16(v):
-    """bf16 bits (int64) of finite float32 values, half to even: the CPU's
-    float_to_bf16 (a carry into the exponent is the next binade)."""
-    x = v.contiguous().view(torch.int32).to(torch.int64) & 0xFFFFFFFF
-    return ((x + 0x7FFF + ((x >> 16) & 1)) >> 16) & 0xFFFF
-
-
-def _bf16_to_float(h):
-    return (h.to(torch.int64) << 16).to(torch.int32).view(torch.float32)
-
-
-def _le_bytes(x, width):
-    """Each of x's (non-negative int64) numbers as `width` little-endian bytes."""
-    shifts = torch.arange(0, 8 * width, 8, device=x.device)
-    return ((x.view(-1, 1) >> shifts) & 0xFF).to(torch.uint8).view(-1)
-
-
-def _from_le(b, width):
-    """The little-endian numbers (int64) of b's bytes, `width` bytes each."""
-    shifts = torch.arange(0, 8 * width, 8, device=b.device)
-    return (b.view(-1, width).to(torch.int64) << shifts).sum(1)
 
 
 def _varint_numbers(idx):
@@ -84,8 +53,9 @@ def _varint_run(u, lengths, total):
 
 def encode(idx, val, dim, fmt="f32"):
     """The sparse stream of the pairs (indices ascending below dim, float32
-    values already rounded to fmt) as uint8 on their device: the bytes the
-    CPU's encode_stream writes for them (sparse; see encode_dense)."""
+    values, which fmt rounds as round_values does) as uint8 on their
+    device: the bytes the CPU's encode_stream writes for them (sparse; see
+    encode_dense)."""
     n = idx.numel()
     idx = idx.to(torch.int64)
     c = index_bytes(dim)
@@ -95,27 +65,21 @@ def encode(idx, val, dim, fmt="f32"):
     if varint < n * c:
         run, coding = _varint_run(u, lengths, varint), VARINT
     else:
-        run, coding = _le_bytes(idx, c), c
-    return torch.cat([_header(SPARSE, coding, fmt, dim, n, idx.device), run, _values(val, fmt)])
+        run, coding = vals.le_bytes(idx, c), c
+    data, scale = vals.encode(val, fmt)
+    return torch.cat([_header(SPARSE, coding, fmt, scale, dim, n, idx.device), run, data])
 
 
 def encode_dense(values, fmt="f32"):
-    """The dense stream of `values` (float32, already rounded to fmt)."""
-    return torch.cat([_header(DENSE, 0, fmt, values.numel(), values.numel(), values.device), _values(values, fmt)])
+    """The dense stream of `values` (float32, rounded by fmt)."""
+    data, scale = vals.encode(values, fmt)
+    return torch.cat([_header(DENSE, 0, fmt, scale, values.numel(), values.numel(), values.device), data])
 
 
-def _header(kind, coding, fmt, dim, n, device):
-    h = bytes([kind, coding, FORMATS[fmt], 0]) + int(dim).to_bytes(4, "little") + int(n).to_bytes(4, "little")
+def _header(kind, coding, fmt, scale, dim, n, device):
+    h = bytes([kind, coding, vals.CODES[fmt], scale & 0xFF]) + int(dim).to_bytes(4, "little") + \
+        int(n).to_bytes(4, "little")
     return torch.frombuffer(bytearray(h), dtype=torch.uint8).to(device)
-
-
-def _values(v, fmt):
-    v = v.contiguous().to(torch.float32)
-    if v.numel() == 0:
-        return torch.empty(0, dtype=torch.uint8, device=v.device)
-    if fmt == "f32":
-        return v.view(torch.uint8)
-    return _le_bytes(_float_to_bf16(v), 2)
 
 
 def header(data):
@@ -135,7 +99,9 @@ def _check_header(h, size):
         raise wire(f"sparse stream: unknown kind {kind}")
     if fmt > 3:
         raise wire(f"sparse stream: unknown value format {fmt}")
-    if fmt != 2 and scale != 0:
+    if fmt == 2 and scale >= 128:
+        scale -= 256  # int8
+    elif fmt != 2 and scale != 0:
         raise wire(f"sparse stream: scale byte {scale} not zero")
     dense = kind == DENSE
     c = 0 if dense else index_bytes(dim)
@@ -144,10 +110,7 @@ def _check_header(h, size):
                    f"dimension {dim} (expected {c}{'' if dense else ' or 128'})")
     if (n != dim) if dense else (n > dim):
         raise wire(f"sparse stream: {n} entries for dimension {dim}")
-    if fmt not in VALUE_BYTES or fmt == 2:
-        names = {v: k for k, v in FORMATS.items()} | {2: "fp8", 3: "fp4"}
-        raise wire(f"sparse stream: {names[fmt]} values, which the device decoder does not read (f32 and bf16)")
-    vbytes = n * VALUE_BYTES[fmt]
+    vbytes = vals.values_bytes(n, vals.NAMES[fmt])
     run = n * c
     if coding == VARINT:
         if size < HEADER + vbytes + n:
@@ -155,7 +118,8 @@ def _check_header(h, size):
         run = size - HEADER - vbytes
     if size != HEADER + run + vbytes:
         raise wire(f"sparse stream: {size} bytes, header says {HEADER + run + vbytes}")
-    return {"dense": dense, "coding": coding, "format": fmt, "dim": dim, "n": n, "run": run}
+    return {"dense": dense, "coding": coding, "format": vals.NAMES[fmt], "scale": scale, "dim": dim, "n": n,
+            "run": run}
 
 
 def decode(data, h=None):
@@ -165,17 +129,13 @@ def decode(data, h=None):
     h = h or header(data)
     n, run = h["n"], h["run"]
     body = data[HEADER:]
-    raw = body[run:]
-    if h["format"] == 0:
-        values = raw.clone().view(torch.float32) if raw.data_ptr() % 4 else raw.view(torch.float32)
-    else:
-        values = _bf16_to_float(_from_le(raw, 2))
+    values = vals.decode(body[run:], h["format"], h["scale"], n)
     if h["dense"]:
         return None, values
     if h["coding"] == VARINT:
         idx = _decode_varints(body[:run], n, h["dim"])
     else:
-        idx = _from_le(body[:run], h["coding"])
+        idx = vals.from_le(body[:run], h["coding"])
         _check_indices(idx, h["dim"])
     return idx, values
 
