@@ -12,7 +12,9 @@ With --device cuda the model, the tables and the batches live on the GPU
 (every rank on cuda:LOCAL_RANK modulo the GPUs, so ranks may share one),
 and --codecs says where sparq's codecs run: on the device (sparq.gpu's
 kernels, only compressed bytes cross to the host) or on the host (each
-bucket and block staged in fp32).
+bucket and block staged in fp32); --route group sends the device codecs'
+payloads through torch.distributed instead (an NCCL group between GPUs,
+one GPU a rank: not yet run on GPUs; gloo on the CPU).
 
 Each rank reads the global batch's ids of its own tables and its share of the
 dense features and labels; the lookups go to the ranks that own the samples
@@ -214,6 +216,10 @@ def main():
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where the model and tables live")
     ap.add_argument("--codecs", default="auto", choices=["auto", "host", "device"],
                     help="where sparq's codecs run (auto: on the device for CUDA tensors where sparq has kernels)")
+    ap.add_argument("--route", default="host", choices=["host", "group"],
+                    help="how the device codecs' payloads travel: host (pinned host memory, sparq's transport) or "
+                         "group (tensors through torch.distributed: an NCCL group with --device cuda, gloo's "
+                         "default group on the CPU)")
     ap.add_argument("--profile-steps", type=int, default=0,
                     help="profile the last this many steps (torch.profiler): the step's GPU (or CPU) time, the "
                          "share of sparq.gpu's kernels and the operators that took most, on rank 0")
@@ -265,16 +271,20 @@ def main():
     # The gradients are views into DDP's buckets: no copy into them and back.
     ddp = DDP(model, bucket_cap_mb=args.bucket_cap_mb, gradient_as_bucket_view=True)
     hook = None
+    host_route = args.route == "host"
+    # The group route between GPUs: NCCL (one GPU a rank); on the CPU, gloo's default group.
+    group = dist.new_group(backend="nccl") if not host_route and device.type == "cuda" else None
     if args.hook != "none":
         codec = args.hook
         hook = st.Hook(codec, allreduce="ring" if codec.startswith("q") else "auto", model=ddp,
-                       comm=st.connect(timeout=timeout), codecs=args.codecs)
+                       comm=st.connect(timeout=timeout) if host_route else None, codecs=args.codecs,
+                       route=args.route, group=group)
         ddp.register_comm_hook(None, hook)
     fwd, bwd = (args.emb_codec.split("/") + [args.emb_codec])[:2]
     bits = {"fp32": 32, "q8": 8, "q4": 4, "q2": 2}
     if fwd not in bits or bwd not in bits:
         raise SystemExit(f"--emb-codec {args.emb_codec}: fp32, q8, q4, q2, or FWD/BWD of them")
-    a2a = st.connect(timeout=timeout)
+    a2a = st.connect(timeout=timeout) if host_route else None
     opt = torch.optim.SGD(list(ddp.parameters()), lr=args.learning_rate, foreach=True)
 
     start = load_sparq_checkpoint(args.load_sparq, model, weight, offset, sizes, dim) if args.load_sparq else 0
@@ -301,18 +311,22 @@ def main():
                                .reshape(-1) if mine else np.zeros(0, np.int64)).to(device)
         send = weight.index_select(0, idx).requires_grad_(grad)
         got = st.quantized_alltoall(send, [n * len(mine)] * size, bits[fwd], bits[bwd],
-                                    recv_splits=[n * len(o) for o in owned], comm=a2a, codecs=args.codecs)
+                                    recv_splits=[n * len(o) for o in owned], comm=a2a, codecs=args.codecs,
+                                    route=args.route, group=group)
         blocks = torch.split(got, [n * len(o) for o in owned])
         return torch.cat([blk.view(n, len(o), dim) for blk, o in zip(blocks, owned)], dim=1), idx, send
 
     def sent():
+        if not host_route:
+            return st.group_route(group).bytes_sent + (hook.bytes_sent if hook else 0)
         return a2a.counters()["bytes_sent"] + (hook.comm.counters()["bytes_sent"] if hook else 0)
 
     # Without a hook DDP allreduces with torch's gloo, which sparq cannot
     # count: its bytes are given by the ring formula, marked as computed.
     ddp_bytes = 0 if hook else 2 * (size - 1) / size * 4 * sum(p.numel() for p in model.parameters())
     if rank == 0:
-        print(f"dlrm_ddp: {size} ranks, sparq transport {a2a.transport_name}, hook {args.hook}, emb-codec {fwd}/{bwd}, "
+        where = f"sparq transport {a2a.transport_name}" if host_route else f"route group ({dist.get_backend(group)})"
+        print(f"dlrm_ddp: {size} ranks, {where}, hook {args.hook}, emb-codec {fwd}/{bwd}, "
               f"mlp-precision {args.mlp_precision}, global batch {batch}, {steps} steps", flush=True)
     t0 = time.perf_counter()
     last_t, last_bytes, loss_sum, n_loss = t0, sent(), 0.0, 0
@@ -408,7 +422,10 @@ def main():
         hook.wait()
     if args.save:
         save_model(args.save, model, weight, owned, sizes, dim, steps)
-    a2a.barrier()
+    if a2a is not None:
+        a2a.barrier()
+    else:
+        dist.barrier()
     dist.destroy_process_group()
 
 

@@ -152,10 +152,17 @@ void check_peer_and_tag(const Transport& t, int peer, int tag, const char* what)
 }
 
 // The gradient exchange with the residuals it owns.
+// comm may be null: an exchange whose payloads travel elsewhere (sparq.torch's
+// group route) keeps its codec's state here and exchanges nothing itself.
 struct PyGradExchange {
-  PyGradExchange(Comm& c, const std::string& codec, const std::string& allreduce)
+  PyGradExchange(Comm* c, const std::string& codec, const std::string& allreduce)
       : comm(c), x(parse_dp_codec(codec, allreduce), residuals) {}
-  Comm& comm;
+  Transport& transport() const {
+    SPARQ_CHECK_AS(InputError, comm, "GradExchange: made without a Comm, it keeps the codec's state and exchanges "
+                   "nothing");
+    return comm->transport();
+  }
+  Comm* comm;
   compress::ErrorFeedbackStore residuals;
   GradExchange x;
 };
@@ -353,13 +360,13 @@ PYBIND11_MODULE(_sparq, m) {
 
   py::class_<PyGradExchange>(m, "GradExchange",
                              "Data-parallel exchange of dense gradients with a --dp-codec: the average over ranks.")
-      .def(py::init<Comm&, const std::string&, const std::string&>(), py::arg("comm"), py::arg("codec"),
+      .def(py::init<Comm*, const std::string&, const std::string&>(), py::arg("comm"), py::arg("codec"),
            py::arg("allreduce") = "auto", py::keep_alive<1, 2>())
       .def(
           "exchange",
           [](PyGradExchange& g, const std::string& name, py::array grad,
              const std::vector<std::pair<std::string, std::size_t>>& pieces, std::uint64_t step) {
-            Transport& t = g.comm.transport();
+            Transport& t = g.transport();
             const auto what = fmt::format("bucket '{}' on rank {}", name, t.rank());
             std::span<float> s = float_span(grad, what);
             std::vector<GradExchange::Piece> ps;
@@ -395,7 +402,7 @@ PYBIND11_MODULE(_sparq, m) {
       .def(
           "exchange_pairs",
           [](PyGradExchange& g, const std::string& name, std::size_t dim, py::array idx, py::array val) {
-            Transport& t = g.comm.transport();
+            Transport& t = g.transport();
             const auto what = fmt::format("bucket '{}' on rank {}", name, t.rank());
             auto i = py_views::span_of<const std::uint32_t>(idx, what + ", indices", false, "uint32");
             std::span<const float> v = float_span(val, what + ", values", false);

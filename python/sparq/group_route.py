@@ -21,10 +21,18 @@ _all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_t
 
 
 class GroupRoute:
-    """Byte movers over `group` (the default group if None)."""
+    """Byte movers over `group` (the default group if None). With `own`, over
+    a group of its own with the same ranks and backend, made now (a
+    collective call: every rank makes its route at the same point): a
+    hook's collectives run on the hook's thread while the training loop's
+    (an alltoall's) run on others, and one group's collectives must come in
+    the same order on every rank."""
 
-    def __init__(self, group=None):
-        self.group = group if group is not None else dist.group.WORLD
+    def __init__(self, group=None, own=False):
+        group = group if group is not None else dist.group.WORLD
+        if own:
+            group = dist.new_group(dist.get_process_group_ranks(group), backend=dist.get_backend(group))
+        self.group = group
         self.size = dist.get_world_size(self.group)
         self.rank = dist.get_rank(self.group)
         self.bytes_sent = 0

@@ -37,6 +37,7 @@ import torch.distributed as dist
 from . import _sparq
 from .before_exchange import adam_before_exchange, momentum_before_exchange  # noqa: F401 - around a hook
 from .dct_mp import CutStats, DctMp, dct_mp  # noqa: F401 - DCT-MP at a cut of any model
+from .group_route import GroupRoute
 from .pipeline import PipelineError, PipelineStage  # noqa: F401
 
 # The hooks use DDP's comm-hook and future APIs as of torch 2.0.
@@ -139,6 +140,8 @@ class Hook:
                                     "(dct, topk and the row-wise codecs on the ring or recursive doubling have); use "
                                     "codecs='host'")
         self._group = _check_route(route, group, codec, codecs, self._device_codec, "sparq hook")
+        if self._group is not None and comm is not None:
+            raise _sparq.InputError("sparq hook: comm is the host route's; route='group' sends through `group`")
         self._route = None  # the GroupRoute, made at the first bucket
         self.codec = codec
         self._codecs = codecs  # where the codec runs (_on_device)
@@ -166,9 +169,15 @@ class Hook:
             self._comm = connect()
         return self._comm
 
+    def _size(self):
+        """The ranks the payloads go to: the group's on the group route, else the Comm's."""
+        return self._route.size if self._route is not None else self.comm.size
+
     def _exchange(self):
         if self._x is None:
-            self._x = _sparq.GradExchange(self.comm, self.codec, self._allreduce)
+            # On the group route the exchange keeps the codec's state only: no Comm.
+            self._x = _sparq.GradExchange(None if self._group is not None else self.comm, self.codec,
+                                          self._allreduce)
             if self._blob is not None:
                 self._x.load_state(self._blob)
                 self._blob = None
@@ -206,13 +215,12 @@ class Hook:
                                     "device codecs' payloads (codecs='device', or CUDA buckets)")
         if self._device_codec is not None and _on_device(self._codecs, buf) and self._device is None:
             if self._group is not None and self._route is None:
-                from .group_route import GroupRoute
-                self._route = GroupRoute(None if self._group is True else self._group)
-            self._device = self._device_codec(x, self.comm, self._route)
+                self._route = GroupRoute(None if self._group is True else self._group, own=True)
+            self._device = self._device_codec(x, None if self._route else self.comm, self._route)
             if self._device is None:  # not at this rank count
                 if self._codecs == "device" or self._group is not None:
                     raise _sparq.InputError(f"sparq hook: {self.codec} with allreduce {self._allreduce} has no "
-                                            f"device kernels for {self.comm.size} ranks (up to 8 have); use "
+                                            f"device kernels for {self._size()} ranks (up to 8 have); use "
                                             "codecs='host'")
                 self._device_codec = None
         if self._device is not None and _on_device(self._codecs, buf):
@@ -249,7 +257,7 @@ class Hook:
             fut.set_exception(e)
             return fut
         select_seconds = time.perf_counter() - t0
-        p = self.comm.size
+        p = self._size()
 
         def work():
             try:
@@ -381,9 +389,10 @@ def _device_codec_of(codec, allreduce):
 def _device_codec(module, kind, args, x, comm, route):
     """module.kind(*args, x, comm, route), imported only where the codecs
     run on the device (the modules import Triton); None where the codec
-    has no device kernels for comm's rank count."""
+    has no device kernels for the rank count (comm's, or route's where the
+    payloads go through a group and comm is None)."""
     cls = getattr(importlib.import_module(f".{module}", __package__), kind)
-    return cls(*args, x, comm, route) if cls.runs_on(comm.size, *args) else None
+    return cls(*args, x, comm, route) if cls.runs_on((route or comm).size, *args) else None
 
 
 def quantized_hook(bits=4, ec=True, *, allreduce="ring", comm=None, model=None, codecs="auto", route="host", group=None):
@@ -485,7 +494,9 @@ def quantized_alltoall(x, splits, fwd_bits=4, bwd_bits=2, *, recv_splits=None, c
         if not on_device:
             raise _sparq.InputError(f"{what}: route='group' carries the device codecs' blocks; codecs='{codecs}' "
                                     f"runs the host's for a tensor on {x.device} (codecs='device', or route='host')")
-        where, comm = _group_route(group), None
+        if comm is not None:
+            raise _sparq.InputError(f"{what}: comm is the host route's; route='group' sends through `group`")
+        where = group_route(group)
     else:
         _check_route(route, group, None, None, None, what)
         where = comm = comm if comm is not None else _default_alltoall_comm()
@@ -505,11 +516,12 @@ def quantized_alltoall(x, splits, fwd_bits=4, bwd_bits=2, *, recv_splits=None, c
 _group_routes = {}
 
 
-def _group_route(group):
-    """The GroupRoute of a torch.distributed group (one a group: it counts the bytes sent)."""
+def group_route(group=None):
+    """The GroupRoute quantized_alltoall's route='group' sends through for a
+    torch.distributed group (the default group if None): its bytes_sent
+    counts the payload bytes this rank sent through it."""
     key = group if group is not None else dist.group.WORLD
     if key not in _group_routes:
-        from .group_route import GroupRoute
         _group_routes[key] = GroupRoute(group)
     return _group_routes[key]
 

@@ -294,7 +294,7 @@ def quantized_alltoall_with_device_codecs_equals_the_host_codecs(rank, size):
         assert torch.equal(host[0], mixed[0]) and torch.equal(host[1], mixed[1]), f"mixed q{fwd}/q{bwd}"
         # route='group': the same blocks through torch.distributed (the counts' round too).
         xd = x.clone().requires_grad_()
-        route = st._group_route(None)
+        route = st.group_route()
         before = route.bytes_sent
         y = st.quantized_alltoall(xd, splits, fwd, bwd, codecs="device", route="group")
         (y * w).sum().backward()
@@ -448,7 +448,10 @@ def group_route_carries_the_device_codecs_payloads(rank, size):
     for bad, words in ((lambda: st.dct_hook(route="group", codecs="host"), "carries the device codecs' payloads"),
                        (lambda: st.Hook("none", route="group"), "carries the device codecs' payloads"),
                        (lambda: st.dct_hook(route="nccl"), "route 'nccl'"),
-                       (lambda: st.dct_hook(group=dist.group.WORLD), "a group is for route='group'")):
+                       (lambda: st.dct_hook(group=dist.group.WORLD), "a group is for route='group'"),
+                       (lambda: st.dct_hook(route="group", comm=st._default_alltoall_comm()), "comm is the host route's"),
+                       (lambda: sparq.GradExchange(None, "dct:0.9,3").exchange("b", np.zeros(4, np.float32), step=0),
+                        "made without a Comm")):
         try:
             bad()
             raise AssertionError(f"accepted: {words}")

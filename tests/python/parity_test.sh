@@ -51,21 +51,26 @@ for cfg in "${cfgs[@]}"; do
 done
 # The saved models: sparq's reader on both files, every parameter compared.
 # sparq's codecs on the device (sparq.gpu's kernels; here on CPU tensors
-# under Triton's interpreter) train the same bits as on the host.
+# under Triton's interpreter) train the same bits as on the host, their
+# payloads through sparq's transport (route host) or through torch.distributed
+# (route group: on 2 ranks its rank-order sums are the host's bits).
 declare -A loss6
-for c in host device; do
+for c in "host host" "device host" "device group"; do
+  set -- $c
   port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   loss6[$c]=$(TRITON_INTERPRET=1 MASTER_PORT=$port "$mpiexec" -n 2 --oversubscribe --bind-to none -x MASTER_ADDR \
       -x MASTER_PORT -x GLOO_SOCKET_IFNAME -x TRITON_INTERPRET "$py" "$root/examples/dlrm_ddp.py" "${common[@]}" \
       --num-batches 6 --print-freq 6 --load-sparq "$tmp/init.ck" --hook dct:0.98,1000 --emb-codec q4/q2 \
-      --codecs $c 2>/dev/null | awk '/Finished training it 6\//{gsub(",", "", $11); print $11}')
+      --codecs $1 --route $2 2>/dev/null | awk '/Finished training it 6\//{gsub(",", "", $11); print $11}')
 done
-if [[ -n ${loss6[host]} && ${loss6[host]} == "${loss6[device]}" ]]; then
-  echo "ok   codecs on the device: loss ${loss6[device]} after 6 steps, as on the host"
-else
-  echo "FAIL codecs on the device: loss '${loss6[device]}' after 6 steps, on the host '${loss6[host]}'"
-  fail=1
-fi
+for c in "device host" "device group"; do
+  if [[ -n ${loss6[host host]} && ${loss6[host host]} == "${loss6[$c]}" ]]; then
+    echo "ok   codecs on the device, route ${c#* }: loss ${loss6[$c]} after 6 steps, as on the host"
+  else
+    echo "FAIL codecs on the device, route ${c#* }: loss '${loss6[$c]}' after 6 steps, on the host '${loss6[host host]}'"
+    fail=1
+  fi
+done
 "$py" - "$tmp/model.ck" "$tmp/ddp.ck" << 'EOF' || fail=1
 import sys
 import numpy as np
