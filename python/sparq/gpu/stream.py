@@ -13,8 +13,9 @@ CPU's does. Delta-varints are a scan each way: encoding places each
 number's bytes at the running sum of the numbers' lengths; decoding marks
 the bytes that end a number (high bit clear), numbers them by a running
 count, and adds each byte's 7 bits to its number at 7 times its place in
-it. The values are f32, bf16, fp8 or fp4 (gpu.values). The decoder checks everything the CPU's decode_stream checks before any
-value is used, and raises sparq's WireError with the same words.
+it. The values are f32, bf16, fp8 or fp4 (gpu.values). The decoder checks
+everything the CPU's decode_stream checks before any value is used, and
+raises sparq's WireError with the same words.
 """
 import torch
 
@@ -83,8 +84,9 @@ def _header(kind, coding, fmt, scale, dim, n, device):
 
 
 def header(data):
-    """A stream's header fields (kind, coding, format code, dim, n), read on
-    the host: the sizes and formats must be checked before the bytes are."""
+    """A stream's header, checked against its size, as a dict (dense, coding,
+    format, scale, dim, n, run: the index run's bytes), read on the host:
+    the sizes and formats must be checked before the bytes are used."""
     h = bytes(data[:HEADER].cpu().numpy()) if data.numel() >= HEADER else b""
     return _check_header(h, data.numel())
 
