@@ -17,6 +17,7 @@
 
 #include "sparq/coll/broadcast.h"
 #include "sparq/coll/quantized.h"
+#include "sparq/compress/stream_codec.h"
 #include "sparq/train/grad_exchange.h"
 #include "sparq/transport/gloo_transport.h"
 #include "sparq/transport/mpi_transport.h"
@@ -400,22 +401,24 @@ PYBIND11_MODULE(_sparq, m) {
           "grad <- the average over ranks of what each sent. `pieces` ((name, size), ...) name the tensors "
           "of a bucket, so that dct and topk select per tensor. Every rank calls it in the same order.")
       .def(
-          "exchange_pairs",
-          [](PyGradExchange& g, const std::string& name, std::size_t dim, py::array idx, py::array val) {
+          "exchange_stream",
+          [](PyGradExchange& g, const std::string& name, std::size_t dim, py::array data) {
             Transport& t = g.transport();
             const auto what = fmt::format("bucket '{}' on rank {}", name, t.rank());
-            auto i = py_views::span_of<const std::uint32_t>(idx, what + ", indices", false, "uint32");
-            std::span<const float> v = float_span(val, what + ", values", false);
+            std::span<std::byte> in = byte_span(data, what + ", its stream", false);
             compress::SparseStream sum;
-            std::vector<float> taken;
+            std::vector<std::uint8_t> out;
             CollStats cs;
             {
               py::gil_scoped_release nogil;
               try {
-                // Validated like a message: sorted, unique, below dim.
-                auto sent = compress::SparseStream::sparse(dim, {i.begin(), i.end()}, {v.begin(), v.end()});
-                g.x.round_selected(sent, taken);
+                // Checked like a message, though this rank's own device wrote it.
+                const compress::SparseStream sent = compress::decode_stream(in);
+                SPARQ_CHECK_AS(InputError, sent.dim() == dim, "a stream of dimension {}, the bucket holds {}",
+                               sent.dim(), dim);
                 cs = g.x.allreduce_pairs(t, name, sent, sum);
+                out.resize(compress::encoded_size(sum));
+                compress::encode_stream(sum, std::as_writable_bytes(std::span(out)));
               } catch (...) {
                 rethrow_with_prefix(what);
               }
@@ -423,18 +426,14 @@ PYBIND11_MODULE(_sparq, m) {
             py::dict d;
             d["bytes_sent"] = cs.wire.bytes_sent;
             d["dense_bytes"] = dense_ring_bytes(t.size(), dim);
-            d["dense"] = sum.is_dense();
-            d["indices"] = py_views::array_of(sum.indices());
-            d["values"] = py_views::array_of(sum.values());
-            d["rounding"] = py_views::array_of(std::span<const float>(taken));
+            d["sum"] = py_views::array_of<std::uint8_t>(out);
             return d;
           },
-          py::arg("name"), py::arg("dim"), py::arg("indices"), py::arg("values"),
+          py::arg("name"), py::arg("dim"), py::arg("stream"),
           "dct/topk with the pairs selected elsewhere (sparq.gpu's kernels): the sparse allreduce of this "
-          "rank's pairs (uint32 indices ascending, float32 values) of the bucket `name` of `dim` values; returns "
-          "the sum, sparse (indices, values) or dense (values), bytes_sent and dense_bytes (exchange()'s), and "
-          "`rounding`: what the codec's value format (+bf16, +fp8, +fp4) took from each value sent, for the "
-          "caller's residuals (empty with fp32 values).")
+          "rank's sparse stream (uint8: the bucket `name` of `dim` values, its values already in the codec's "
+          "format); returns the sum's stream (f32 values) as `sum`, and bytes_sent and dense_bytes "
+          "(exchange()'s).")
       .def(
           "tensor_state",
           [](const PyGradExchange& g, const std::string& name) {

@@ -7,21 +7,19 @@ DCT-DP, per tensor of a bucket: W = grad + residual; at its first step and
 every L steps after, tau = DCT's threshold of |W|; the pairs of W with
 |W| >= tau are sent and the residual keeps the rest. TopK: W = residual +
 grad, the k largest |W| of every run of b values sent, the residual keeps
-the rest. Either way the bucket's pairs (each tensor's shifted to its
-offset) cross to the host, the C++ exchange sums them over the ranks
-(GradExchange.exchange_pairs: the same sparse allreduce as the host
-codecs'), and the sum comes back, sparse or dense, to be averaged into the
-bucket on the device. Only pairs cross PCIe: 8 bytes a kept value, 2 % of
-the values at eta 0.98, where the host codecs copy the bucket both ways.
-With +bf16, +fp8 or +fp4 values the pairs cross in fp32 and the host rounds
-them as its codecs do (one scale for the bucket's message), handing back
-what rounding took from each value (4 bytes a kept value) for the residuals.
-
-On the group route nothing crosses PCIe: the device encodes the bucket's
-sparse stream in the CPU's wire format (gpu.stream; any value format,
-rounded there and what rounding took fed back), the streams are
-allgathered through the group, and each rank decodes and sums them on
-its device.
+the rest. Either way the device rounds the kept values to the codec's
+format (+bf16, +fp8 with one scale for the bucket's message, +fp4 with
+one a group of 32), feeds what rounding took back to the residuals, and
+encodes the bucket's pairs (each tensor's shifted to its offset) as a
+sparse stream in the CPU's wire format (gpu.stream). On the host route
+the stream crosses to the host, the C++ exchange decodes it and sums it
+over the ranks (GradExchange.exchange_stream: the same sparse allreduce
+as the host codecs'), and the sum's stream comes back to be decoded and
+averaged into the bucket on the device: at DCT-DP's 2 % about 5 bytes a
+kept f32 value (a 1-byte varint index, mostly), 2 with fp8, where the
+host codecs copy the whole bucket in fp32 both ways. On the group route
+nothing crosses PCIe: the streams are allgathered through the group and
+each rank decodes and sums them on its device.
 """
 import torch
 
@@ -78,32 +76,35 @@ class DeviceSparse(DeviceState):
     them, encodes the bucket's sparse stream, and sums every rank's."""
 
     def exchange(self, name, buf, pieces, step, what):
-        """Selects buf's pairs on its device and hands back a function that,
-        on the hook's thread, exchanges them, averages the sum into buf and
+        """Selects buf's pairs on its device, rounds their values and encodes
+        the bucket's sparse stream there, and hands back a function that, on
+        the hook's thread, exchanges it, averages the sum into buf and
         returns the bytes sent and the fp32 ring's. Returns (that function,
         pairs kept)."""
-        kept_of = self._select(buf, pieces, step, what)
-        if self.route is not None:
-            return self._exchange_on_group(buf.view(-1), kept_of, what)
         flat = buf.view(-1)
-        host_idx, host_val = to_host(torch.cat([i + off for _, i, _, off in kept_of]),
-                                     torch.cat([v for _, _, v, _ in kept_of]))
-        kept = host_idx.numel()
+        kept_of = self._select(buf, pieces, step, what)
+        data, dense = self._encode(flat, kept_of, what)
+        host = to_host(data)[0] if self.route is None else None
+        ready = ready_event(flat)
 
         def finish(size):
-            got = self.x.exchange_pairs(name, flat.numel(), host_idx.numpy().view("uint32"), host_val.numpy())
-            if got["rounding"].size:
-                self._feed_back(kept_of, to_device(torch.from_numpy(got["rounding"]), buf.device))
-            inv_p = float(torch.ones((), dtype=torch.float32) / size)  # the host's 1.0f / p
-            values = to_device(torch.from_numpy(got["values"]), buf.device) * inv_p
-            if got["dense"]:
-                flat.copy_(values)
+            wait_ready(ready, flat)
+            if self.route is None:
+                got = self.x.exchange_stream(name, flat.numel(), host.numpy())
+                streams = [to_device(torch.from_numpy(got["sum"]), flat.device)]
+                stats = {"bytes_sent": got["bytes_sent"], "dense_bytes": got["dense_bytes"]}
             else:
-                flat.zero_()
-                flat[to_device(torch.from_numpy(got["indices"].view("int32")), buf.device).long()] = values
-            return got
+                before = self.route.bytes_sent
+                streams = self.route.allgather(data, dense, what)
+                stats = {"bytes_sent": self.route.bytes_sent - before, "dense_bytes": dense_ring_bytes(size, flat.numel())}
+            try:
+                stream.decode_sum(streams, flat)
+            except _sparq.WireError as e:
+                raise _sparq.WireError(f"{what}: {'from the group, ' if self.route else ''}{e}") from None
+            flat.mul_(float(torch.ones((), dtype=torch.float32) / size))  # the host's 1.0f / p
+            return stats
 
-        return finish, kept
+        return finish, sum(i.numel() for _, i, _, _ in kept_of)
 
     def _select(self, buf, pieces, step, what):
         """Every tensor's selection: [(tensor, kept indices, their values,
@@ -134,43 +135,29 @@ class DeviceSparse(DeviceState):
         for (piece, i, _, _), t in zip(kept_of, taken.split([i.numel() for _, i, _, _ in kept_of])):
             self.residuals[piece][i.long()] += t
 
-    def _exchange_on_group(self, flat, kept_of, what):
-        """The bucket's stream (its values in the codec's format, rounded
-        here, what rounding took fed back) allgathered through the group,
-        every rank's summed on the device in rank order: SparCML's
-        allgather, where the host route's sparse allreduce (auto) may merge
-        in other orders and round partial sums again, so beyond 2 ranks, or
-        with rounded values, the sums can differ from the host route's in
-        the last bits."""
+    def _encode(self, flat, kept_of, what):
+        """The bucket's sparse stream, its values rounded to the codec's
+        format as a peer decodes them and what rounding took fed back to the
+        residuals; and the size of its dense stream. On the group route a
+        stream larger than dense goes dense (the host's densify_if_smaller:
+        fp4's groups are then the dense vector's); on the host route the
+        C++ allreduce picks its representations itself."""
         n = flat.numel()
         idx = torch.cat([i.long() + off for _, i, _, off in kept_of])
         val = torch.cat([v for _, _, v, _ in kept_of])
+        dense = stream.HEADER + stream.vals.values_bytes(n, self.values)
         try:
             data = stream.encode(idx, val, n, self.values)
-            dense = stream.HEADER + stream.vals.values_bytes(n, self.values)
-            if data.numel() <= dense:
+            if self.route is None or data.numel() <= dense:
                 sent = stream.round_values(val, self.values)
-            else:  # as the host's densify_if_smaller; fp4's groups are then the dense vector's
+            else:
                 whole = torch.zeros_like(flat).index_put_((idx,), val)
                 data, sent = stream.encode_dense(whole, self.values), stream.round_values(whole, self.values)[idx]
         except _sparq.InputError as e:
             raise _sparq.InputError(f"{what}: {e}") from None
         if sent is not val:
             self._feed_back(kept_of, val - sent)
-        ready = ready_event(flat)
-
-        def finish(size):
-            wait_ready(ready, flat)
-            before = self.route.bytes_sent
-            streams = self.route.allgather(data, dense, what)
-            try:
-                stream.decode_sum(streams, flat)
-            except _sparq.WireError as e:
-                raise _sparq.WireError(f"{what}: from the group, {e}") from None
-            flat.mul_(float(torch.ones((), dtype=torch.float32) / size))  # the host's 1.0f / p
-            return {"bytes_sent": self.route.bytes_sent - before, "dense_bytes": dense_ring_bytes(size, n)}
-
-        return finish, idx.numel()
+        return data, dense
 
 
 def dense_ring_bytes(p, n):

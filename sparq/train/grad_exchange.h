@@ -132,17 +132,12 @@ class GradExchange {
   ExchangeStats exchange(Transport& t, std::string_view name, std::span<const Piece> pieces, std::span<float> grad,
                          std::uint64_t step);
 
-  // dct / topk with this step's pairs selected elsewhere (a GPU rank's
-  // kernels, sparq.torch): the sparse allreduce of `sent` (this rank's pairs
-  // of the bucket `name`) into `sum`, under the plan `auto` keeps for name.
+  // dct / topk with this step's pairs selected (and their values rounded to
+  // the codec's format) elsewhere, a GPU rank's kernels in sparq.torch: the
+  // sparse allreduce of `sent` (this rank's pairs of the bucket `name`) into
+  // `sum`, under the plan `auto` keeps for name.
   CollStats allreduce_pairs(Transport& t, std::string_view name, const compress::SparseStream& sent,
                             compress::SparseStream& sum);
-
-  // Rounds a bucket's selected pairs to the codec's value format (+bf16,
-  // +fp8, +fp4: one scale for the whole message) and returns what rounding
-  // took from each value, in the stream's order, for the residuals of the
-  // tensors they came from, into `taken` (empty with fp32 values).
-  void round_selected(compress::SparseStream& sent, std::vector<float>& taken);
 
   // One tensor's codec state, for selections made elsewhere (sparq.torch's
   // codecs on a GPU keep residuals and thresholds there and hand them over
@@ -171,6 +166,11 @@ class GradExchange {
                      compress::SparseStream& out);
   // stream_ <- the pieces' selections, each shifted to its offset in the bucket.
   std::size_t select_bucket(std::span<const Piece> pieces, std::span<const float> grad, std::uint64_t step);
+  // Rounds a bucket's selected pairs to the codec's value format (+bf16,
+  // +fp8, +fp4: one scale for the whole message) and returns what rounding
+  // took from each value, in the stream's order, for the residuals of the
+  // tensors they came from, into `taken` (empty with fp32 values).
+  void round_selected(compress::SparseStream& sent, std::vector<float>& taken);
 
   DpCodec codec_;
   compress::ErrorFeedbackStore& residuals_;

@@ -159,9 +159,8 @@ TEST(GradExchange, FusedBucketSelectsPerTensor) {
 }
 
 // Selections made elsewhere (sparq.torch's codecs on a GPU): the state
-// handed over tensor by tensor continues the exchange bit for bit, and the
-// value format's rounding returns exactly what it took from each value.
-TEST(GradExchange, TensorStateHandsOverAndRoundingIsReturned) {
+// handed over tensor by tensor continues the exchange bit for bit.
+TEST(GradExchange, TensorStateHandsOver) {
   const int p = 2;
   SPARQ_NEED_RANKS(p);
   const std::vector<GradExchange::Piece> pieces{{"a", 300}, {"b", 900}};
@@ -199,17 +198,6 @@ TEST(GradExchange, TensorStateHandsOverAndRoundingIsReturned) {
         EXPECT_THROW(second.set_tensor_state("a", first_store.find("a"), 1.0f), InputError);
       }
 
-      const auto v = test::rank_input<float>(64, t.rank(), 5);
-      std::vector<std::uint32_t> idx(64);
-      for (std::uint32_t i = 0; i < 64; ++i) idx[i] = 3 * i;
-      auto sent = compress::SparseStream::sparse(200, idx, v);
-      std::vector<float> taken;
-      second.round_selected(sent, taken);
-      ASSERT_EQ(taken.size(), spec[0] == 't' ? 64u : 0u);
-      for (std::size_t j = 0; j < taken.size(); ++j) {
-        EXPECT_EQ(sent.values()[j] + taken[j], v[j]) << j;
-        EXPECT_NE(taken[j], 0.0f) << j;  // fp8 rounds these
-      }
     });
   }
 }

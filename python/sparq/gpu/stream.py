@@ -174,9 +174,11 @@ def _check_indices(idx, dim):
 
 def decode_sum(streams, out):
     """out <- the sum of the streams (uint8 tensors on out's device, each of
-    dimension out.numel()), added in the order given: a dense stream is
-    added whole, a sparse one scattered into its indices. Every stream is
-    checked before any is added, so a bad one leaves out as it was."""
+    dimension out.numel()), added in the order given: the first written
+    (zeros where a sparse one holds no pair; a -0.0 stays -0.0, as the
+    CPU's to_dense writes it), each next one added, a dense stream whole, a
+    sparse one into its indices. Every stream is checked before any is
+    added, so a bad one leaves out as it was."""
     short = [k for k, s in enumerate(streams) if s.numel() < HEADER]
     if short:
         _check_header(b"", streams[short[0]].numel())
@@ -187,10 +189,13 @@ def decode_sum(streams, out):
         if h["dim"] != out.numel():
             raise _sparq.WireError(f"sparse stream {k}: dimension {h['dim']}, expected {out.numel()}")
         parts.append(decode(data, h))
-    out.zero_()
-    for idx, values in parts:
+    for k, (idx, values) in enumerate(parts):
         if idx is None:
-            out.add_(values)
+            out.copy_(values) if k == 0 else out.add_(values)
+        elif k == 0:
+            out.zero_()[idx] = values
         else:
             out.index_add_(0, idx, values)
+    if not parts:
+        out.zero_()
     return out
