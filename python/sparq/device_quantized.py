@@ -13,7 +13,11 @@ and every rank decodes them all. Here the encodes, decodes and sums run on
 the device and only the encodings cross PCIe, one chunk a hop each way
 (and the wire once back): about 2(P-1)/P + 1 times the q-bit bytes of the
 bucket, where staging copies its fp32 values both ways. The messages are
-the C++ ring's (_sparq.quantized_ring_hop, quantized_ring_allgather).
+the C++ ring's (_sparq.quantized_ring_hop, quantized_ring_allgather). On
+the group route the same bytes stay on the device and travel through the
+group (group_route: a hop as a send and a receive, the allgather padded
+to the largest chunk, recursive doubling's rounds as alltoalls), so the
+results are the host route's bit for bit.
 """
 import torch
 
