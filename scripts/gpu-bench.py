@@ -10,8 +10,9 @@ inputs are 256 MiB by default, well beyond the L2 cache. The kernels are
 timed without the fault check that follows them (a device-to-host read of
 a few bytes; the `call` rows time the whole function, check included).
 Also sparq's CUDA C++ kernels (cuda:*, where libsparq_cuda.so is built),
-and the host transfers a GPU rank makes: the fp32 bucket against its q4
-payload, device to pinned host memory.
+the sparse-stream codec (where the package is installed), and the host
+transfers a GPU rank makes: the fp32 bucket against its q4 payload, device
+to pinned host memory.
 
     python3 scripts/gpu-bench.py --out kernels.jsonl     # on a GPU machine
 
@@ -97,6 +98,29 @@ def cuda_kernels(gpu, rw, th, x, err, tau, kept, a, record):
         cuda.KERNELS = saved
 
 
+def stream_codec(gpu, th, x, tau, a, record):
+    """The sparse stream of DCT-DP's kept pairs (a bucket of the input's
+    size): encoded (f32 and fp8 values) and two of them decoded and summed
+    into the bucket, as a hook does on either route. Its bytes: the pairs
+    read and the stream written; the streams read and the bucket written.
+    Needs the package (its wire errors are _sparq's): skipped, and said so,
+    with the kernels alone."""
+    try:
+        stream = importlib.import_module(gpu.__name__ + ".stream")
+    except ImportError as e:
+        print(f"stream: skipped ({e}: needs the package sparq, not the kernels alone)")
+        return
+    idx, val = gpu.threshold_pack(x, tau)
+    n, kept = x.numel(), idx.numel()
+    out = torch.empty_like(x)
+    for fmt in ("f32", "fp8"):
+        data = stream.encode(idx, val, n, fmt)
+        record("stream_encode", timed(lambda: stream.encode(idx, val, n, fmt), a.warmup, a.repeats),
+               8 * kept + data.numel(), fmt=fmt, kept=kept, eta=a.eta)
+        record("stream_decode_sum", timed(lambda: stream.decode_sum([data, data], out), a.warmup, a.repeats),
+               2 * data.numel() + 4 * n, fmt=fmt, kept=kept, streams=2, eta=a.eta)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--mib", type=int, default=256, help="input size per kernel")
@@ -154,6 +178,7 @@ def main():
            bucket=512, k=8)
     record("sparsity_threshold", timed(lambda: gpu.sparsity_threshold(x, a.eta), 2, 10), 4 * n, eta=a.eta)
     record("torch.kthvalue", timed(lambda: torch.kthvalue(x.abs(), int(n * a.eta) + 1), 1, 3), 4 * n, eta=a.eta)
+    stream_codec(gpu, th, x, tau, a, record)
     if a.tune:
         tune(rw, th, x, err, tau, a, record)
     pinned = torch.empty(n, dtype=torch.float32, pin_memory=True)

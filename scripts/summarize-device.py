@@ -36,7 +36,8 @@ def kernel_table(rows):
     for r in rows:
         if r["kernel"].startswith("tune:"):
             continue
-        out.append(f"| {r['kernel']} | {r.get('bits', '')} | {r.get('cols', '')} | {r['gbps']:.0f} | "
+        name = r["kernel"] + (f" ({r['fmt']})" if "fmt" in r else "")  # the stream codec's value format
+        out.append(f"| {name} | {r.get('bits', '')} | {r.get('cols', '')} | {r['gbps']:.0f} | "
                    f"{r['of_copy']:.2f} | {r['ms']:.3f} |")
     return out
 

@@ -21,6 +21,7 @@ import torch
 
 from .. import _sparq
 from . import values as vals
+from .profiling import profiled
 from .values import round_values  # noqa: F401 - what a sender rounds its values with
 
 HEADER = 12
@@ -52,6 +53,7 @@ def _varint_run(u, lengths, total):
     return run
 
 
+@profiled("sparq.gpu.stream_encode")
 def encode(idx, val, dim, fmt="f32"):
     """The sparse stream of the pairs (indices ascending below dim, float32
     values, which fmt rounds as round_values does) as uint8 on their
@@ -71,6 +73,7 @@ def encode(idx, val, dim, fmt="f32"):
     return torch.cat([_header(SPARSE, coding, fmt, scale, dim, n, idx.device), run, data])
 
 
+@profiled("sparq.gpu.stream_encode")
 def encode_dense(values, fmt="f32"):
     """The dense stream of `values` (float32, rounded by fmt)."""
     data, scale = vals.encode(values, fmt)
@@ -172,6 +175,7 @@ def _check_indices(idx, dim):
         raise _sparq.WireError(f"sparse stream: index {int(idx[i])} at {i} not above {int(idx[i - 1])}")
 
 
+@profiled("sparq.gpu.stream_decode_sum")
 def decode_sum(streams, out):
     """out <- the sum of the streams (uint8 tensors on out's device, each of
     dimension out.numel()), added in the order given: the first written

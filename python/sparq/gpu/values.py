@@ -16,6 +16,7 @@ side rounds once, in the conversion to float32, as the CPU's does.
 import torch
 
 from .. import _sparq
+from .profiling import profiled
 
 CODES = {"f32": 0, "bf16": 1, "fp8": 2, "fp4": 3}
 NAMES = {c: f for f, c in CODES.items()}
@@ -40,6 +41,7 @@ def check_finite(v, fmt, what=""):
         raise _sparq.InputError(f"{what}{fmt} stream values: non-finite value {float(v[i])} at {i}")
 
 
+@profiled("sparq.gpu.round_values")
 def round_values(v, fmt):
     """v (float32) as a peer decodes it from one message of v."""
     if fmt == "f32":
