@@ -163,3 +163,7 @@ def test_decode_sum_adds_sparse_and_dense_streams_in_order(device):
     assert np.array_equal(out.cpu().numpy().view(np.uint32), want.view(np.uint32))
     with pytest.raises(_sparq.WireError, match="dimension 70000, expected 69999"):
         stream.decode_sum(streams, out[:-1])
+    # The first stream is written, as the CPU's to_dense writes a sum: -0.0 stays -0.0.
+    neg = torch.from_numpy(_sparq.encode_stream(8, np.array([2], np.uint32), np.array([-0.0], np.float32))).to(device)
+    got = stream.decode_sum([neg], torch.full((8,), 5.0, device=device)).cpu()
+    assert torch.equal(got, torch.zeros(8)) and bool(torch.signbit(got[2])) and not bool(torch.signbit(got[1]))
