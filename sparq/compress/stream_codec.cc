@@ -224,8 +224,12 @@ int value_scale(std::span<const float> values, ValueFormat vf) {
   }
   if (mx == 0.0f) return 0;
   int e;
-  std::frexp(mx, &e);  // mx = m * 2^e, m in [0.5, 1): mx / 2^(e-8) in [128, 256)
-  return std::clamp(e - 8, -128, 127);
+  const float m = std::frexp(mx, &e);  // mx = m * 2^e, m in [0.5, 1)
+  // mx / 2^s in (128, 256], a power of two on 256: rounding carries the
+  // largest at most to 256 * 2^s, which keeps the scale, so values rounded
+  // once round to themselves (a sender's rounded stream, re-encoded by the
+  // sparse allreduce, loses nothing more).
+  return std::clamp(m == 0.5f ? e - 9 : e - 8, -128, 127);
 }
 
 }  // namespace

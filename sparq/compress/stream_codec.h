@@ -19,7 +19,8 @@
 // of DCT-DP most gaps fit one byte, against 4 for a fixed index of a tensor of
 // more than 65536 values. Values are f32, or on request bf16, fp8 E4M3 or
 // fp4 E2M1 (round to nearest even). fp8 shares one power-of-two scale per
-// message, chosen so that the largest magnitude lands in [128, 256):
+// message, chosen so that the largest magnitude lands in (128, 256] (so
+// rounded values round to themselves):
 // relative error at most 2^-4, values below max * 2^-17 flush to zero. fp4
 // (magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6) takes a power-of-two scale per
 // group of 32 values, as OCP's MXFP4 does: each group is its scale byte

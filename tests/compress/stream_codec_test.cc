@@ -140,7 +140,7 @@ TEST(StreamCodec, Bf16ValuesRoundToNearestEven) {
 }
 
 TEST(StreamCodec, Fp8ValuesShareAPowerOfTwoScale) {
-  // max 3.0 = 0.75 * 2^2: scale 2^-6 puts it at 192, in [128, 256).
+  // max 3.0 = 0.75 * 2^2: scale 2^-6 puts it at 192, in (128, 256].
   const std::vector<float> in = {3.0f, -1.1f, 0.01f, 1e-7f, 0.0f};
   const SparseStream s = SparseStream::sparse(100, {1, 5, 9, 20, 30}, in);
   const std::vector<std::byte> w = encode(s, ValueFormat::Fp8);
@@ -238,6 +238,38 @@ TEST(StreamCodec, Fp4ValuesTakeAPowerOfTwoScaleEach32) {
   auto neg_zero = encode(SparseStream::sparse(10, {1, 2}, {1.0f, 0.0f}), ValueFormat::Fp4);
   neg_zero.back() = std::byte{0x84};  // codes 4 (1.0) and 8 (-0)
   EXPECT_THROW(decode_stream(neg_zero), WireError);
+}
+
+// Rounding twice is rounding once, in every format: what a sender rounded
+// (DCT-DP's pairs, their rounding fed back) is re-encoded by the sparse
+// allreduce without losing more. fp8's scale is the case: a largest value
+// that rounds up to a power of two (250 -> 256) keeps the message's scale.
+TEST(StreamCodec, RoundedValuesRoundToThemselves) {
+  std::mt19937 rng(7);
+  std::vector<std::vector<float>> sets = {{250.0f, 3.0f, -1.0f}, {256.0f, 0.7f}, {-255.0f, 100.0f, 1e-3f},
+                                          {std::numeric_limits<float>::max(), 1.0f}, {1e-30f, 3e-31f}};
+  for (int k = 0; k < 50; ++k) {
+    std::vector<float> v(1 + rng() % 100);
+    const float scale = std::ldexp(1.0f, static_cast<int>(rng() % 60) - 30);
+    for (float& x : v) x = (static_cast<float>(rng() % 20001) - 10000.0f) / 37.0f * scale;
+    sets.push_back(v);
+  }
+  for (const auto vf : {ValueFormat::Bf16, ValueFormat::Fp8, ValueFormat::Fp4}) {
+    for (const auto& v : sets) {
+      std::vector<float> once = v;
+      round_values(once, vf);
+      std::vector<float> twice = once;
+      round_values(twice, vf);
+      for (std::size_t i = 0; i < v.size(); ++i)
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(once[i]), std::bit_cast<std::uint32_t>(twice[i]))
+            << static_cast<int>(vf) << " value " << v[i];
+    }
+  }
+  std::vector<float> carried = {250.0f, 1.0f};
+  round_values(carried, ValueFormat::Fp8);
+  EXPECT_EQ(carried[0], 256.0f);
+  const auto w = encode(SparseStream::sparse(10, {1, 2}, {256.0f, 1.0f}), ValueFormat::Fp8);
+  EXPECT_EQ(static_cast<std::int8_t>(w[3]), 0);  // 256 lands on 256: scale 2^0, as for 250
 }
 
 TEST(StreamCodec, RoundTripsEveryIndexWidth) {

@@ -53,9 +53,9 @@ EDGES = np.array([0x3F808000, 0x3F818000, 0x3F80FFFF, 0x3F7FFFFF, 0x7F7FFFFF, 0x
 
 def edge_values(fmt):
     """Values at each format's corners: bf16's ties and carries, fp8's
-    subnormals and ties at its message scale, fp4's midpoints (ties to the
-    even code), negative zeros, all-zero and odd-sized groups, float's
-    largest (fp4's next code down)."""
+    subnormals and ties at its message scale and a largest that is a power
+    of two, fp4's midpoints (ties to the even code), negative zeros,
+    all-zero and odd-sized groups, float's largest (the next code down)."""
     if fmt == "bf16":
         return [EDGES]
     mids = np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, -0.25, -2.5, 6.0, -0.0, 1e-30], dtype=np.float32)
@@ -63,7 +63,8 @@ def edge_values(fmt):
                    dtype=np.float32)
     top = np.finfo(np.float32).max
     return [mids, sub, np.zeros(40, np.float32), np.array([top, -top, 1.0], np.float32),
-            np.concatenate([mids] * 6)[:70], np.array([255.9, 1.0], np.float32), np.array([-0.0], np.float32)]
+            np.concatenate([mids] * 6)[:70], np.array([255.9, 1.0], np.float32), np.array([-0.0], np.float32),
+            np.array([256.0, 250.0, 1e-3], np.float32), np.array([-0.5, 0.1], np.float32)]
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -5,7 +5,7 @@ as the CPU's codec does:
     f32   4 bytes a value
     bf16  the upper half of the float after rounding half to even
     fp8   E4M3 codes with one power-of-two scale a message (header byte 3):
-          the largest magnitude lands in [128, 256), code = e4m3(v / 2^e)
+          the largest magnitude lands in (128, 256], code = e4m3(v / 2^e)
     fp4   E2M1 codes, a power-of-two scale per group of 32 values: each
           group its scale byte (int8 e), then two codes a byte, low nibble
           first; e the least with max |v| <= 6 * 2^e
@@ -57,7 +57,8 @@ def message_scale(v, fmt):
     mx = v.abs().max()
     if float(mx) == 0.0:
         return 0
-    return max(-128, min(127, int(torch.frexp(mx).exponent) - 8))
+    m, e = torch.frexp(mx)  # as the CPU's: a power of two lands on 256, so rounding keeps the scale
+    return max(-128, min(127, int(e) - (9 if float(m) == 0.5 else 8)))
 
 
 def encode(v, fmt, scale=None):
