@@ -468,13 +468,13 @@ def group_route_carries_the_device_codecs_payloads(rank, size):
 
 
 @check
-def group_route_sums_every_ranks_stream_in_rank_order(rank, size, device="cpu"):
+def group_route_sums_every_ranks_stream_in_rank_order(rank, size):
     """DCT-DP's first step on the group route, every value format (rounded
     on the device) against a plain reference: each rank's pairs of a bucket
     by the CPU codecs, rounded as a peer decodes their stream, summed in
     rank order, times 1/P."""
     for values in ("f32", "bf16", "fp8", "fp4"):
-        model, x, y = (t.to(device) for t in model_and_batch(rank))
+        model, x, y = model_and_batch(rank)
         ddp = DDP(model, bucket_cap_mb=0.005)
         hook = st.dct_hook(0.9, 3, values=values, model=ddp, codecs="device", route="group")
         buckets = []  # each bucket's tensors, in its order: one stream a bucket, fp8's scale and fp4's groups its own
@@ -505,15 +505,7 @@ def group_route_sums_every_ranks_stream_in_rank_order(rank, size, device="cpu"):
                 want += v
             want *= float(torch.ones((), dtype=torch.float32) / size)
             for n, w in zip(names, want.split([a.size for a in grads])):
-                assert torch.equal(got[n].view(-1).cpu(), w), f"dct {values}: {n}"
-
-
-@cuda_check
-def group_route_on_cuda_sums_every_ranks_stream_in_rank_order(rank, size):
-    """The same with the buckets, the codecs and the streams on the GPU (the
-    group here is Gloo's, which copies CUDA tensors through the host; NCCL
-    would not, but refuses two ranks on one GPU)."""
-    group_route_sums_every_ranks_stream_in_rank_order(rank, size, "cuda")
+                assert torch.equal(got[n].view(-1), w), f"dct {values}: {n}"
 
 
 @cuda_check
