@@ -30,13 +30,6 @@ compress::RowwiseFormat rowwise_format(int bits, const std::string& scale) {
   return {bits, scale == "f16" ? compress::ScaleType::F16 : compress::ScaleType::F32};
 }
 
-compress::ValueFormat value_format(const std::string& name) {
-  static const char* const kNames[] = {"f32", "bf16", "fp8", "fp4"};
-  for (int i = 0; i < 4; ++i)
-    if (name == kNames[i]) return static_cast<compress::ValueFormat>(i);
-  throw InputError(fmt::format("sparse stream: values '{}'; they are f32, bf16, fp8 or fp4", name));
-}
-
 }  // namespace
 
 void add_codecs(py::module_& m) {
@@ -126,7 +119,7 @@ void add_codecs(py::module_& m) {
       [](std::size_t dim, py::array idx, py::array val, const std::string& values) {
         auto i = py_views::span_of<const std::uint32_t>(idx, "encode_stream: indices", false, "uint32");
         std::span<const float> v = float_span(val, "encode_stream: values", false);
-        const compress::ValueFormat vf = value_format(values);
+        const compress::ValueFormat vf = compress::value_format_named(values);
         auto s = compress::SparseStream::sparse(dim, {i.begin(), i.end()}, {v.begin(), v.end()});
         std::vector<std::uint8_t> out(compress::encoded_size(s, vf));
         compress::encode_stream(s, std::as_writable_bytes(std::span(out)), vf);

@@ -189,13 +189,15 @@ void add_quantized_ring(py::module_& m) {
         py::dict d;
         d["values"] = values;
         d["bytes"] = l.bytes;
-        d["dense_bytes"] = dense_ring_bytes(p, n);
         return d;
       },
       py::arg("codec"), py::arg("n"), py::arg("p"),
       "Chunk j of the quantized ring over p ranks (also recursive doubling's part j within one group): values "
       "[values[j], values[j+1]) of n, its encoding at bytes "
-      "[bytes[j], bytes[j+1]) of the wire; dense_bytes: the fp32 ring's bytes a rank.");
+      "[bytes[j], bytes[j+1]) of the wire.");
+  m.def("dense_ring_bytes", &dense_ring_bytes, py::arg("p"), py::arg("n"),
+        "Bytes a rank sends in the fp32 ring allreduce of n values over p ranks: the baseline of a hook's "
+        "dense_bytes.");
   m.def(
       "quantized_ring_hop",
       [](Comm& comm, const std::string& codec, std::size_t n, int send, py::array sent, int recv, py::array land) {
@@ -423,17 +425,12 @@ PYBIND11_MODULE(_sparq, m) {
                 rethrow_with_prefix(what);
               }
             }
-            py::dict d;
-            d["bytes_sent"] = cs.wire.bytes_sent;
-            d["dense_bytes"] = dense_ring_bytes(t.size(), dim);
-            d["sum"] = py_views::array_of<std::uint8_t>(out);
-            return d;
+            return py::make_tuple(py_views::array_of<std::uint8_t>(out), cs.wire.bytes_sent);
           },
           py::arg("name"), py::arg("dim"), py::arg("stream"),
           "dct/topk with the pairs selected elsewhere (sparq.gpu's kernels): the sparse allreduce of this "
           "rank's sparse stream (uint8: the bucket `name` of `dim` values, its values already in the codec's "
-          "format); returns the sum's stream (f32 values) as `sum`, and bytes_sent and dense_bytes "
-          "(exchange()'s).")
+          "format); returns (the sum's stream, f32 values; the bytes this rank sent).")
       .def(
           "tensor_state",
           [](const PyGradExchange& g, const std::string& name) {
@@ -478,8 +475,7 @@ PYBIND11_MODULE(_sparq, m) {
         d["life_span"] = c.life_span;
         d["k"] = c.k;
         d["bucket"] = c.bucket;
-        static constexpr const char* formats[] = {"f32", "bf16", "fp8", "fp4"};
-        d["values"] = formats[static_cast<int>(c.values)];
+        d["values"] = std::string(compress::value_format_name(c.values));
         d["rowwise"] = c.kind == DpCodec::Kind::Quantized && c.codec.kind == Codec::Kind::Rowwise;
         d["bits"] = c.codec.rowwise.bits;
         d["f16_scale"] = c.codec.rowwise.scale == compress::ScaleType::F16;

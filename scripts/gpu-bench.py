@@ -114,7 +114,7 @@ def stream_codec(gpu, th, x, tau, a, record):
     n, kept = x.numel(), idx.numel()
     out = torch.empty_like(x)
     for fmt in ("f32", "fp8"):
-        data = stream.encode(idx, val, n, fmt)
+        data = stream.encode(idx, val, n, fmt)[0]
         record("stream_encode", timed(lambda: stream.encode(idx, val, n, fmt), a.warmup, a.repeats),
                8 * kept + data.numel(), fmt=fmt, kept=kept, eta=a.eta)
         record("stream_decode_sum", timed(lambda: stream.decode_sum([data, data], out), a.warmup, a.repeats),

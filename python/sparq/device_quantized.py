@@ -77,8 +77,8 @@ class DeviceQuantized(DeviceState):
     def exchange(self, name, buf, pieces, step, what):
         """As DeviceSparse.exchange: a function that, on the hook's thread,
         runs the ring on buf's device, averages, and returns the bytes sent
-        (the transport's counters) and the fp32 ring's; and the values kept
-        (all of them)."""
+        (the transport's or the route's counters); and the values kept (all
+        of them)."""
         flat = buf.view(-1)
         ready = ready_event(flat)  # the hook's thread waits for backward's work on the bucket
 
@@ -90,8 +90,7 @@ class DeviceQuantized(DeviceState):
             else:
                 self.recursive_doubling(name, flat, what)
             flat.mul_(float(torch.ones((), dtype=torch.float32) / size))  # the host's 1.0f / p
-            return {"bytes_sent": self._bytes_sent() - before,
-                    "dense_bytes": _sparq.quantized_ring_layout(self.codec, flat.numel(), size)["dense_bytes"]}
+            return self._bytes_sent() - before
 
         return finish, flat.numel()
 

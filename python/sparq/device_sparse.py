@@ -70,19 +70,19 @@ class DeviceState:
 
 class DeviceSparse(DeviceState):
     """A sparsifying codec on the device: a residual per tensor, and
-    launch() (the subclass's) queuing one tensor's selection. On the host
-    route the GradExchange sums the pairs and rounds their values to the
-    codec's format; on the group route (group_route) the device rounds
-    them, encodes the bucket's sparse stream, and sums every rank's."""
+    launch() (the subclass's) queuing one tensor's selection. The device
+    rounds the kept values and encodes the bucket's sparse stream; the
+    GradExchange sums the streams on the host route, the device on the
+    group route (group_route)."""
 
     def exchange(self, name, buf, pieces, step, what):
         """Selects buf's pairs on its device, rounds their values and encodes
         the bucket's sparse stream there, and hands back a function that, on
         the hook's thread, exchanges it, averages the sum into buf and
-        returns the bytes sent and the fp32 ring's. Returns (that function,
-        pairs kept)."""
+        returns the bytes this rank sent. Returns (that function, pairs
+        kept)."""
         flat = buf.view(-1)
-        kept_of = self._select(buf, pieces, step, what)
+        kept_of = self._select(flat, pieces, step, what)
         data, dense = self._encode(flat, kept_of, what)
         host = to_host(data)[0] if self.route is None else None
         ready = ready_event(flat)
@@ -90,26 +90,24 @@ class DeviceSparse(DeviceState):
         def finish(size):
             wait_ready(ready, flat)
             if self.route is None:
-                got = self.x.exchange_stream(name, flat.numel(), host.numpy())
-                streams = [to_device(torch.from_numpy(got["sum"]), flat.device)]
-                stats = {"bytes_sent": got["bytes_sent"], "dense_bytes": got["dense_bytes"]}
+                total, bytes_sent = self.x.exchange_stream(name, flat.numel(), host.numpy())
+                streams = [to_device(torch.from_numpy(total), flat.device)]
             else:
                 before = self.route.bytes_sent
                 streams = self.route.allgather(data, dense, what)
-                stats = {"bytes_sent": self.route.bytes_sent - before, "dense_bytes": dense_ring_bytes(size, flat.numel())}
+                bytes_sent = self.route.bytes_sent - before
             try:
                 stream.decode_sum(streams, flat)
             except _sparq.WireError as e:
                 raise _sparq.WireError(f"{what}: {'from the group, ' if self.route else ''}{e}") from None
             flat.mul_(float(torch.ones((), dtype=torch.float32) / size))  # the host's 1.0f / p
-            return stats
+            return bytes_sent
 
         return finish, sum(i.numel() for _, i, _, _ in kept_of)
 
-    def _select(self, buf, pieces, step, what):
-        """Every tensor's selection: [(tensor, kept indices, their values,
-        the tensor's offset in the bucket)] in the bucket's order."""
-        flat = buf.view(-1)
+    def _select(self, flat, pieces, step, what):
+        """Every tensor's selection from the bucket `flat`: [(tensor, kept
+        indices, their values, the tensor's offset)] in the bucket's order."""
         picks, off = [], 0
         for piece, n in pieces:
             picks.append((piece, off) + self.launch(piece, flat[off:off + n], step, what))
@@ -147,22 +145,15 @@ class DeviceSparse(DeviceState):
         val = torch.cat([v for _, _, v, _ in kept_of])
         dense = stream.HEADER + stream.vals.values_bytes(n, self.values)
         try:
-            data = stream.encode(idx, val, n, self.values)
-            if self.route is None or data.numel() <= dense:
-                sent = stream.round_values(val, self.values)
-            else:
-                whole = torch.zeros_like(flat).index_put_((idx,), val)
-                data, sent = stream.encode_dense(whole, self.values), stream.round_values(whole, self.values)[idx]
+            data, sent = stream.encode(idx, val, n, self.values)
+            if self.route is not None and data.numel() > dense:
+                data, whole = stream.encode_dense(torch.zeros_like(flat).index_put_((idx,), val), self.values)
+                sent = whole[idx]
         except _sparq.InputError as e:
             raise _sparq.InputError(f"{what}: {e}") from None
-        if sent is not val:
+        if self.values != "f32":
             self._feed_back(kept_of, val - sent)
         return data, dense
-
-
-def dense_ring_bytes(p, n):
-    """Bytes a rank sends in the fp32 ring allreduce of n values (the C++ dense_ring_bytes)."""
-    return 2 * (p - 1) * n * 4 // p if p > 1 else 0
 
 
 def ready_event(t):

@@ -45,8 +45,7 @@ class GroupRoute:
         order, on data's device: a round of sizes, then one allgather of
         payloads padded to the largest."""
         sizes = torch.empty(self.size, dtype=torch.int64, device=data.device)
-        _all_gather(sizes, torch.tensor([data.numel()], dtype=torch.int64, device=data.device),
-                                    group=self.group)
+        _all_gather(sizes, torch.tensor([data.numel()], dtype=torch.int64, device=data.device), group=self.group)
         sizes = sizes.tolist()
         for q, s in enumerate(sizes):
             if not 0 <= s <= limit:

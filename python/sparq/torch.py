@@ -139,9 +139,11 @@ class Hook:
             raise _sparq.InputError(f"sparq hook: codec {codec} with allreduce {allreduce} has no device kernels yet "
                                     "(dct, topk and the row-wise codecs on the ring or recursive doubling have); use "
                                     "codecs='host'")
-        self._group = _check_route(route, group, codec, codecs, self._device_codec, "sparq hook")
-        if self._group is not None and comm is not None:
-            raise _sparq.InputError("sparq hook: comm is the host route's; route='group' sends through `group`")
+        self._on_group = _check_route(route, group, comm, "sparq hook")
+        if self._on_group and (codecs == "host" or self._device_codec is None):
+            raise _sparq.InputError(f"sparq hook: route='group' carries the device codecs' payloads; codec {codec} "
+                                    f"with codecs='{codecs}' runs on the host (route='host')")
+        self._group = group
         self._route = None  # the GroupRoute, made at the first bucket
         self.codec = codec
         self._codecs = codecs  # where the codec runs (_on_device)
@@ -176,8 +178,7 @@ class Hook:
     def _exchange(self):
         if self._x is None:
             # On the group route the exchange keeps the codec's state only: no Comm.
-            self._x = _sparq.GradExchange(None if self._group is not None else self.comm, self.codec,
-                                          self._allreduce)
+            self._x = _sparq.GradExchange(None if self._on_group else self.comm, self.codec, self._allreduce)
             if self._blob is not None:
                 self._x.load_state(self._blob)
                 self._blob = None
@@ -209,16 +210,16 @@ class Hook:
         step = self.step
         if bucket.is_last():
             self.step += 1
-        if self._group is not None and not _on_device(self._codecs, buf):
+        if self._on_group and not _on_device(self._codecs, buf):
             raise _sparq.InputError(f"sparq hook: bucket {bucket.index()} on rank {rank} is on {buf.device}, where "
                                     f"codecs='{self._codecs}' runs the host's codec; route='group' carries the "
                                     "device codecs' payloads (codecs='device', or CUDA buckets)")
         if self._device_codec is not None and _on_device(self._codecs, buf) and self._device is None:
-            if self._group is not None and self._route is None:
-                self._route = GroupRoute(None if self._group is True else self._group, own=True)
+            if self._on_group and self._route is None:
+                self._route = GroupRoute(self._group, own=True)
             self._device = self._device_codec(x, None if self._route else self.comm, self._route)
             if self._device is None:  # not at this rank count
-                if self._codecs == "device" or self._group is not None:
+                if self._codecs == "device" or self._on_group:
                     raise _sparq.InputError(f"sparq hook: {self.codec} with allreduce {self._allreduce} has no "
                                             f"device kernels for {self._size()} ranks (up to 8 have); use "
                                             "codecs='host'")
@@ -262,9 +263,8 @@ class Hook:
         def work():
             try:
                 t1 = time.perf_counter()
-                stats = finish(p)
-                self.bytes_sent += stats["bytes_sent"]
-                self.dense_bytes += stats["dense_bytes"]
+                self.bytes_sent += finish(p)
+                self.dense_bytes += _sparq.dense_ring_bytes(p, buf.numel())
                 self.exchange_seconds += select_seconds + time.perf_counter() - t1
                 fut.set_result(buf)
             except BaseException as e:  # noqa: B902
@@ -324,15 +324,16 @@ def _to_device(host, device):
     return host.to(device)
 
 
-def dct_hook(eta=0.99, L=1000, *, values="f32", allreduce="auto", comm=None, model=None, codecs="auto", route="host", group=None):
+def dct_hook(eta=0.99, L=1000, *, values="f32", allreduce="auto", comm=None, model=None, codecs="auto",
+             route="host", group=None):
     """DCT-DP: per-tensor hard threshold, recomputed every L steps, keeping the
     top (1 - eta) of |grad + residual|; error feedback per tensor; sparse
     allreduce (`auto` picks the algorithm). values: f32, bf16, fp8 or fp4
     (sparq's extension: the kept values in 16, 8 or 4 bits, their rounding
     fed back).
     codecs: where the selection runs: "device" (sparq.gpu's kernels, so
-    only the kept pairs leave a GPU; the host rounds their values to
-    bf16/fp8/fp4), "host" (a CUDA bucket staged through pinned host
+    only the kept pairs' sparse stream leaves a GPU, its values rounded
+    there), "host" (a CUDA bucket staged through pinned host
     memory), or "auto": the device's for CUDA buckets, else the host's. The
     same bits either way, and state_dict() saves the same state.
     route: how the device codec's payloads travel: "host" (pinned host
@@ -350,19 +351,16 @@ def _check_codecs(codecs, what):
         raise _sparq.InputError(f"{what}: codecs '{codecs}'; they are auto, host or device")
 
 
-def _check_route(route, group, codec, codecs, device_codec, what):
-    """The group the payloads travel through (True: the default group), or
-    None for the host route."""
+def _check_route(route, group, comm, what):
+    """Whether the payloads take the group route; a group belongs to it, a
+    Comm to the host route."""
     if route not in ("host", "group"):
         raise _sparq.InputError(f"{what}: route '{route}'; it is host or group")
-    if route == "host":
-        if group is not None:
-            raise _sparq.InputError(f"{what}: a group is for route='group'; the host route runs on sparq's Comm")
-        return None
-    if codecs == "host" or device_codec is None:
-        raise _sparq.InputError(f"{what}: route='group' carries the device codecs' payloads; codec {codec} with "
-                                f"codecs='{codecs}' runs on the host (route='host')")
-    return True if group is None else group
+    if route == "host" and group is not None:
+        raise _sparq.InputError(f"{what}: a group is for route='group'; the host route runs on sparq's Comm")
+    if route == "group" and comm is not None:
+        raise _sparq.InputError(f"{what}: comm is the host route's; route='group' sends through `group`")
+    return route == "group"
 
 
 def _on_device(codecs, t):
@@ -373,7 +371,8 @@ def _on_device(codecs, t):
 
 def _device_codec_of(codec, allreduce):
     """A factory of the codec on the device (sparq.gpu's kernels), called
-    with the GradExchange and the Comm, or None where sparq has none: dct,
+    with the GradExchange, the Comm and the GroupRoute (one of the two
+    None), or None where sparq has none: dct,
     topk, and the row-wise quantized codecs (the ring; recursive doubling
     up to 8 ranks) have."""
     c = _sparq.dp_codec(codec)
@@ -395,7 +394,8 @@ def _device_codec(module, kind, args, x, comm, route):
     return cls(*args, x, comm, route) if cls.runs_on((route or comm).size, *args) else None
 
 
-def quantized_hook(bits=4, ec=True, *, allreduce="ring", comm=None, model=None, codecs="auto", route="host", group=None):
+def quantized_hook(bits=4, ec=True, *, allreduce="ring", comm=None, model=None, codecs="auto", route="host",
+                   group=None):
     """Row-wise quantized allreduce (ring or recursive-doubling) in 8/4/2 bits,
     with per-hop error compensation when ec. codecs: where the chunks are
     encoded, decoded and summed: "device" (sparq.gpu's kernels: only the
@@ -408,7 +408,8 @@ def quantized_hook(bits=4, ec=True, *, allreduce="ring", comm=None, model=None, 
                 route=route, group=group)
 
 
-def topk_hook(k, b, *, values="f32", allreduce="auto", comm=None, model=None, codecs="auto", route="host", group=None):
+def topk_hook(k, b, *, values="f32", allreduce="auto", comm=None, model=None, codecs="auto", route="host",
+              group=None):
     """SparCML's TopK SGD: the k largest of every b values of grad + residual,
     residual keeps the rest, sparse allreduce. values, codecs, route and
     group: as dct_hook's."""
@@ -490,16 +491,13 @@ def quantized_alltoall(x, splits, fwd_bits=4, bwd_bits=2, *, recv_splits=None, c
     what = "sparq.torch.quantized_alltoall"
     _check_codecs(codecs, what)
     on_device = _on_device(codecs, x)
-    if route == "group":
-        if not on_device:
-            raise _sparq.InputError(f"{what}: route='group' carries the device codecs' blocks; codecs='{codecs}' "
-                                    f"runs the host's for a tensor on {x.device} (codecs='device', or route='host')")
-        if comm is not None:
-            raise _sparq.InputError(f"{what}: comm is the host route's; route='group' sends through `group`")
-        where = group_route(group)
-    else:
-        _check_route(route, group, None, None, None, what)
-        where = comm = comm if comm is not None else _default_alltoall_comm()
+    route = group_route(group) if _check_route(route, group, comm, what) else None
+    if route is not None and not on_device:
+        raise _sparq.InputError(f"{what}: route='group' carries the device codecs' blocks; codecs='{codecs}' "
+                                f"runs the host's for a tensor on {x.device} (codecs='device', or route='host')")
+    if route is None and comm is None:
+        comm = _default_alltoall_comm()
+    where = route or comm
     if x.dim() != 2 or x.dtype != torch.float32 or x.device.type not in ("cpu", "cuda"):
         raise _sparq.InputError(f"{what}: rank {where.rank} got a {x.dim()}-D {x.dtype} tensor on {x.device}; it "
                                 "takes a 2-D float32 tensor on the CPU or a CUDA device")
@@ -508,9 +506,9 @@ def quantized_alltoall(x, splits, fwd_bits=4, bwd_bits=2, *, recv_splits=None, c
         raise _sparq.InputError(f"{what}: rank {where.rank}: splits {splits} do not divide {x.shape[0]} rows over "
                                 f"{where.size} ranks")
     if recv_splits is None:
-        recv_splits = _exchange_counts(splits, comm, where if comm is None else None, x.device, what)
+        recv_splits = _exchange_counts(splits, comm, route, x.device, what)
     return _QuantizedAlltoall.apply(x, splits, [int(r) for r in recv_splits], _codec(fwd_bits), _codec(bwd_bits),
-                                    comm, None if comm is not None else where, on_device)
+                                    comm, route, on_device)
 
 
 _group_routes = {}

@@ -119,7 +119,8 @@ float from_fp8(std::uint8_t q, int scale) { return static_cast<float>(static_cas
 // the code below where rounding up would decode beyond float.
 std::uint8_t to_fp8(float v, int scale) {
   const std::uint8_t q = float_to_e4m3(to_fp8_range(v, scale));
-  return std::isinf(from_fp8(q, scale)) ? static_cast<std::uint8_t>(q - 1) : q;
+  // Below 2^120, 448 (the largest code) times the scale is a float.
+  return scale >= 120 && std::isinf(from_fp8(q, scale)) ? static_cast<std::uint8_t>(q - 1) : q;
 }
 
 // fp4 (E2M1: sign, 2 exponent bits, 1 mantissa bit) magnitudes by code & 7,

@@ -30,7 +30,17 @@ std::size_t index_run(std::size_t k, std::size_t dim, IndexCoding ic) {
   return 0;
 }
 
+constexpr std::string_view kValueFormatNames[] = {"f32", "bf16", "fp8", "fp4"};  // by ValueFormat
+
 }  // namespace
+
+std::string_view value_format_name(ValueFormat vf) { return kValueFormatNames[static_cast<int>(vf)]; }
+
+ValueFormat value_format_named(std::string_view name) {
+  for (int i = 0; i < 4; ++i)
+    if (name == kValueFormatNames[i]) return static_cast<ValueFormat>(i);
+  SPARQ_THROW(InputError, "value format '{}'; it is f32, bf16, fp8 or fp4", name);
+}
 
 std::size_t values_bytes(std::size_t n, ValueFormat vf) {
   switch (vf) {

@@ -38,12 +38,17 @@
 // give the same sizes on every host, whatever its libm.
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace sparq::compress {
 
 inline constexpr std::size_t kStreamHeaderBytes = 12;
 
 enum class ValueFormat : std::uint8_t { F32 = 0, Bf16 = 1, Fp8 = 2, Fp4 = 3 };
+// Its name: f32, bf16, fp8 or fp4.
+std::string_view value_format_name(ValueFormat vf);
+// The format of such a name; InputError for any other.
+ValueFormat value_format_named(std::string_view name);
 inline constexpr std::size_t kFp4Group = 32;  // fp4 values per scale byte
 // V(n): bytes of n values on the wire.
 std::size_t values_bytes(std::size_t n, ValueFormat vf);

@@ -449,7 +449,8 @@ def group_route_carries_the_device_codecs_payloads(rank, size):
                        (lambda: st.Hook("none", route="group"), "carries the device codecs' payloads"),
                        (lambda: st.dct_hook(route="nccl"), "route 'nccl'"),
                        (lambda: st.dct_hook(group=dist.group.WORLD), "a group is for route='group'"),
-                       (lambda: st.dct_hook(route="group", comm=st._default_alltoall_comm()), "comm is the host route's"),
+                       (lambda: st.dct_hook(route="group", comm=st._default_alltoall_comm()),
+                        "comm is the host route's"),
                        (lambda: sparq.GradExchange(None, "dct:0.9,3").exchange("b", np.zeros(4, np.float32), step=0),
                         "made without a Comm")):
         try:

@@ -38,13 +38,15 @@ def test_encode_is_the_cpu_encoders_bytes_and_decodes_back(device, fmt, dim, k, 
     idx, val = pairs(np.random.default_rng(dim + k), dim, k, spread)
     cpu = _sparq.encode_stream(dim, idx, val, fmt)
     sent = stream.round_values(torch.from_numpy(val).to(device), fmt)
-    dev = stream.encode(torch.from_numpy(idx.astype(np.int64)).to(device), torch.from_numpy(val).to(device), dim, fmt)
+    dev, decoded = stream.encode(torch.from_numpy(idx.astype(np.int64)).to(device), torch.from_numpy(val).to(device),
+                                 dim, fmt)
     assert np.array_equal(dev.cpu().numpy(), cpu)
     dense, i2, v2 = _sparq.decode_stream(cpu)
     got_idx, got_val = stream.decode(torch.from_numpy(cpu).to(device))
     assert not dense and np.array_equal(got_idx.cpu().numpy(), i2)
     assert np.array_equal(got_val.cpu().numpy().view(np.uint32), v2.view(np.uint32))
     assert np.array_equal(sent.cpu().numpy().view(np.uint32), v2.view(np.uint32))  # what the peer decodes
+    assert np.array_equal(decoded.cpu().numpy().view(np.uint32), v2.view(np.uint32))
 
 
 EDGES = np.array([0x3F808000, 0x3F818000, 0x3F80FFFF, 0x3F7FFFFF, 0x7F7FFFFF, 0x7F7F8000, 0x00000001, 0x00008000,
@@ -76,8 +78,8 @@ def test_values_round_at_the_formats_edges_as_the_cpu_does(device, fmt):
         _, _, want = _sparq.decode_stream(cpu)
         got = stream.round_values(torch.from_numpy(val).to(device), fmt).cpu().numpy()
         assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (fmt, val, got, want)
-        dev = stream.encode(torch.from_numpy(idx.astype(np.int64)).to(device), torch.from_numpy(val).to(device),
-                            val.size, fmt)
+        dev, _ = stream.encode(torch.from_numpy(idx.astype(np.int64)).to(device), torch.from_numpy(val).to(device),
+                               val.size, fmt)
         assert np.array_equal(dev.cpu().numpy(), cpu), (fmt, val)
 
 
@@ -151,7 +153,7 @@ def test_decode_sum_adds_sparse_and_dense_streams_in_order(device):
     rng = np.random.default_rng(7)
     dim = 70000
     dense_vals = rng.standard_normal(dim).astype(np.float32)
-    streams = [stream.encode_dense(torch.from_numpy(dense_vals).to(device))]
+    streams = [stream.encode_dense(torch.from_numpy(dense_vals).to(device))[0]]
     want = dense_vals.copy()
     for k, fmt in ((50, "f32"), (30000, "bf16"), (0, "f32"), (dim, "f32")):
         idx, val = pairs(rng, dim, k, "all" if k == dim else "random")

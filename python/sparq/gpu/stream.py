@@ -58,7 +58,7 @@ def encode(idx, val, dim, fmt="f32"):
     """The sparse stream of the pairs (indices ascending below dim, float32
     values, which fmt rounds as round_values does) as uint8 on their
     device: the bytes the CPU's encode_stream writes for them (sparse; see
-    encode_dense)."""
+    encode_dense); and the values as a peer decodes them."""
     n = idx.numel()
     idx = idx.to(torch.int64)
     c = index_bytes(dim)
@@ -69,15 +69,16 @@ def encode(idx, val, dim, fmt="f32"):
         run, coding = _varint_run(u, lengths, varint), VARINT
     else:
         run, coding = vals.le_bytes(idx, c), c
-    data, scale = vals.encode(val, fmt)
-    return torch.cat([_header(SPARSE, coding, fmt, scale, dim, n, idx.device), run, data])
+    data, scale, sent = vals.encode(val, fmt)
+    return torch.cat([_header(SPARSE, coding, fmt, scale, dim, n, idx.device), run, data]), sent
 
 
 @profiled("sparq.gpu.stream_encode")
 def encode_dense(values, fmt="f32"):
-    """The dense stream of `values` (float32, rounded by fmt)."""
-    data, scale = vals.encode(values, fmt)
-    return torch.cat([_header(DENSE, 0, fmt, scale, values.numel(), values.numel(), values.device), data])
+    """The dense stream of `values` (float32, rounded by fmt), and the values
+    as a peer decodes them."""
+    data, scale, sent = vals.encode(values, fmt)
+    return torch.cat([_header(DENSE, 0, fmt, scale, values.numel(), values.numel(), values.device), data]), sent
 
 
 def _header(kind, coding, fmt, scale, dim, n, device):

@@ -13,6 +13,8 @@ as the CPU's codec does:
 Every scaling is by a power of two in float64, so it is exact and each
 side rounds once, in the conversion to float32, as the CPU's does.
 """
+import math
+
 import torch
 
 from .. import _sparq
@@ -33,51 +35,52 @@ def values_bytes(n, fmt):
     return n * {"f32": 4, "bf16": 2, "fp8": 1}[fmt]
 
 
-def check_finite(v, fmt, what=""):
+def _check_finite(v, fmt):
     """fp8 and fp4 scales come from the largest magnitude: a non-finite value
     is the CPU's InputError."""
-    if fmt in ("fp8", "fp4") and v.numel() and not bool(torch.isfinite(v).all()):
+    if not bool(torch.isfinite(v).all()):
         i = int((~torch.isfinite(v)).nonzero()[0])
-        raise _sparq.InputError(f"{what}{fmt} stream values: non-finite value {float(v[i])} at {i}")
+        raise _sparq.InputError(f"{fmt} stream values: non-finite value {float(v[i])} at {i}")
 
 
 @profiled("sparq.gpu.round_values")
 def round_values(v, fmt):
     """v (float32) as a peer decodes it from one message of v."""
-    if fmt == "f32":
-        return v
-    data, scale = encode(v, fmt)
-    return decode(data, fmt, scale, v.numel())
+    return encode(v, fmt)[2]
 
 
-def message_scale(v, fmt):
-    """fp8's message scale (header byte 3) of the values v; 0 otherwise."""
-    if fmt != "fp8" or v.numel() == 0:
+def _message_scale(v):
+    """fp8's message scale (header byte 3) of the values v, as the CPU's: the
+    largest magnitude lands in (128, 256], a power of two on 256, so that
+    rounding keeps the scale."""
+    mx = float(v.abs().max())
+    if mx == 0.0:
         return 0
-    mx = v.abs().max()
-    if float(mx) == 0.0:
-        return 0
-    m, e = torch.frexp(mx)  # as the CPU's: a power of two lands on 256, so rounding keeps the scale
-    return max(-128, min(127, int(e) - (9 if float(m) == 0.5 else 8)))
+    m, e = math.frexp(mx)  # exact: mx is a float
+    return max(-128, min(127, e - (9 if m == 0.5 else 8)))
 
 
-def encode(v, fmt, scale=None):
-    """(uint8 bytes of the values v on the wire, fp8's scale or 0)."""
+def encode(v, fmt):
+    """(uint8 bytes of the values v on the wire, fp8's scale or 0, v as a
+    peer decodes them: v itself for f32)."""
     v = v.contiguous().view(-1).to(torch.float32)
-    if v.numel() == 0:
-        return torch.empty(0, dtype=torch.uint8, device=v.device), 0
-    if fmt == "f32":
-        return v.view(torch.uint8), 0
+    if v.numel() == 0 or fmt == "f32":
+        return v.view(torch.uint8) if v.numel() else torch.empty(0, dtype=torch.uint8, device=v.device), 0, v
     if fmt == "bf16":
-        return le_bytes(_float_to_bf16(v), 2), 0
-    check_finite(v, fmt)
-    if fmt == "fp8":
-        scale = message_scale(v, fmt) if scale is None else scale
-        q = _float_to_e4m3((v.double() * 2.0 ** -scale).float())
-        # Near float's largest the code below where rounding up would decode beyond float.
-        q = torch.where(torch.isinf(_from_fp8(q, scale)), q - 1, q)
-        return q.to(torch.uint8), scale
-    return _encode_fp4(v), 0
+        h = _float_to_bf16(v)
+        return le_bytes(h, 2), 0, _bf16_to_float(h)
+    _check_finite(v, fmt)
+    if fmt == "fp4":
+        data, rounded = _encode_fp4(v)
+        return data, 0, rounded
+    scale = _message_scale(v)
+    q = _float_to_e4m3((v.double() * 2.0 ** -scale).float())
+    rounded = _from_fp8(q, scale)
+    if scale >= 120:  # only there can a code (448 at most) pass float's largest
+        # The code below where rounding up went beyond float: the value is finite, so it is.
+        q = torch.where(torch.isinf(rounded), q - 1, q)
+        rounded = _from_fp8(q, scale)
+    return q.to(torch.uint8), scale, rounded
 
 
 def decode(raw, fmt, scale, n):
@@ -94,7 +97,7 @@ def decode(raw, fmt, scale, n):
             raise _sparq.WireError(f"sparse stream: fp8 code {int(q[(q & 0x7F) == 0x7F][0]):#x} (NaN), which no "
                                    "encoder writes")
         v = _from_fp8(q, scale)
-        if bool(torch.isinf(v).any()):
+        if scale >= 120 and bool(torch.isinf(v).any()):  # below, 448 * 2^scale is a float
             raise _sparq.WireError(f"sparse stream: fp8 code {int(q[torch.isinf(v)][0]):#x} at scale 2^{scale} is "
                                    "beyond float's range")
         return v
@@ -171,20 +174,23 @@ def _fp4_scales(x):
 
 
 def _encode_fp4(v):
+    """(v's groups on the wire, v as a peer decodes them)."""
     x = _groups(v.double())
     e = _fp4_scales(x)
     a = x.abs() * _pow2(-e).view(-1, 1)  # exact: a power of two
     code = torch.zeros_like(a, dtype=torch.int64)
     for i, mid in enumerate(_FP4_MID):
         code += (a > mid) | ((a == mid) & (i % 2 == 1))
-    # Near float's largest (e up to 127) the next code down where a code's value is beyond float.
+    # Near float's largest (e up to 127) the next code down where a code's value is beyond float: rounding
+    # went at most one code above a finite value, so one step down is within float.
     mags = torch.tensor(_FP4, dtype=torch.float64, device=v.device)
-    for _ in range(7):
-        over = mags[code] * _pow2(e).view(-1, 1) > _FLOAT_MAX
-        code -= over.to(torch.int64)
-    code = torch.where(code == 0, 0, code | torch.where(torch.signbit(x), 8, 0))
+    scale = _pow2(e).view(-1, 1)
+    code -= (mags[code] * scale > _FLOAT_MAX).to(torch.int64)
+    negative = torch.signbit(x) & (code != 0)  # zero is always +0
+    rounded = torch.where(negative, -mags[code], mags[code]) * scale
+    code = code | torch.where(negative, 8, 0)
     packed = torch.cat([(e & 0xFF).view(-1, 1), code[:, 0::2] | (code[:, 1::2] << 4)], 1).to(torch.uint8)
-    return packed.view(-1)[:values_bytes(v.numel(), "fp4")]
+    return packed.view(-1)[:values_bytes(v.numel(), "fp4")], rounded.view(-1)[:v.numel()].float()
 
 
 def _decode_fp4(raw, n):
