@@ -6,7 +6,8 @@ torchrun: Gloo) and `bridge_test.py --nprocs N --mpiexec MPIEXEC` (ranks
 started by mpiexec: sparq's MPI transport); `--cuda` runs the CUDA checks
 instead, where torch has a CUDA device. Each check runs on every rank, and
 the run fails if any rank fails. Under torchrun and mpiexec a second job
-checks that a rank that dies ends the others.
+checks that a rank that dies ends the others. `--no-device-codecs` leaves
+out the checks of sparq.gpu's codecs: CTest runs them on spawned ranks only.
 
 Where torch has no CUDA device, sparq.gpu's kernels (quantized_alltoall's
 codecs="device") run on CPU tensors under Triton's interpreter.
@@ -52,6 +53,15 @@ CUDA_CHECKS = []  # run by --cuda, where torch has a CUDA device
 def check(fn):
     CHECKS.append(fn)
     return fn
+
+
+def device_codec_check(fn):
+    """A check of sparq.gpu's codecs against the host's. Without a GPU they
+    run under Triton's interpreter and take most of a run's time, and what
+    a launcher changes (how the ranks start, which transport sparq picks)
+    the other checks cover: --no-device-codecs leaves them out."""
+    fn.device_codecs = True
+    return check(fn)
 
 
 def cuda_check(fn):
@@ -217,7 +227,7 @@ def hook_state_resumes_bit_for_bit(rank, size):
         pass
 
 
-@check
+@device_codec_check
 def device_codec_state_resumes_on_either_side(rank, size, device="cpu"):
     """The codecs on the device save the host codecs' state: 3 steps with
     the selection on one side, state_dict(), 3 more on the other, equal 6
@@ -267,7 +277,7 @@ def quantized_alltoall_forward_and_backward(rank, size):
     assert ((x.grad - back).abs() <= brng / 3 / 2 * 1.0001 + 1e-6).all()
 
 
-@check
+@device_codec_check
 def quantized_alltoall_with_device_codecs_equals_the_host_codecs(rank, size):
     """sparq.gpu's kernels (here under Triton's interpreter) encode and decode
     the blocks as the CPU codecs do: the same rows, gradients and bytes on
@@ -314,7 +324,7 @@ def quantized_alltoall_with_device_codecs_equals_the_host_codecs(rank, size):
         assert "auto, host or device" in str(e), str(e)
 
 
-@check
+@device_codec_check
 def sparsifying_hooks_with_device_codecs_equal_the_host_codecs(rank, size, device="cpu"):
     """DCT-DP's and TopK's selection by sparq.gpu's kernels (on CPU tensors
     under Triton's interpreter; with --cuda on the GPU): the same averaged
@@ -361,7 +371,7 @@ def sparsifying_hooks_with_device_codecs_equal_the_host_codecs(rank, size, devic
         assert "no device kernels yet" in str(e), str(e)
 
 
-@check
+@device_codec_check
 def quantized_hook_with_device_codecs_equals_the_host_codec(rank, size, device="cpu"):
     """The row-wise quantized ring (and recursive doubling) with the codec on
     the device (sparq.gpu's kernels; on CPU tensors under Triton's
@@ -406,7 +416,7 @@ def quantized_hook_with_device_codecs_equals_the_host_codec(rank, size, device="
         assert f"bucket 0 on rank {rank}: row-wise quantize" in str(e) and "NaN" in str(e), str(e)
 
 
-@check
+@device_codec_check
 def group_route_carries_the_device_codecs_payloads(rank, size):
     """route='group': the device codecs' payloads as uint8 tensors through
     torch.distributed (here Gloo with CPU tensors; NCCL between GPUs). The
@@ -468,7 +478,7 @@ def group_route_carries_the_device_codecs_payloads(rank, size):
         assert f"on rank {rank} is on cpu" in str(e), str(e)
 
 
-@check
+@device_codec_check
 def group_route_sums_every_ranks_stream_in_rank_order(rank, size):
     """DCT-DP's first step on the group route, every value format (rounded
     on the device) against a plain reference: each rank's pairs of a bucket
@@ -680,30 +690,36 @@ def run_checks(rank, size, init_method, report, checks=CHECKS):
         dist.barrier()
 
 
-def worker(rank, size, port, failures, cuda):
-    run_checks(rank, size, f"tcp://127.0.0.1:{port}", failures.put, CUDA_CHECKS if cuda else CHECKS)
+def chosen(args):
+    if args.cuda:
+        return CUDA_CHECKS
+    return [c for c in CHECKS if args.device_codecs or not getattr(c, "device_codecs", False)]
 
 
-def under_mpiexec():
+def worker(rank, size, port, failures, args):
+    run_checks(rank, size, f"tcp://127.0.0.1:{port}", failures.put, chosen(args))
+
+
+def under_mpiexec(checks):
     """One rank that mpiexec started: its failures go to stderr and the exit code."""
     rank, size = int(os.environ["OMPI_COMM_WORLD_RANK"]), int(os.environ["OMPI_COMM_WORLD_SIZE"])
     if "SPARQ_TEST_FAILING_RANK" in os.environ:
         a_rank_fails(rank, size, int(os.environ["SPARQ_TEST_FAILING_RANK"]))
     failed = []
-    run_checks(rank, size, f"tcp://127.0.0.1:{os.environ['MASTER_PORT']}", failed.append)
+    run_checks(rank, size, f"tcp://127.0.0.1:{os.environ['MASTER_PORT']}", failed.append, checks)
     for f in failed:
         print(f, file=sys.stderr)
     dist.destroy_process_group()
     sys.exit(1 if failed else 0)
 
 
-def under_torchrun():
+def under_torchrun(checks):
     """One rank that torchrun started (env:// rendezvous)."""
     rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     if "SPARQ_TEST_KILLED_RANK" in os.environ:
         a_rank_is_killed(rank, int(os.environ["SPARQ_TEST_KILLED_RANK"]))
     failed = []
-    run_checks(rank, size, "env://", failed.append)
+    run_checks(rank, size, "env://", failed.append, checks)
     for f in failed:
         print(f, file=sys.stderr)
     dist.destroy_process_group()
@@ -721,7 +737,7 @@ def a_rank_is_killed(rank, killed):
     sys.exit(0)  # not reached: the killed rank never joins the barrier
 
 
-def torchrun_jobs(nprocs):
+def torchrun_jobs(nprocs, forward):
     """The checks on ranks that torchrun starts; then a job where one rank is
     killed, which must end with the lost rank named, well within the
     Comm's timeout (torchrun stops the other workers when one fails)."""
@@ -729,7 +745,7 @@ def torchrun_jobs(nprocs):
         # --standalone: the rendezvous binds a port the kernel picks (a probed
         # free port could be taken by another test before torchrun binds it)
         return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nprocs),
-                os.path.abspath(__file__)]
+                os.path.abspath(__file__), *forward]
 
     rc = subprocess.run(cmd(), timeout=600).returncode
     if rc != 0:
@@ -766,14 +782,14 @@ def free_port():
         return s.getsockname()[1]
 
 
-def mpiexec_jobs(mpiexec, nprocs):
+def mpiexec_jobs(mpiexec, nprocs, forward):
     """The checks on ranks that mpiexec starts; then a job where one rank
     fails, which must end well before the Comm's 5-minute timeout."""
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
     def cmd(*extra):
         return [mpiexec, "-n", str(nprocs), "--oversubscribe", "--bind-to", "none", "--mca", "mpi_yield_when_idle",
-                "1", "-x", "MASTER_PORT", *extra, sys.executable, os.path.abspath(__file__)]
+                "1", "-x", "MASTER_PORT", *extra, sys.executable, os.path.abspath(__file__), *forward]
 
     rc = subprocess.run(cmd(), env=dict(env, MASTER_PORT=str(free_port())), timeout=600).returncode
     if rc != 0:
@@ -801,24 +817,27 @@ def main():
     ap.add_argument("--mpiexec", help="start the ranks with this mpiexec (sparq's MPI transport)")
     ap.add_argument("--torchrun", action="store_true", help="start the ranks with torchrun (sparq's Gloo transport)")
     ap.add_argument("--cuda", action="store_true", help="the CUDA checks (exit 77, skipped, without a CUDA device)")
+    ap.add_argument("--no-device-codecs", dest="device_codecs", action="store_false",
+                    help="leave out the checks of sparq.gpu's codecs (device_codec_check)")
     args = ap.parse_args()
+    forward = [] if args.device_codecs else ["--no-device-codecs"]  # to the ranks a launcher starts
     if args.cuda and not torch.cuda.is_available():
         print("skip: torch has no CUDA device here")
         sys.exit(77)
     if not args.cuda and torchrec_checks is None:
         sys.exit("bridge_test: TorchRec is not installed; its checks are a part of this run (scripts/setup)")
     if "OMPI_COMM_WORLD_RANK" in os.environ:
-        under_mpiexec()
+        under_mpiexec(chosen(args))
     if "TORCHELASTIC_RUN_ID" in os.environ:
-        under_torchrun()
+        under_torchrun(chosen(args))
     if args.mpiexec:
-        sys.exit(mpiexec_jobs(args.mpiexec, args.nprocs))
+        sys.exit(mpiexec_jobs(args.mpiexec, args.nprocs, forward))
     if args.torchrun:
-        sys.exit(torchrun_jobs(args.nprocs))
+        sys.exit(torchrun_jobs(args.nprocs, forward))
     port = free_port()
     ctx = mp.get_context("spawn")
     failures = ctx.Queue()
-    procs = [ctx.Process(target=worker, args=(r, args.nprocs, port, failures, args.cuda))
+    procs = [ctx.Process(target=worker, args=(r, args.nprocs, port, failures, args))
              for r in range(args.nprocs)]
     for p in procs:
         p.start()
