@@ -19,7 +19,7 @@ namespace {
 
 using test::reference_reduce;
 
-std::vector<std::size_t> counts_for(int p) {
+std::vector<std::size_t> sweep_counts(int p) {
   return {0, 1, static_cast<std::size_t>(p > 1 ? p - 1 : 2), 1000 * static_cast<std::size_t>(p) + 3, 1 << 20};
 }
 
@@ -53,7 +53,7 @@ std::vector<T> run_one(Transport& t, std::size_t n, bool in_place, const Allredu
 template <class T>
 void sweep(AllreduceAlgo algo, int p) {
   for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max}) {
-    for (std::size_t n : counts_for(p)) {
+    for (std::size_t n : sweep_counts(p)) {
       if (op != ReduceOp::Sum && n > 4096) continue;  // min/max share every code path with sum
       const auto ref = reference_reduce<T>(n, p, op);
       for (bool in_place : {false, true}) {
@@ -85,16 +85,18 @@ void sweep(AllreduceAlgo algo, int p) {
   }
 }
 
-struct Case {
+struct AllreduceCase {
   AllreduceAlgo algo;
   int ranks;
 };
-void PrintTo(const Case& c, std::ostream* os) { *os << allreduce_algo_name(c.algo) << " on " << c.ranks << " ranks"; }
+void PrintTo(const AllreduceCase& c, std::ostream* os) {
+  *os << allreduce_algo_name(c.algo) << " on " << c.ranks << " ranks";
+}
 
-class AllreduceSweep : public testing::TestWithParam<Case> {};
+class AllreduceSweep : public testing::TestWithParam<AllreduceCase> {};
 
 TEST_P(AllreduceSweep, MatchesSequentialReference) {
-  const Case c = GetParam();
+  const AllreduceCase c = GetParam();
   SPARQ_NEED_RANKS(c.ranks);
   sweep<float>(c.algo, c.ranks);
   sweep<double>(c.algo, c.ranks);
@@ -102,8 +104,8 @@ TEST_P(AllreduceSweep, MatchesSequentialReference) {
   sweep<std::int64_t>(c.algo, c.ranks);
 }
 
-std::vector<Case> all_cases() {
-  std::vector<Case> v;
+std::vector<AllreduceCase> all_cases() {
+  std::vector<AllreduceCase> v;
   for (AllreduceAlgo a : {AllreduceAlgo::Ring, AllreduceAlgo::RecursiveDoubling, AllreduceAlgo::Rabenseifner,
                           AllreduceAlgo::Auto})
     for (int p : {1, 2, 3, 4, 5, 7, 8, 16}) v.push_back({a, p});

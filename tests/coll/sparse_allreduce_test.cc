@@ -70,13 +70,15 @@ void expect_same_on_every_rank(Transport& t, const SparseStream& out) {
   EXPECT_EQ(root, mine) << "rank " << t.rank() << " holds a different result";
 }
 
-struct Case {
+struct SparseCase {
   SparseAlgo algo;
   int ranks;
 };
-void PrintTo(const Case& c, std::ostream* os) { *os << sparse_algo_name(c.algo) << " on " << c.ranks << " ranks"; }
+void PrintTo(const SparseCase& c, std::ostream* os) {
+  *os << sparse_algo_name(c.algo) << " on " << c.ranks << " ranks";
+}
 
-class SparseSweep : public testing::TestWithParam<Case> {};
+class SparseSweep : public testing::TestWithParam<SparseCase> {};
 
 TEST_P(SparseSweep, MatchesDenseReference) {
   const auto [algo, p] = GetParam();
@@ -115,8 +117,8 @@ std::string test_name(SparseAlgo a, int ranks) {
   return s;
 }
 
-std::vector<Case> cases() {
-  std::vector<Case> v;
+std::vector<SparseCase> cases() {
+  std::vector<SparseCase> v;
   for (SparseAlgo a : {SparseAlgo::SsarRecursiveDouble, SparseAlgo::SsarSplitAllgather,
                        SparseAlgo::DsarSplitAllgather, SparseAlgo::Dense, SparseAlgo::Auto})
     for (int p : {1, 2, 3, 4, 5, 8, 16}) v.push_back({a, p});
@@ -145,7 +147,7 @@ SparseStream lossy_input(std::size_t n, std::size_t k, int rank, int p) {
 // term covers what flushes or rounds coarser: fp8's values below 2^-17 of
 // a message's largest, fp4's below 2^e (error at most 2^(e-2), and 2^e <
 // a group's largest / 3); and the messages shrink with the value width.
-class SparseLowPrecision : public testing::TestWithParam<Case> {};
+class SparseLowPrecision : public testing::TestWithParam<SparseCase> {};
 
 TEST_P(SparseLowPrecision, AgreesAcrossRanksWithinRoundingBound) {
   using compress::ValueFormat;
@@ -197,8 +199,8 @@ TEST_P(SparseLowPrecision, AgreesAcrossRanksWithinRoundingBound) {
     }
 }
 
-std::vector<Case> low_precision_cases() {
-  std::vector<Case> v;
+std::vector<SparseCase> low_precision_cases() {
+  std::vector<SparseCase> v;
   for (SparseAlgo a : {SparseAlgo::SsarRecursiveDouble, SparseAlgo::SsarSplitAllgather,
                        SparseAlgo::DsarSplitAllgather, SparseAlgo::Dense, SparseAlgo::Auto})
     for (int p : {2, 3, 4, 5}) v.push_back({a, p});

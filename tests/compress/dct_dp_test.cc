@@ -7,24 +7,18 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <random>
 #include <optional>
 #include <vector>
 
 #include "sparq/compress/stream_codec.h"
 #include "sparq/compress/topk.h"
 #include "sparq/core/error.h"
+#include "tests/compress/random_data.h"
 
 namespace sparq::compress {
 namespace {
 
-std::vector<float> normal(std::size_t n, unsigned seed, float sd = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, sd);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using test::normal;
 
 std::uint32_t bits(float f) { return std::bit_cast<std::uint32_t>(f); }
 

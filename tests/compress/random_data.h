@@ -5,10 +5,10 @@
 
 namespace sparq::compress::test {
 
-// n draws of N(0, 1), reproducible from the seed.
-inline std::vector<float> normal(std::size_t n, unsigned seed) {
+// n draws of N(mean, sd^2), reproducible from the seed.
+inline std::vector<float> normal(std::size_t n, unsigned seed, float sd = 1.0f, float mean = 0.0f) {
   std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::normal_distribution<float> d(mean, sd);
   std::vector<float> v(n);
   for (auto& x : v) x = d(rng);
   return v;

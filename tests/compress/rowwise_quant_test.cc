@@ -10,12 +10,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <random>
 #include <set>
 #include <vector>
 
 #include "sparq/compress/half.h"
 #include "sparq/core/error.h"
+#include "tests/compress/random_data.h"
 
 namespace sparq::compress {
 namespace {
@@ -43,13 +43,7 @@ unsigned read_code(const std::byte* row_codes, std::size_t i, int bits) {
   return (static_cast<unsigned>(row_codes[bit / 8]) >> (bit % 8)) & ((1u << bits) - 1);
 }
 
-std::vector<float> normal(std::size_t n, unsigned seed, float sd = 1.0f, float mean = 0.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(mean, sd);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using test::normal;
 
 TEST(RowwiseQuant, MatchesReferenceBitwise) {
   ASSERT_EQ(std::fegetround(), FE_TONEAREST);

@@ -20,7 +20,9 @@ using test::all_params;
 using test::small_config;
 
 // Four batches again and again: learnable even from random labels.
-Batch make_batch(const DlrmConfig& c, std::uint64_t step, std::size_t n) { return test::make_batch(c, step % 4, 0, n); }
+Batch cycled_batch(const DlrmConfig& c, std::uint64_t step, std::size_t n) {
+  return test::make_batch(c, step % 4, 0, n);
+}
 
 // Runs `steps` PS steps on W workers + S servers; returns worker 0's fetched
 // model and the workers' summed stats.
@@ -47,7 +49,7 @@ PsRun run_ps(int workers, int servers, std::uint64_t staleness, const std::strin
     PsWorkerStats sum;
     std::vector<double> losses;
     for (std::size_t k = 0; k < steps; ++k) {
-      const auto s = worker.step(make_batch(cfg, k, 24), k);
+      const auto s = worker.step(cycled_batch(cfg, k, 24), k);
       sum.w_grad += s.w_grad;
       sum.emb_grad += s.emb_grad;
       losses.push_back(s.loss);
@@ -68,7 +70,8 @@ TEST(ParamServer, OneWorkerIsSingleRankSgd) {
   set_blas_threads(1);
   const DlrmConfig cfg = small_config();
   const std::size_t steps = 30;
-  const auto want = all_params(*test::train_single(cfg, 7, steps, [&](std::size_t k) { return make_batch(cfg, k, 24); }));
+  const auto want =
+      all_params(*test::train_single(cfg, 7, steps, [&](std::size_t k) { return cycled_batch(cfg, k, 24); }));
   for (int servers : {1, 2, 3}) {
     EXPECT_LT(test::max_abs_diff(run_ps(1, servers, 0, "none", steps).params, want), 1e-6) << servers << " servers";
   }
