@@ -672,7 +672,7 @@ CHECKS += torchrec_checks.CHECKS if torchrec_checks else []
 CHECKS += pipeline_checks.CHECKS
 
 
-def run_checks(rank, size, init_method, report, checks=CHECKS):
+def run_checks(rank, size, init_method, report, checks):
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=size,
                             timeout=datetime.timedelta(seconds=60))
@@ -691,6 +691,7 @@ def run_checks(rank, size, init_method, report, checks=CHECKS):
 
 
 def chosen(args):
+    """The checks this run's options ask for."""
     if args.cuda:
         return CUDA_CHECKS
     return [c for c in CHECKS if args.device_codecs or not getattr(c, "device_codecs", False)]
