@@ -50,40 +50,39 @@ def dense_params(model):
             for p in (layer.weight, layer.bias)]
 
 
-def load_sparq_checkpoint(path, model, weight, offset, sizes, dim):
+def load_sparq_checkpoint(path, model, tables):
     """Loads a sparq checkpoint: the dense parameters into the model's MLPs
-    (sparq's order), and this rank's own tables (rows offset[t] on of
-    `weight`). Returns the saved step."""
-    meta, dense, tables = read_checkpoint(path, sizes, dim)
+    (sparq's order), and this rank's own tables. Returns the saved step."""
+    meta, dense, saved = read_checkpoint(path, tables.sizes, tables.dim)
     copy_dense(path, dense, dense_params(model))
     with torch.no_grad():
-        for t, w in enumerate(tables):
-            if t in offset:
-                weight[offset[t]:offset[t] + sizes[t]].copy_(torch.from_numpy(w.copy()))
+        for t, w in enumerate(saved):
+            if t in tables.offset:
+                tables.weight[tables.offset[t]:tables.offset[t] + tables.sizes[t]].copy_(torch.from_numpy(w.copy()))
     return int(meta.get("step", 0))
 
 
-def save_model(path, model, weight, owned, sizes, dim, step):
+def save_model(path, model, tables, step):
     """Writes the model as a sparq checkpoint on rank 0 (read back with
     --load-sparq): the dense parameters in sparq's order, every table from
     the rank that owns it."""
-    rank, size = dist.get_rank(), dist.get_world_size()
-    weight = weight.cpu()
+    rank, size, sizes = dist.get_rank(), dist.get_world_size(), tables.sizes
+    weight = tables.weight.cpu()
     if rank != 0:
         dist.send(weight, 0)
         return
-    tables = {}
+    saved = {}
     for r in range(size):
         w = weight
         if r:
-            w = torch.empty(sum(sizes[t] for t in owned[r]), dim)
+            w = torch.empty(sum(sizes[t] for t in tables.owned[r]), tables.dim)
             dist.recv(w, r)
         rows = 0
-        for t in owned[r]:  # a rank's tables lie in its weight in table order
-            tables[t], rows = w[rows:rows + sizes[t]].numpy(), rows + sizes[t]
+        for t in tables.owned[r]:  # a rank's tables lie in its weight in table order
+            saved[t], rows = w[rows:rows + sizes[t]].numpy(), rows + sizes[t]
     dense = torch.cat([p.detach().reshape(-1) for p in dense_params(model)])
     write_checkpoint(path, {"step": step, "writer": "examples/dlrm_ddp.py"}, dense.numpy(),
-                     [tables[t] for t in range(NUM_SPARSE)])
+                     [saved[t] for t in range(NUM_SPARSE)])
 
 
 def mlp(widths, relu_last):
@@ -205,7 +204,7 @@ def in_sparq_range(e):
     return False
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_args(ap)
     ap.add_argument("--hook", default="none", help="none | dct:ETA,L | q8|q4|q2[+ec] | topk:K/B")
@@ -223,15 +222,19 @@ def main():
     ap.add_argument("--profile-steps", type=int, default=0,
                     help="profile the last this many steps (torch.profiler): the step's GPU (or CPU) time, the "
                          "share of sparq.gpu's kernels and the operators that took most, on rank 0")
-    args = ap.parse_args()
+    return ap.parse_args()
 
+
+def setup(args):
+    """torch.distributed, this rank's device, the thread counts and the
+    seed. Returns (rank, size, device)."""
     rank, size = init_distributed(args.timeout)
+    device = torch.device("cpu")
     if args.device == "cuda":
         if not torch.cuda.is_available():
             raise SystemExit("--device cuda: torch sees no CUDA device")
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)) % torch.cuda.device_count())
-    device = torch.device(args.device, torch.cuda.current_device()) if args.device == "cuda" else torch.device("cpu")
-    timeout = datetime.timedelta(seconds=args.timeout)
+        device = torch.device("cuda", torch.cuda.current_device())
     torch.set_num_threads(args.threads)
     # Debian's torch multiplies fp32 matrices with OpenBLAS, whose own thread
     # count set_num_threads() does not reach: left at one per core, 4 ranks
@@ -241,187 +244,265 @@ def main():
     except (OSError, AttributeError):
         pass  # another BLAS: torch's own setting is the one
     torch.manual_seed(args.seed)
+    return rank, size, device
 
+
+def architecture(args):
+    """The architecture flags: (feature size, bottom MLP's widths, top
+    MLP's widths from the interaction's output on, the 26 tables' rows)."""
     dim = args.arch_sparse_feature_size
     bot = [int(w) for w in args.arch_mlp_bot.split("-")]
     top_in = bot[-1] + (NUM_SPARSE + 1) * NUM_SPARSE // 2
-    top = [top_in] + [int(w) for w in args.arch_mlp_top.split("-")]  # widths after the interaction
+    top = [top_in] + [int(w) for w in args.arch_mlp_top.split("-")]
     sizes = [int(s) for s in args.arch_embedding_size.split("-")]
     sizes = sizes * NUM_SPARSE if len(sizes) == 1 else sizes
     if len(sizes) != NUM_SPARSE or bot[-1] != dim:
         raise SystemExit("--arch-embedding-size needs 1 or 26 sizes, and the bottom MLP must end in the feature size")
-    owner = assign_tables(sizes, size)
-    owned = [[t for t in range(NUM_SPARSE) if owner[t] == r] for r in range(size)]
-    mine = owned[rank]
-    # This rank's tables as one matrix, table t from row offset[t] on: the
-    # lookups are one gather from it and their SGD update one indexed add (the
-    # update torch.optim makes from nn.Embedding's sparse gradients, fused).
-    offset, rows = {}, 0
-    for t in mine:
-        offset[t], rows = rows, rows + sizes[t]
-    weight = torch.empty(rows, dim)
-    for t in mine:
-        nn.init.uniform_(weight[offset[t]:offset[t] + sizes[t]], -(1.0 / sizes[t]) ** 0.5, (1.0 / sizes[t]) ** 0.5)
-    weight = weight.to(device)
+    return dim, bot, top, sizes
 
-    # The received blocks hold the tables in rank order; the model takes them so.
-    by_rank = sum(owned, [])
-    model = DenseDlrm(bot, top, bf16=args.mlp_precision == "bf16",
-                      table_pos=[by_rank.index(t) for t in range(NUM_SPARSE)], device=device).to(device)
-    # The gradients are views into DDP's buckets: no copy into them and back.
-    ddp = DDP(model, bucket_cap_mb=args.bucket_cap_mb, gradient_as_bucket_view=True)
-    hook = None
-    host_route = args.route == "host"
-    # The group route between GPUs: NCCL (one GPU a rank); on the CPU, gloo's default group.
-    group = dist.new_group(backend="nccl") if not host_route and device.type == "cuda" else None
-    if args.hook != "none":
-        codec = args.hook
-        hook = st.Hook(codec, allreduce="ring" if codec.startswith("q") else "auto", model=ddp,
-                       comm=st.connect(timeout=timeout) if host_route else None, codecs=args.codecs,
-                       route=args.route, group=group)
-        ddp.register_comm_hook(None, hook)
-    fwd, bwd = (args.emb_codec.split("/") + [args.emb_codec])[:2]
-    bits = {"fp32": 32, "q8": 8, "q4": 4, "q2": 2}
-    if fwd not in bits or bwd not in bits:
-        raise SystemExit(f"--emb-codec {args.emb_codec}: fp32, q8, q4, q2, or FWD/BWD of them")
-    a2a = st.connect(timeout=timeout) if host_route else None
-    opt = torch.optim.SGD(list(ddp.parameters()), lr=args.learning_rate, foreach=True)
 
-    start = load_sparq_checkpoint(args.load_sparq, model, weight, offset, sizes, dim) if args.load_sparq else 0
-    train, test_set = read_data(args.data_path)
-    batch = args.mini_batch_size
-    if batch % size:
-        raise SystemExit(f"--mini-batch-size {batch} does not divide over {size} ranks")
-    local = batch // size
-    epoch = len(train) // batch
-    steps = min(args.num_batches or epoch, epoch)  # one epoch at most, as sparq train
-    rng = np.random.default_rng(args.seed)
-    order = np.arange(len(train)) if args.no_shuffle else rng.permutation(len(train))
+BITS = {"fp32": 32, "q8": 8, "q4": 4, "q2": 2}
 
-    def lookups(ids, grad):
+
+def emb_codecs(spec):
+    """--emb-codec FWD[/BWD] as the names of the two directions' codecs."""
+    fwd, bwd = (spec.split("/") + [spec])[:2]
+    if fwd not in BITS or bwd not in BITS:
+        raise SystemExit(f"--emb-codec {spec}: fp32, q8, q4, q2, or FWD/BWD of them")
+    return fwd, bwd
+
+
+class Tables:
+    """This rank's embedding tables (table-wise over the ranks) as one
+    matrix, table t from row offset[t] on: the lookups are one gather from
+    it and their SGD update one indexed add (the update torch.optim makes
+    from nn.Embedding's sparse gradients, fused)."""
+
+    def __init__(self, sizes, dim, rank, size, device):
+        owner = assign_tables(sizes, size)
+        self.owned = [[t for t in range(NUM_SPARSE) if owner[t] == r] for r in range(size)]
+        self.mine = self.owned[rank]
+        self.sizes, self.dim, self.size, self.device = sizes, dim, size, device
+        self.offset, rows = {}, 0
+        for t in self.mine:
+            self.offset[t], rows = rows, rows + sizes[t]
+        weight = torch.empty(rows, dim)
+        for t in self.mine:
+            bound = (1.0 / sizes[t]) ** 0.5
+            nn.init.uniform_(weight[self.offset[t]:self.offset[t] + sizes[t]], -bound, bound)
+        self.weight = weight.to(device)
+
+    def positions(self):
+        """Each table's place among the embeddings a rank receives: the
+        received blocks hold the tables in rank order."""
+        by_rank = sum(self.owned, [])
+        return [by_rank.index(t) for t in range(NUM_SPARSE)]
+
+    def lookups(self, ids, grad, alltoall):
         """ids: (B, 26) raw values of a global batch. Returns the embeddings
         of this rank's samples, (B / size, 26, dim) with the tables in rank
         order; the rows of `weight` this rank looked up for the whole batch;
         and the tensor of those rows, which holds their gradient after
         backward when `grad`."""
-        n = ids.shape[0] // size
+        n, mine = ids.shape[0] // self.size, self.mine
         # Rows for rank j: its n samples x my tables, sample-major (the global
         # batch holds rank j's samples at j*n).
-        idx = torch.from_numpy(np.stack([rows_of(ids[:, t], t, sizes[t]) + offset[t] for t in mine], axis=1)
-                               .reshape(-1) if mine else np.zeros(0, np.int64)).to(device)
-        send = weight.index_select(0, idx).requires_grad_(grad)
-        got = st.quantized_alltoall(send, [n * len(mine)] * size, bits[fwd], bits[bwd],
-                                    recv_splits=[n * len(o) for o in owned], comm=a2a, codecs=args.codecs,
-                                    route=args.route, group=group)
-        blocks = torch.split(got, [n * len(o) for o in owned])
-        return torch.cat([blk.view(n, len(o), dim) for blk, o in zip(blocks, owned)], dim=1), idx, send
+        idx = torch.from_numpy(np.stack([rows_of(ids[:, t], t, self.sizes[t]) + self.offset[t] for t in mine], axis=1)
+                               .reshape(-1) if mine else np.zeros(0, np.int64)).to(self.device)
+        send = self.weight.index_select(0, idx).requires_grad_(grad)
+        got = alltoall(send, [n * len(mine)] * self.size, [n * len(o) for o in self.owned])
+        blocks = torch.split(got, [n * len(o) for o in self.owned])
+        return torch.cat([b.view(n, len(o), self.dim) for b, o in zip(blocks, self.owned)], dim=1), idx, send
+
+    def update(self, idx, grad, lr):
+        """SGD on the looked-up rows. Each rank's loss is the mean over its
+        share and DDP averages the dense gradients over the ranks; the rows'
+        gradients need the same 1/size (sparq train applies it after the
+        alltoall too). index_put_ with accumulate: in torch 1.13, 3x faster
+        than index_add_ (bench/dlrm_ddp_ops.py)."""
+        self.weight.index_put_((idx,), grad.mul_(-lr / self.size), accumulate=True)
+
+
+PHASES = ("data", "lookups", "fwd+bwd", "opt")
+
+
+class Progress:
+    """The progress lines, every --print-freq steps and at the last: the
+    global batch's mean loss, ms per step (the tests' time left out), the
+    bytes this rank sent per step, and the steps' phases; "hook" is the
+    sparq exchange's time on its own thread (it overlaps backward, so it is
+    no part of the step's sum)."""
+
+    def __init__(self, rank, size, steps, sent, hook, ddp_bytes):
+        self.rank, self.size, self.steps = rank, size, steps
+        self.sent, self.hook, self.ddp_bytes = sent, hook, ddp_bytes
+        self.t0 = time.perf_counter()
+        self.last_t, self.last_bytes, self.loss_sum, self.n_loss = self.t0, sent(), 0.0, 0
+        self.testing = 0.0  # seconds spent in tests, left out of the training time
+        self.phase = dict.fromkeys(PHASES + ("hook",), 0.0)
+        self.hook_at = 0.0
+
+    def add(self, loss, seconds):
+        for key, dt in zip(PHASES, seconds):
+            self.phase[key] += dt
+        self.loss_sum += loss
+        self.n_loss += 1
+
+    def leave_out(self, seconds):
+        self.testing += seconds
+        self.last_t += seconds
+
+    def training_seconds(self, at):
+        return at - self.t0 - self.testing
+
+    def report(self, it):
+        now, b, k = time.perf_counter(), self.sent(), self.n_loss
+        # The global batch's mean loss (equal shares: the mean over ranks).
+        total = torch.tensor([self.loss_sum], dtype=torch.float64)
+        dist.all_reduce(total)
+        loss = total.item() / self.size
+        if self.rank == 0:
+            extra = f" + {self.ddp_bytes / 1e3:.1f} kB torch allreduce (computed)" if self.ddp_bytes else ""
+            if self.hook:
+                self.phase["hook"], self.hook_at = self.hook.exchange_seconds - self.hook_at, self.hook.exchange_seconds
+            shown = [(key, v) for key, v in self.phase.items() if key != "hook" or self.hook]
+            times = ", ".join(f"{key} {v / k * 1000:.1f}" for key, v in shown)
+            print(f"Finished training it {it}/{self.steps} of epoch 0, {(now - self.last_t) / k * 1000:.2f} ms/it, "
+                  f"loss {loss / k:.6f}, {(b - self.last_bytes) / k / 1e3:.1f} kB/step sent{extra} (rank 0); "
+                  f"ms/step: {times}", flush=True)
+        self.last_t, self.last_bytes, self.loss_sum, self.n_loss = now, b, 0.0, 0
+        self.phase.update(dict.fromkeys(PHASES, 0.0))
+
+
+class Trainer:
+    """The training loop over one epoch at most (as sparq train), batches in
+    file order (--no-shuffle) or a seeded permutation's, with tests every
+    --test-freq steps and at the end."""
+
+    def __init__(self, args, rank, size, device, model, ddp, tables, alltoall, start):
+        self.args, self.rank, self.size, self.device = args, rank, size, device
+        self.model, self.ddp, self.tables, self.alltoall, self.start = model, ddp, tables, alltoall, start
+        self.opt = torch.optim.SGD(list(ddp.parameters()), lr=args.learning_rate, foreach=True)
+        self.train, self.test_set = read_data(args.data_path)
+        self.batch = args.mini_batch_size
+        if self.batch % size:
+            raise SystemExit(f"--mini-batch-size {self.batch} does not divide over {size} ranks")
+        self.local = self.batch // size
+        epoch = len(self.train) // self.batch
+        self.steps = min(args.num_batches or epoch, epoch)
+        rng = np.random.default_rng(args.seed)
+        self.order = np.arange(len(self.train)) if args.no_shuffle else rng.permutation(len(self.train))
+
+    def share(self, rec, field):
+        """This rank's share of a global batch's field, as a tensor."""
+        return torch.from_numpy(np.ascontiguousarray(rec[self.rank * self.local:(self.rank + 1) * self.local][field]))
+
+    def step(self, it):
+        """One step on global batch `it`: the rank's loss and the phases' seconds."""
+        t = time.perf_counter()
+        # np.take: 5x train[...] on a memmap (bench/dlrm_ddp_ops.py)
+        rec = np.take(self.train, self.order[it * self.batch:(it + 1) * self.batch])
+        dense, label = self.share(rec, "dense").to(self.device), self.share(rec, "label").to(self.device)
+        t1 = time.perf_counter()
+        emb, idx, send = self.tables.lookups(rec["sparse"], True, self.alltoall)
+        t2 = time.perf_counter()
+        loss = nn.functional.binary_cross_entropy_with_logits(self.ddp(dense, emb), label)
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        t3 = time.perf_counter()
+        self.opt.step()
+        self.tables.update(idx, send.grad, self.args.learning_rate)
+        t4 = time.perf_counter()
+        return loss.item(), (t1 - t, t2 - t1, t3 - t2, t4 - t3)
+
+    def test(self, it, progress, clock):
+        """sparq train's test line, with the training time so far: every
+        rank scores its share of each test batch."""
+        clock.pause()
+        at = time.perf_counter()
+        scores, labels = [], []
+        with torch.no_grad():
+            for s in range(0, len(self.test_set) - self.batch + 1, self.batch):
+                rec = self.test_set[s:s + self.batch]
+                emb = self.tables.lookups(rec["sparse"], False, self.alltoall)[0]
+                scores.append(torch.sigmoid(self.model(self.share(rec, "dense").to(self.device), emb)).cpu())
+                labels.append(self.share(rec, "label"))
+        report_test(torch.cat(scores), torch.cat(labels), it, self.steps, progress.training_seconds(at))
+        progress.leave_out(time.perf_counter() - at)
+        clock.resume()
+
+    def run(self, progress):
+        args, steps = self.args, self.steps
+        clock = ThreadClock()
+        prof, profiled = None, range(max(self.start, steps - args.profile_steps), steps)
+        for it in range(self.start, steps):
+            if it == profiled.start and args.profile_steps:
+                prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU] + (
+                    [torch.profiler.ProfilerActivity.CUDA] if self.device.type == "cuda" else []))
+                prof.start()
+            progress.add(*self.step(it))
+            if prof is not None and it + 1 == profiled.stop:
+                prof.stop()
+                if self.rank == 0:
+                    print("\n".join(profile_lines(prof, len(profiled), self.device)), flush=True)
+                prof = None
+            if (it + 1) % args.print_freq == 0 or it + 1 == steps:
+                progress.report(it + 1)
+            if args.test_freq and (it + 1) % args.test_freq == 0 and it + 1 != steps:
+                self.test(it + 1, progress, clock)
+        self.test(steps, progress, clock)
+        clock.report(steps - self.start)
+
+
+def main():
+    args = parse_args()
+    rank, size, device = setup(args)
+    dim, bot, top, sizes = architecture(args)
+    fwd, bwd = emb_codecs(args.emb_codec)
+    timeout = datetime.timedelta(seconds=args.timeout)
+    tables = Tables(sizes, dim, rank, size, device)
+    model = DenseDlrm(bot, top, bf16=args.mlp_precision == "bf16", table_pos=tables.positions(),
+                      device=device).to(device)
+    # The gradients are views into DDP's buckets: no copy into them and back.
+    ddp = DDP(model, bucket_cap_mb=args.bucket_cap_mb, gradient_as_bucket_view=True)
+    host_route = args.route == "host"
+    # The group route between GPUs: NCCL (one GPU a rank); on the CPU, gloo's default group.
+    group = dist.new_group(backend="nccl") if not host_route and device.type == "cuda" else None
+    hook = None
+    if args.hook != "none":
+        hook = st.Hook(args.hook, allreduce="ring" if args.hook.startswith("q") else "auto", model=ddp,
+                       comm=st.connect(timeout=timeout) if host_route else None, codecs=args.codecs,
+                       route=args.route, group=group)
+        ddp.register_comm_hook(None, hook)
+    a2a = st.connect(timeout=timeout) if host_route else None
+
+    def alltoall(send, splits, recv_splits):
+        return st.quantized_alltoall(send, splits, BITS[fwd], BITS[bwd], recv_splits=recv_splits, comm=a2a,
+                                     codecs=args.codecs, route=args.route, group=group)
 
     def sent():
         if not host_route:
             return st.group_route(group).bytes_sent + (hook.bytes_sent if hook else 0)
         return a2a.counters()["bytes_sent"] + (hook.comm.counters()["bytes_sent"] if hook else 0)
 
-    # Without a hook DDP allreduces with torch's gloo, which sparq cannot
-    # count: its bytes are given by the ring formula, marked as computed.
-    ddp_bytes = 0 if hook else 2 * (size - 1) / size * 4 * sum(p.numel() for p in model.parameters())
+    start = load_sparq_checkpoint(args.load_sparq, model, tables) if args.load_sparq else 0
+    trainer = Trainer(args, rank, size, device, model, ddp, tables, alltoall, start)
     if rank == 0:
         where = f"sparq transport {a2a.transport_name}" if host_route else f"route group ({dist.get_backend(group)})"
         print(f"dlrm_ddp: {size} ranks, {where}, hook {args.hook}, emb-codec {fwd}/{bwd}, "
-              f"mlp-precision {args.mlp_precision}, global batch {batch}, {steps} steps", flush=True)
-    t0 = time.perf_counter()
-    last_t, last_bytes, loss_sum, n_loss = t0, sent(), 0.0, 0
-    testing = 0.0  # seconds spent in tests, left out of the training time
-    clock = ThreadClock()
-
-    def test(it):
-        """sparq train's test line, with the training time so far: every
-        rank scores its share of each test batch."""
-        nonlocal testing, last_t
-        clock.pause()
-        at = time.perf_counter()
-        scores, labels = [], []
-        with torch.no_grad():
-            for s in range(0, len(test_set) - batch + 1, batch):
-                rec = test_set[s:s + batch]
-                share = rec[rank * local:(rank + 1) * local]
-                emb = lookups(rec["sparse"], False)[0]
-                scores.append(torch.sigmoid(model(torch.from_numpy(np.ascontiguousarray(share["dense"])).to(device),
-                                                  emb)).cpu())
-                labels.append(torch.from_numpy(np.ascontiguousarray(share["label"])))
-        report_test(torch.cat(scores), torch.cat(labels), it, steps, at - t0 - testing)
-        testing += time.perf_counter() - at
-        last_t += time.perf_counter() - at
-        clock.resume()
-
-    # Per-step phases; "hook" is the sparq exchange's time on its own thread
-    # (it overlaps backward, so it is not a part of the step's sum).
-    phase = dict.fromkeys(("data", "lookups", "fwd+bwd", "opt", "hook"), 0.0)
-    hook_at = 0.0
-    prof, profiled = None, range(max(start, steps - args.profile_steps), steps)
-    for it in range(start, steps):
-        if it == profiled.start and args.profile_steps:
-            prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU] +
-                                          ([torch.profiler.ProfilerActivity.CUDA] if device.type == "cuda" else []))
-            prof.start()
-        t = time.perf_counter()
-        rec = np.take(train, order[it * batch:(it + 1) * batch])  # 5x train[...] on a memmap (bench/dlrm_ddp_ops.py)
-        share = rec[rank * local:(rank + 1) * local]
-        dense = torch.from_numpy(np.ascontiguousarray(share["dense"])).to(device)
-        label = torch.from_numpy(np.ascontiguousarray(share["label"])).to(device)
-        t1 = time.perf_counter()
-        emb, idx, send = lookups(rec["sparse"], True)
-        t2 = time.perf_counter()
-        p = ddp(dense, emb)
-        loss = nn.functional.binary_cross_entropy_with_logits(p, label)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        t3 = time.perf_counter()
-        opt.step()
-        # Each rank's loss is the mean over its share and DDP averages the
-        # dense gradients over the ranks; the rows' gradients need the same
-        # 1/size (sparq train applies it after the alltoall too).
-        # index_put_ with accumulate: in torch 1.13, 3x faster than index_add_
-        # (bench/dlrm_ddp_ops.py).
-        weight.index_put_((idx,), send.grad.mul_(-args.learning_rate / size), accumulate=True)
-        t4 = time.perf_counter()
-        for key, dt in (("data", t1 - t), ("lookups", t2 - t1), ("fwd+bwd", t3 - t2), ("opt", t4 - t3)):
-            phase[key] += dt
-        loss_sum += loss.item()
-        n_loss += 1
-        if prof is not None and it + 1 == profiled.stop:
-            prof.stop()
-            if rank == 0:
-                print("\n".join(profile_lines(prof, len(profiled), device)), flush=True)
-            prof = None
-        if (it + 1) % args.print_freq == 0 or it + 1 == steps:
-            now, b = time.perf_counter(), sent()
-            k = n_loss
-            # The global batch's mean loss (equal shares: the mean over ranks).
-            total = torch.tensor([loss_sum], dtype=torch.float64)
-            dist.all_reduce(total)
-            loss_sum = total.item() / size
-            if rank == 0:
-                extra = f" + {ddp_bytes / 1e3:.1f} kB torch allreduce (computed)" if ddp_bytes else ""
-                if hook:
-                    phase["hook"], hook_at = hook.exchange_seconds - hook_at, hook.exchange_seconds
-                times = ", ".join(f"{key} {v / k * 1000:.1f}" for key, v in phase.items() if key != "hook" or hook)
-                print(f"Finished training it {it + 1}/{steps} of epoch 0, {(now - last_t) / k * 1000:.2f} ms/it, "
-                      f"loss {loss_sum / k:.6f}, {(b - last_bytes) / k / 1e3:.1f} kB/step sent{extra} (rank 0); "
-                      f"ms/step: {times}", flush=True)
-            last_t, last_bytes, loss_sum, n_loss = now, b, 0.0, 0
-            phase.update({key: 0.0 for key in ("data", "lookups", "fwd+bwd", "opt")})
-        if args.test_freq and (it + 1) % args.test_freq == 0 and it + 1 != steps:
-            test(it + 1)
-    test(steps)
-    clock.report(steps - start)
+              f"mlp-precision {args.mlp_precision}, global batch {trainer.batch}, {trainer.steps} steps", flush=True)
+    # Without a hook DDP allreduces with torch's gloo, which sparq cannot
+    # count: its bytes are given by the ring formula, marked as computed.
+    ddp_bytes = 0 if hook else 2 * (size - 1) / size * 4 * sum(p.numel() for p in model.parameters())
+    trainer.run(Progress(rank, size, trainer.steps, sent, hook, ddp_bytes))
     if rank == 0 and device.type == "cuda":
-        c = st.host_copies
-        print(f"host copies (rank 0): {c['to_host'] / (steps - start) / 1e6:.3f} MB/step to the host, "
-              f"{c['to_device'] / (steps - start) / 1e6:.3f} MB/step back (--codecs {args.codecs})", flush=True)
+        c, n = st.host_copies, trainer.steps - start
+        print(f"host copies (rank 0): {c['to_host'] / n / 1e6:.3f} MB/step to the host, "
+              f"{c['to_device'] / n / 1e6:.3f} MB/step back (--codecs {args.codecs})", flush=True)
     if hook:
         hook.wait()
     if args.save:
-        save_model(args.save, model, weight, owned, sizes, dim, steps)
+        save_model(args.save, model, tables, trainer.steps)
     if a2a is not None:
         a2a.barrier()
     else:
