@@ -1,4 +1,6 @@
-#include "python/codec_bindings.h"
+// The CPU codecs as they are, for the GPU kernels' tests (python/sparq/gpu/)
+// to compare against bit for bit.
+#include "python/bindings.h"
 
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
@@ -8,8 +10,6 @@
 #include <vector>
 
 #include "python/array_views.h"
-#include "python/comm.h"
-#include "sparq/coll/alltoall.h"
 #include "sparq/compress/rowwise_quant.h"
 #include "sparq/compress/stream_codec.h"
 #include "sparq/compress/threshold_pack.h"
@@ -30,33 +30,8 @@ compress::RowwiseFormat rowwise_format(int bits, const std::string& scale) {
   return {bits, scale == "f16" ? compress::ScaleType::F16 : compress::ScaleType::F32};
 }
 
-}  // namespace
-
-void add_codecs(py::module_& m) {
-  m.def(
-      "alltoallv_bytes",
-      [](Comm& c, py::array in, const std::vector<std::size_t>& send_counts, py::array out,
-         const std::vector<std::size_t>& recv_counts) {
-        Transport& t = c.transport();
-        const auto what = fmt::format("alltoallv_bytes on rank {}", t.rank());
-        std::span<std::byte> src = byte_span(in, what + ", input", false);
-        std::span<std::byte> dst = byte_span(out, what + ", output", true);
-        AlltoallOptions o;
-        o.tag = tags::kQuantizedAlltoall;  // quantized_alltoallv's messages: the two kinds of ranks mix
-        CollStats st;
-        {
-          py::gil_scoped_release nogil;
-          st = alltoallv(t, src, send_counts, dst, recv_counts, o);
-        }
-        py::dict d;
-        d["bytes_sent"] = st.wire.bytes_sent;
-        return d;
-      },
-      py::arg("comm"), py::arg("input"), py::arg("send_counts"), py::arg("output"), py::arg("recv_counts"),
-      "Alltoallv of bytes already encoded (a GPU rank's q8/q4/q2 blocks): send_counts[j] bytes to rank j, "
-      "recv_counts[i] from rank i, as the messages of quantized_alltoallv, so ranks that encode their own "
-      "blocks exchange with ranks that call it.");
-
+// Row-wise q8/q4/q2 with fp16 or fp32 scale and bias, error-compensated or not.
+void add_rowwise(py::module_& m) {
   m.def(
       "rowwise_quantize",
       [](py::array x, std::size_t cols, int bits, const std::string& scale, std::optional<py::array> err) {
@@ -93,6 +68,10 @@ void add_codecs(py::module_& m) {
       },
       py::arg("data"), py::arg("cols"), py::arg("bits"), py::arg("scale"), py::arg("rows"),
       "The float32 rows that rowwise_quantize's bytes decode to.");
+}
+
+// DCT-DP's and TopK's selection and the sparse streams they send.
+void add_sparse(py::module_& m) {
   m.def(
       "threshold_pack",
       [](py::array x, float tau, std::optional<py::array> err) {
@@ -156,6 +135,13 @@ void add_codecs(py::module_& m) {
       },
       py::arg("x"), py::arg("bucket"), py::arg("k"),
       "SparCML's TopK: the k largest |x| of every run of `bucket` values (global indices ascending, values).");
+}
+
+}  // namespace
+
+void add_codecs(py::module_& m) {
+  add_rowwise(m);
+  add_sparse(m);
 }
 
 }  // namespace sparq

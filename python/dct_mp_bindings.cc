@@ -1,4 +1,4 @@
-#include "python/dct_mp_bindings.h"
+#include "python/bindings.h"
 
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
