@@ -250,8 +250,9 @@ def main(argv=None):
     torch.set_num_threads(a.threads)
     ddp = a.hook is not None
     rank, world = 0, 1
-    if ddp:
+    if ddp or a.splits:  # the hook and the cuts; the unsplit model runs without sparq
         import sparq.torch as st
+    if ddp:
         dist.init_process_group("gloo")
         rank, world = dist.get_rank(), dist.get_world_size()
         if a.batch_size % world:
@@ -260,7 +261,6 @@ def main(argv=None):
     torch.manual_seed(a.seed)
     cuts = {}
     if a.splits and not a.narrow_cuts:
-        import sparq.torch as st
         cuts = {c: st.DctMp(a.eta, f"{c[0]}{c[1]}", values=a.values) for c in CUTS[a.splits]}
     model = Transformer(a, len(sv.words), len(tv.words), cuts)
     net, hook = model, None

@@ -49,7 +49,7 @@ def table2(g):
     base = g.get("t2_none")
     if not base:
         return
-    print(f"\n| dp-codec | seeds | test loss | vs baseline | accuracy % | AUC | W_grad ratio | W_grad kept % |")
+    print("\n| dp-codec | seeds | test loss | vs baseline | accuracy % | AUC | W_grad ratio | W_grad kept % |")
     print("|---|---|---|---|---|---|---|---|")
     for key in ["t2_none"] + sorted(k for k in g if k.startswith("t2_dct")):
         rs = g[key]

@@ -126,27 +126,28 @@ void ring(Call& c, std::span<float> data, Hop& hop, std::size_t segment) {
   });
 }
 
-void recursive_doubling(Call& c, std::span<float> data, Hop& hop, int group) {
-  const int p = c.size(), r = c.rank();
-  const int gsize = std::min(group, p), members = p / gsize;
-  SPARQ_CHECK_AS(InputError, group >= 1 && p % gsize == 0 && (members & (members - 1)) == 0,
-                 "quantized recursive-doubling needs P = G * 2^k with G = min(group, P): P = {}, group = {}", p,
-                 group);
-  const Codec& codec = hop.codec();
-  const int g = r / gsize, i = r % gsize;  // my group, my part
-  const pattern::Partition parts{data.size(), gsize};
-  const std::size_t base = parts.offset(i), len = parts.len(i);
-  auto vals_of = [&](int j) { return data.subspan(parts.offset(j), parts.len(j)); };
-  auto group_rank = [&](int j) { return g * gsize + j; };
+// Recursive doubling over groups of G ranks: rank r is member r % G of
+// group r / G and holds part r % G of the sum at the end of phase 1.
+struct Doubling {
+  Call& c;
+  std::span<float> data;
+  Hop& hop;
+  const Codec& codec;
+  int gsize, members, g, i;  // ranks a group, groups, my group, my part
+  pattern::Partition parts;
+
+  std::span<float> vals_of(int j) const { return data.subspan(parts.offset(j), parts.len(j)); }
+  int group_rank(int j) const { return g * gsize + j; }
+  int holder_of_my_part(int group) const { return group * gsize + i; }
 
   // 1. Inside the group: part j of my data goes to member j; I sum part i.
-  std::vector<float> acc(vals_of(i).begin(), vals_of(i).end());
-  {
+  std::vector<float> reduce_in_group() {
+    std::vector<float> acc(vals_of(i).begin(), vals_of(i).end());
     std::vector<std::vector<std::byte>> out(gsize), in(gsize);
     std::vector<Request> reqs;
     for (int s = 1; s < gsize; ++s) {
       const int from = pattern::mod(i - s, gsize);
-      in[from].resize(codec.bytes(len));
+      in[from].resize(codec.bytes(parts.len(i)));
       reqs.push_back(c.irecv(group_rank(from), std::span<std::byte>(in[from])));
     }
     for (int s = 1; s < gsize; ++s) {
@@ -159,72 +160,96 @@ void recursive_doubling(Call& c, std::span<float> data, Hop& hop, int group) {
     for (int q = 0; q < gsize; ++q)
       if (q != i) hop.add_decoded(in[q], acc);
     if (gsize > 1) c.count_round();
+    return acc;
   }
 
   // 2. Across groups, among the members holding part i: pairs (keeper m,
   //    sender m + d) halve the work, the sender hands its reduced half to the
-  //    keeper and drops out; keepers pair again at distance 2d.
-  const std::size_t h = len / 2;
-  const std::span<float> a(acc), lo = a.first(h), hi = a.subspan(h);
-  for (int d = 1; d < members; d *= 2) {
-    if (g % (2 * d) == d) {  // sender
-      const int keeper = (g - d) * gsize + i;
-      std::vector<std::byte> out_hi(codec.bytes(hi.size())), in_lo(codec.bytes(h)), out_lo(codec.bytes(h));
-      hop.encode(hi, base + h, out_hi);
-      Request rs[2] = {c.irecv(keeper, std::span<std::byte>(in_lo)), c.isend(keeper, std::span<const std::byte>(out_hi))};
-      c.wait_all(rs);
-      hop.add_decoded(in_lo, lo);
-      hop.encode(lo, base, out_lo);
-      Request s2 = c.isend(keeper, std::span<const std::byte>(out_lo));
-      c.wait(s2);
-      c.count_round();
-      break;
-    }
-    if (g % (2 * d) == 0) {  // keeper
-      const int sender = (g + d) * gsize + i;
-      std::vector<std::byte> out_lo(codec.bytes(h)), in_hi(codec.bytes(hi.size())), in_lo(codec.bytes(h));
-      hop.encode(lo, base, out_lo);
-      Request rs[3] = {c.irecv(sender, std::span<std::byte>(in_hi)), c.irecv(sender, std::span<std::byte>(in_lo)),
-                       c.isend(sender, std::span<const std::byte>(out_lo))};
-      c.wait(rs[0]);
-      hop.add_decoded(in_hi, hi);
-      c.wait(rs[1]);
-      codec.decode(in_lo, lo);  // the sender's reduced half
-      c.wait(rs[2]);
-      c.count_round();
+  //    keeper and drops out; keepers pair again at distance 2d. Group 0 ends
+  //    with the sum of part i.
+  void reduce_across_groups(std::span<float> acc) {
+    const std::size_t base = parts.offset(i), h = acc.size() / 2;
+    const std::span<float> lo = acc.first(h), hi = acc.subspan(h);
+    for (int d = 1; d < members; d *= 2) {
+      if (g % (2 * d) == d) {  // sender
+        const int keeper = holder_of_my_part(g - d);
+        std::vector<std::byte> out_hi(codec.bytes(hi.size())), in_lo(codec.bytes(h)), out_lo(codec.bytes(h));
+        hop.encode(hi, base + h, out_hi);
+        Request rs[2] = {c.irecv(keeper, std::span<std::byte>(in_lo)),
+                         c.isend(keeper, std::span<const std::byte>(out_hi))};
+        c.wait_all(rs);
+        hop.add_decoded(in_lo, lo);
+        hop.encode(lo, base, out_lo);
+        Request s2 = c.isend(keeper, std::span<const std::byte>(out_lo));
+        c.wait(s2);
+        c.count_round();
+        return;
+      }
+      if (g % (2 * d) == 0) {  // keeper
+        const int sender = holder_of_my_part(g + d);
+        std::vector<std::byte> out_lo(codec.bytes(h)), in_hi(codec.bytes(hi.size())), in_lo(codec.bytes(h));
+        hop.encode(lo, base, out_lo);
+        Request rs[3] = {c.irecv(sender, std::span<std::byte>(in_hi)), c.irecv(sender, std::span<std::byte>(in_lo)),
+                         c.isend(sender, std::span<const std::byte>(out_lo))};
+        c.wait(rs[0]);
+        hop.add_decoded(in_hi, hi);
+        c.wait(rs[1]);
+        codec.decode(in_lo, lo);  // the sender's reduced half
+        c.wait(rs[2]);
+        c.count_round();
+      }
     }
   }
 
   // 3. The last keeper encodes part i once; that encoding goes down a
-  //    binomial tree over the members, 4. and around the group.
-  std::vector<std::byte> fin(codec.bytes(len));
-  if (g == 0) hop.encode(acc, base, fin);
-  int mask = 1;
-  for (; mask < members; mask <<= 1)
-    if (g & mask) {
-      Request q = c.irecv((g - mask) * gsize + i, std::span<std::byte>(fin));
-      c.wait(q);
-      c.count_round();
-      break;
-    }
-  std::vector<Request> down;
-  for (mask >>= 1; mask > 0; mask >>= 1)
-    if (g + mask < members) down.push_back(c.isend((g + mask) * gsize + i, std::span<const std::byte>(fin)));
-  c.wait_all(down);
-
-  std::vector<std::vector<std::byte>> all(gsize);
-  std::vector<Request> reqs;
-  for (int j = 0; j < gsize; ++j) {
-    if (j == i) continue;
-    all[j].resize(codec.bytes(parts.len(j)));
-    reqs.push_back(c.irecv(group_rank(j), std::span<std::byte>(all[j])));
+  //    binomial tree over the members.
+  std::vector<std::byte> broadcast_across_groups(std::span<const float> acc) {
+    std::vector<std::byte> fin(codec.bytes(acc.size()));
+    if (g == 0) hop.encode(acc, parts.offset(i), fin);
+    int mask = 1;
+    for (; mask < members; mask <<= 1)
+      if (g & mask) {
+        Request q = c.irecv(holder_of_my_part(g - mask), std::span<std::byte>(fin));
+        c.wait(q);
+        c.count_round();
+        break;
+      }
+    std::vector<Request> down;
+    for (mask >>= 1; mask > 0; mask >>= 1)
+      if (g + mask < members) down.push_back(c.isend(holder_of_my_part(g + mask), std::span<const std::byte>(fin)));
+    c.wait_all(down);
+    return fin;
   }
-  for (int j = 0; j < gsize; ++j)
-    if (j != i) reqs.push_back(c.isend(group_rank(j), std::span<const std::byte>(fin)));
-  c.wait_all(reqs);
-  if (gsize > 1) c.count_round();
-  all[i] = std::move(fin);
-  for (int j = 0; j < gsize; ++j) codec.decode(all[j], vals_of(j));
+
+  // 4. Every part's encoding around the group; every rank decodes the same
+  //    bytes.
+  void allgather_in_group(std::vector<std::byte> fin) {
+    std::vector<std::vector<std::byte>> all(gsize);
+    std::vector<Request> reqs;
+    for (int j = 0; j < gsize; ++j) {
+      if (j == i) continue;
+      all[j].resize(codec.bytes(parts.len(j)));
+      reqs.push_back(c.irecv(group_rank(j), std::span<std::byte>(all[j])));
+    }
+    for (int j = 0; j < gsize; ++j)
+      if (j != i) reqs.push_back(c.isend(group_rank(j), std::span<const std::byte>(fin)));
+    c.wait_all(reqs);
+    if (gsize > 1) c.count_round();
+    all[i] = std::move(fin);
+    for (int j = 0; j < gsize; ++j) codec.decode(all[j], vals_of(j));
+  }
+};
+
+void recursive_doubling(Call& c, std::span<float> data, Hop& hop, int group) {
+  const int p = c.size(), r = c.rank();
+  const int gsize = std::min(group, p), members = p / gsize;
+  SPARQ_CHECK_AS(InputError, group >= 1 && p % gsize == 0 && (members & (members - 1)) == 0,
+                 "quantized recursive-doubling needs P = G * 2^k with G = min(group, P): P = {}, group = {}", p,
+                 group);
+  Doubling d{c, data, hop, hop.codec(), gsize, members, r / gsize, r % gsize, {data.size(), gsize}};
+  std::vector<float> acc = d.reduce_in_group();
+  d.reduce_across_groups(acc);
+  d.allgather_in_group(d.broadcast_across_groups(acc));
 }
 
 }  // namespace

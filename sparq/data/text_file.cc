@@ -31,6 +31,26 @@ std::size_t TextFile::read(char* buf, std::size_t n) {
   return static_cast<std::size_t>(got);
 }
 
+bool for_each_line(TextFile& f, const std::function<bool(std::string_view)>& line) {
+  std::vector<char> buf(1 << 20);
+  std::string carry;  // a line split across reads
+  while (const std::size_t n = f.read(buf.data(), buf.size())) {
+    const std::string_view chunk(buf.data(), n);
+    std::size_t pos = 0;
+    for (std::size_t nl; (nl = chunk.find('\n', pos)) != std::string_view::npos; pos = nl + 1) {
+      if (carry.empty()) {
+        if (!line(chunk.substr(pos, nl - pos))) return false;
+      } else {
+        carry.append(chunk.substr(pos, nl - pos));
+        if (!line(carry)) return false;
+        carry.clear();
+      }
+    }
+    carry.append(chunk.substr(pos));
+  }
+  return carry.empty() || line(carry);
+}
+
 std::size_t count_lines(const std::string& path) {
   TextFile f(path);
   std::vector<char> buf(1 << 20);

@@ -5,7 +5,9 @@
 // corrupt gzip stream is an InputError naming the file, never a short read
 // taken for the end of the data.
 #include <cstddef>
+#include <functional>
 #include <string>
+#include <string_view>
 
 namespace sparq {
 
@@ -24,6 +26,10 @@ class TextFile {
   std::string path_;
   void* gz_;  // gzFile (zlib.h stays out of this header)
 };
+
+// Calls `line` on each line of f in order, without its '\n' (a last line
+// without '\n' counts too), until it returns false; returns false if it did.
+bool for_each_line(TextFile& f, const std::function<bool(std::string_view)>& line);
 
 // Lines of a (possibly gzip) text file; a last line without '\n' counts.
 std::size_t count_lines(const std::string& path);

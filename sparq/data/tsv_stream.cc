@@ -57,8 +57,6 @@ void TsvStream::parse_main() {
   try {
     const std::size_t P = static_cast<std::size_t>(opts_.nranks), r = static_cast<std::size_t>(opts_.rank);
     std::string why;
-    std::vector<char> buf(1 << 20);
-    std::string carry;  // a line split across reads
     for (const auto& path : files_) {
       if (line_no_global >= opts_.end_line) break;
       TextFile f(path);
@@ -86,31 +84,7 @@ void TsvStream::parse_main() {
         ++bad;
         return true;
       };
-      bool go = true;
-      while (go) {
-        const std::size_t n = f.read(buf.data(), buf.size());
-        if (n == 0) break;
-        std::string_view chunk(buf.data(), n);
-        std::size_t pos = 0;
-        while (go) {
-          const std::size_t nl = chunk.find('\n', pos);
-          if (nl == std::string_view::npos) {
-            carry.append(chunk.substr(pos));
-            break;
-          }
-          if (!carry.empty()) {
-            carry.append(chunk.substr(pos, nl - pos));
-            go = handle(carry);
-            carry.clear();
-          } else {
-            go = handle(chunk.substr(pos, nl - pos));
-          }
-          pos = nl + 1;
-        }
-      }
-      if (go && !carry.empty()) go = handle(carry);  // last line without '\n'
-      carry.clear();
-      if (!go) break;
+      if (!for_each_line(f, handle)) break;
     }
     push(true);
   } catch (...) {

@@ -192,6 +192,12 @@ void Dlrm<T>::stage_begin(const Batch& batch, std::size_t micro_batches, const P
 }
 
 template <class T>
+void Dlrm<T>::zero_grads() {
+  std::fill(dense_->grads().begin(), dense_->grads().end(), T(0));
+  for (auto& g : sgrads_) g.rows.clear(), g.values.clear();
+}
+
+template <class T>
 std::span<const T> Dlrm<T>::stage_forward(std::size_t mb, const T* x) {
   SPARQ_CHECK(batch_ != nullptr && mb < M_, "stage_forward({}) outside a step of {} micro-batches", mb, M_);
   const std::size_t o = micro_offset(B_, M_, mb), b = micro_size(mb), d = cfg_.emb_dim, m = cfg_.num_tables();

@@ -113,6 +113,10 @@ class Dlrm {
   // dlogits [B] (dLoss/dlogit) -> overwrites all dense gradients and each
   // table's sparse gradient for the batch of the last forward().
   void backward(std::span<const T> dlogits);
+  // The gradients of no samples: every dense gradient zero, every table's
+  // sparse gradient empty (a rank whose share of a batch is empty still
+  // takes part in the exchanges).
+  void zero_grads();
 
   // Model parallelism, one step of a stage over `micro_batches` micro-batches
   // (samples split by pattern::Partition):

@@ -110,6 +110,8 @@ BatchPart DataParallel::batch_part(std::size_t size) const {
   return part;
 }
 
+DataParallel::Stamp DataParallel::now() const { return {Clock::now(), t_.virtual_time().value_or(0)}; }
+
 DpStepStats DataParallel::step(const Batch& global, std::uint64_t k) {
   SPARQ_CHECK(global.size > 0, "data-parallel step on an empty batch");
   DpStepStats st;
@@ -117,86 +119,86 @@ DpStepStats DataParallel::step(const Batch& global, std::uint64_t k) {
   const pattern::Partition shares{global.size, p};
   if (p > 1) slice_batch(global, shares.offset(t_.rank()), shares.len(t_.rank()), local_);
   const Batch& local = p > 1 ? local_ : global;
-  const std::size_t m = model_.config().num_tables(), d = model_.config().emb_dim;
   k_ = k;
   slots_.clear();
   works_.clear();
   open_ = {};
-
-  auto t0 = Clock::now();
-  // Modelled time (0 on real transports), for the phases in modelled time.
-  auto vnow = [this] { return t_.virtual_time().value_or(0); };
-  double v0 = vnow();
-  double fwd_wait = 0;  // forward blocked on the lookups
+  const Stamp start = now();
   if (table_wise_) {
     // The owners pool and exchange the lookups on the communication thread
     // while this one runs the bottom MLP; forward() asks for them after it.
-    pooled_.resize(local.size * m * d);
+    pooled_.resize(local.size * model_.config().num_tables() * model_.config().emb_dim);
     submit(Entity::EmbFwd, [this, &global, k](Transport&) { return table_wise_->forward(global, pooled_, k); });
   }
   const bool computes = local.size > 0;
+  double fwd_wait = 0;  // forward blocked on the lookups
   if (computes) {
-    const auto logits = table_wise_ ? model_.forward(local,
-                                                     [&] {
-                                                       const auto w0 = Clock::now();
-                                                       works_.front().wait();
-                                                       fwd_wait = seconds_since(w0);
-                                                       return std::span<const float>(pooled_);
-                                                     })
-                                    : model_.forward(local);
-    st.forward_s = seconds_since(t0) - fwd_wait;
-    st.modeled.forward = vnow() - v0;
-    t0 = Clock::now();
-    v0 = vnow();
-    dlogits_.resize(local.size);
-    st.loss = bce_with_logits<float>(logits, local.labels, dlogits_);
-    st.correct = correct_predictions(logits, local.labels);
-    // dlogits = (sigmoid - y) / local: rescale to (sigmoid - y) / global * P,
-    // so that the exchange's average over P ranks sums to the global mean.
-    if (p > 1) {
-      const float w = static_cast<float>(static_cast<double>(local.size) * p / static_cast<double>(global.size));
-      if (w != 1.0f)
-        for (float& x : dlogits_) x *= w;
-    }
-    // With overlap, the hooks start the dense exchanges layer by layer and
-    // the lookups' gradients before the bottom MLP's backward.
-    model_.backward(dlogits_);
-    st.backward_s = seconds_since(t0);
-    st.modeled.backward = vnow() - v0;
+    fwd_wait = forward_backward(local, global.size, start, st);
+  } else {
+    // A global batch smaller than the rank count (an epoch's last): this
+    // rank contributes zero gradients but still takes part in every exchange.
+    model_.zero_grads();
   }
-  if (p > 1) {
-    if (!computes) {
-      // A global batch smaller than the rank count (an epoch's last): this
-      // rank contributes zero gradients but still takes part in every exchange.
-      std::fill(model_.dense().grads().begin(), model_.dense().grads().end(), 0.0f);
-      for (std::size_t tb = 0; tb < m; ++tb) model_.sparse_grad(tb).rows.clear(), model_.sparse_grad(tb).values.clear();
-    }
-    if (!opts_.overlap || !computes) {  // the order the hooks give: top layers, tables' gradients, bottom layers
-      const std::size_t bottom_views = 2 * model_.config().bot_spec().num_layers();
-      for (std::size_t v = model_.dense().views().size(); v-- > bottom_views;) view_ready(v);
-      if (table_wise_) pooled_grad_ready();
-      else submit_emb_grad();
-      for (std::size_t v = bottom_views; v-- > 0;) view_ready(v);
-    }
-    submit_bucket();
-    v0 = vnow();
-    // Wait in submission order; what a wait blocks is that exchange's cost
-    // to the training thread (the rest ran behind compute).
-    for (std::size_t i = 0; i < works_.size(); ++i) {
-      t0 = Clock::now();
-      works_[i].wait();
-      Slot& s = slots_[i];
-      s.stats.wait_seconds = s.entity == Entity::EmbFwd && computes ? fwd_wait : seconds_since(t0);
-      slot_total(st, s.entity) += s.stats;
-    }
-    st.modeled.wait = vnow() - v0;
-  }
-  t0 = Clock::now();
-  v0 = vnow();
+  if (p > 1) wait_exchanges(computes, fwd_wait, st);
+  const Stamp opt = now();
   opt_.step();
-  st.optimizer_s = seconds_since(t0);
-  st.modeled.optimizer = vnow() - v0;
+  st.optimizer_s = seconds_since(opt.wall);
+  st.modeled.optimizer = now().modeled - opt.modeled;
   return st;
+}
+
+double DataParallel::forward_backward(const Batch& local, std::size_t global_size, Stamp start, DpStepStats& st) {
+  double fwd_wait = 0;
+  const auto logits = table_wise_ ? model_.forward(local,
+                                                   [&] {
+                                                     const auto w0 = Clock::now();
+                                                     works_.front().wait();
+                                                     fwd_wait = seconds_since(w0);
+                                                     return std::span<const float>(pooled_);
+                                                   })
+                                  : model_.forward(local);
+  st.forward_s = seconds_since(start.wall) - fwd_wait;
+  const Stamp bwd = now();
+  st.modeled.forward = bwd.modeled - start.modeled;
+  dlogits_.resize(local.size);
+  st.loss = bce_with_logits<float>(logits, local.labels, dlogits_);
+  st.correct = correct_predictions(logits, local.labels);
+  // dlogits = (sigmoid - y) / local: rescale to (sigmoid - y) / global * P,
+  // so that the exchange's average over P ranks sums to the global mean.
+  const int p = t_.size();
+  if (p > 1) {
+    const float w = static_cast<float>(static_cast<double>(local.size) * p / static_cast<double>(global_size));
+    if (w != 1.0f)
+      for (float& x : dlogits_) x *= w;
+  }
+  // With overlap, the hooks start the dense exchanges layer by layer and
+  // the lookups' gradients before the bottom MLP's backward.
+  model_.backward(dlogits_);
+  st.backward_s = seconds_since(bwd.wall);
+  st.modeled.backward = now().modeled - bwd.modeled;
+  return fwd_wait;
+}
+
+void DataParallel::wait_exchanges(bool computed, double fwd_wait, DpStepStats& st) {
+  if (!opts_.overlap || !computed) {  // the order the hooks give: top layers, tables' gradients, bottom layers
+    const std::size_t bottom_views = 2 * model_.config().bot_spec().num_layers();
+    for (std::size_t v = model_.dense().views().size(); v-- > bottom_views;) view_ready(v);
+    if (table_wise_) pooled_grad_ready();
+    else submit_emb_grad();
+    for (std::size_t v = bottom_views; v-- > 0;) view_ready(v);
+  }
+  submit_bucket();
+  const double v0 = now().modeled;
+  // Wait in submission order; what a wait blocks is that exchange's cost
+  // to the training thread (the rest ran behind compute).
+  for (std::size_t i = 0; i < works_.size(); ++i) {
+    const auto t0 = Clock::now();
+    works_[i].wait();
+    Slot& s = slots_[i];
+    s.stats.wait_seconds = s.entity == Entity::EmbFwd && computed ? fwd_wait : seconds_since(t0);
+    slot_total(st, s.entity) += s.stats;
+  }
+  st.modeled.wait = now().modeled - v0;
 }
 
 void DataParallel::gather_model(int root) {

@@ -99,6 +99,19 @@ class DataParallel {
     Entity entity;
     ExchangeStats stats;
   };
+  // The wall clock and the modelled time (0 on real transports), for the
+  // phases in both.
+  struct Stamp {
+    Clock::time_point wall;
+    double modeled;
+  };
+  Stamp now() const;
+  // Forward (timed from `start`) and backward on this rank's share; returns
+  // the seconds forward waited for the lookups.
+  double forward_backward(const Batch& local, std::size_t global_size, Stamp start, DpStepStats& st);
+  // Submits what the hooks did not (all of it without overlap) and waits for
+  // every exchange of the step, in submission order.
+  void wait_exchanges(bool computed, double fwd_wait, DpStepStats& st);
   // Dense gradient view v is final: add it to the open group, exchange the
   // group once it holds --fuse-bytes.
   void view_ready(std::size_t v);

@@ -100,13 +100,20 @@ void PsWorker::wait_sends() {
 
 PsWorkerStats PsWorker::step(const Batch& global, std::uint64_t k) {
   PsWorkerStats st;
-  const int W = layout_.workers, S = layout_.servers, w = t_.rank();
-  const pattern::Partition shares{global.size, W};
-  slice_batch(global, shares.offset(w), shares.len(w), local_);
+  const pattern::Partition shares{global.size, layout_.workers};
+  slice_batch(global, shares.offset(t_.rank()), shares.len(t_.rank()), local_);
+  wait_sends();  // the previous step's pushes
+  pull(k, st);
+  wait_sends();
+  compute(global.size, st);
+  push(k, st);
+  return st;
+}
+
+// Pull: every dense tensor and the rows this share looks up.
+void PsWorker::pull(std::uint64_t k, PsWorkerStats& st) {
   auto& tables = model_.tables();
   auto& dense = model_.dense();
-  wait_sends();  // the previous step's pushes
-  // Pull: every dense tensor and the rows this share looks up.
   std::vector<std::vector<std::uint32_t>> rows(tables.size());
   for (std::size_t tb = 0; tb < tables.size(); ++tb) {
     rows[tb].assign(local_.sparse[tb].indices.begin(), local_.sparse[tb].indices.end());
@@ -114,7 +121,7 @@ PsWorkerStats PsWorker::step(const Batch& global, std::uint64_t k) {
     rows[tb].erase(std::unique(rows[tb].begin(), rows[tb].end()), rows[tb].end());
   }
   std::vector<Request> replies;
-  for (int s = 0; s < S; ++s) {
+  for (int s = 0; s < layout_.servers; ++s) {
     Writer m;
     put_header(m, Msg::Pull, k);
     for (std::size_t tb = 0; tb < tables.size(); ++tb)
@@ -126,8 +133,8 @@ PsWorkerStats PsWorker::step(const Batch& global, std::uint64_t k) {
     replies.push_back(t_.irecv_message(layout_.server_rank(s), kReplyTag));
   }
   const auto recv_before = t_.counters().total().bytes_recv;
-  auto t0 = Clock::now();
-  for (int s = 0; s < S; ++s) {
+  const auto t0 = Clock::now();
+  for (int s = 0; s < layout_.servers; ++s) {
     replies[s].wait(t_.timeout());
     const auto msg = replies[s].take_message();
     Reader r{msg, fmt::format("pull reply from server {}", s)};
@@ -140,37 +147,44 @@ PsWorkerStats PsWorker::step(const Batch& global, std::uint64_t k) {
   }
   st.wait_s = seconds_since(t0);
   st.pull.bytes_sent = t_.counters().total().bytes_recv - recv_before;  // received: what a pull costs
-  wait_sends();
+}
 
-  // Forward and backward on the share, the loss gradient weighted so that
-  // the servers' lr / W steps average to the global batch's mean.
-  t0 = Clock::now();
-  if (local_.size > 0) {
-    const auto logits = model_.forward(local_);
-    st.forward_s = seconds_since(t0);
-    t0 = Clock::now();
-    dlogits_.resize(local_.size);
-    st.loss = bce_with_logits<float>(logits, local_.labels, dlogits_);
-    st.correct = correct_predictions(logits, local_.labels);
-    const float weight = static_cast<float>(static_cast<double>(local_.size) * W / static_cast<double>(global.size));
-    for (float& d : dlogits_) d *= weight;
-    model_.backward(dlogits_);
-    st.backward_s = seconds_since(t0);
-  } else {
-    std::fill(dense.grads().begin(), dense.grads().end(), 0.0f);
-    for (std::size_t tb = 0; tb < tables.size(); ++tb) model_.sparse_grad(tb).rows.clear(), model_.sparse_grad(tb).values.clear();
-  }
+// Forward and backward on the share, the loss gradient weighted so that the
+// servers' lr / W steps average to the global batch's mean.
+void PsWorker::compute(std::size_t global_size, PsWorkerStats& st) {
   st.samples = local_.size;
+  if (local_.size == 0) {
+    model_.zero_grads();
+    return;
+  }
+  auto t0 = Clock::now();
+  const auto logits = model_.forward(local_);
+  st.forward_s = seconds_since(t0);
+  t0 = Clock::now();
+  dlogits_.resize(local_.size);
+  st.loss = bce_with_logits<float>(logits, local_.labels, dlogits_);
+  st.correct = correct_predictions(logits, local_.labels);
+  const float weight =
+      static_cast<float>(static_cast<double>(local_.size) * layout_.workers / static_cast<double>(global_size));
+  for (float& d : dlogits_) d *= weight;
+  model_.backward(dlogits_);
+  st.backward_s = seconds_since(t0);
+}
 
-  // Push, without waiting for an answer.
+// Push to every server its dense tensors' gradients (as sparse streams:
+// DCT-DP's or dense) and its tables' row gradients, without waiting for an
+// answer.
+void PsWorker::push(std::uint64_t k, PsWorkerStats& st) {
+  auto& tables = model_.tables();
+  auto& dense = model_.dense();
   compress::SparseStream stream;
-  for (int s = 0; s < S; ++s) {
+  for (int s = 0; s < layout_.servers; ++s) {
     Writer m;
     put_header(m, Msg::Push, k);
     for (std::size_t v = 0; v < dense.views().size(); ++v) {
       if (layout_.view_server[v] != s) continue;
       const auto g = dense.grad(v);
-      t0 = Clock::now();
+      const auto t0 = Clock::now();
       if (dct_) {
         st.w_grad.kept += dct_->step(dense.views()[v].name, k, g, stream).kept;
       } else {
@@ -204,7 +218,6 @@ PsWorkerStats PsWorker::step(const Batch& global, std::uint64_t k) {
     st.w_grad.bytes_sent += counted - (total - dense_part);
     st.emb_grad.bytes_sent += total - dense_part;
   }
-  return st;
 }
 
 void PsWorker::fetch_all(std::uint64_t steps) {

@@ -65,6 +65,9 @@ class PsWorker {
   void load_state(std::span<const std::byte> blob);
 
  private:
+  void pull(std::uint64_t k, PsWorkerStats& st);
+  void compute(std::size_t global_size, PsWorkerStats& st);
+  void push(std::uint64_t k, PsWorkerStats& st);
   void send(int server, std::vector<std::byte> msg);
   void wait_sends();
   Transport& t_;

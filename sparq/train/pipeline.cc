@@ -272,9 +272,7 @@ PipelineStepStats Pipeline::step(const Batch& batch, double weight, const std::f
   if (batch.size == 0) {
     // Hybrid: a global batch smaller than the replica count leaves this
     // replica nothing; its stages contribute zero gradients to the exchange.
-    std::fill(model_.dense().grads().begin(), model_.dense().grads().end(), 0.0f);
-    for (std::size_t tb = 0; tb < model_.tables().size(); ++tb)
-      model_.sparse_grad(tb).rows.clear(), model_.sparse_grad(tb).values.clear();
+    model_.zero_grads();
     if (before_update) before_update();
     opt_.step();
     return st;

@@ -3,7 +3,6 @@ runs stage s): GPipe over sparq's transport against the unsplit model
 trained in one process, with the plain reference cut at the same places;
 bytes per cut from the transport's counters against the closed form;
 stages that disagree raise, naming stage and cut, instead of waiting."""
-import copy
 import time
 
 import torch
