@@ -45,7 +45,7 @@ void make_grids(const RowRange* r, std::size_t nb, RowwiseFormat fmt, std::size_
   }
   // fp16: bias rounded down and scale rounded up, so lo' <= lo and
   // lo' + levels * s' >= hi: the whole row stays inside the sent grid.
-  float lo[kBlock], hi[kBlock];
+  float lo[kBlock] = {}, hi[kBlock] = {};  // the first nb filled; zeros keep g++ from seeing the rest read
   std::uint16_t bias[kBlock], scale[kBlock];
   for (std::size_t j = 0; j < nb; ++j) lo[j] = r[j].lo, hi[j] = r[j].hi;
   half_grids(lo, hi, nb, levels, bias, scale);
@@ -74,7 +74,7 @@ Grid read_header(const std::uint8_t* p, ScaleType t, std::size_t row) {
   } else {
     std::uint16_t h[2];
     std::memcpy(h, p, 4);
-    g = {half_to_float(h[0]), half_to_float(h[1])};
+    g = {half_to_float(h[0]), half_to_float(h[1]), h[0], h[1]};
   }
   SPARQ_CHECK_AS(WireError, std::isfinite(g.scale) && g.scale >= 0.0f && std::isfinite(g.bias),
                  "row-wise dequantize: row {} has scale {} bias {}", row, g.scale, g.bias);

@@ -49,8 +49,9 @@ TEST(HugePages, LargeArraysAreAlignedFreshMappingsAdvisedForHugePages) {
   const Vma v = mapping_at(a.get());
   EXPECT_EQ(v.kb, 6u << 10) << "not a mapping of its own, trimmed to the rounded size";
 #ifdef MADV_HUGEPAGE
-  if (std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled").good())
+  if (std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled").good()) {
     EXPECT_NE(v.flags.find(" hg"), std::string::npos) << v.flags;
+  }
 #endif
   const void* p = a.get();
   a.reset();

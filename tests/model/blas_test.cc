@@ -151,7 +151,9 @@ TEST(Gemm, Bf16MlpTracksFp32) {
     // bf16 operands: 2^-9 relative each; measured 5e-4 (y) to 5e-2 (the
     // first layers' gradients, sums of many signed terms).
     EXPECT_LT(d, 0.1) << name;
-    if (name != "m.3.bias") EXPECT_GT(d, 0.0) << name;  // that one is dy's column sum: no product
+    if (name != "m.3.bias") {  // that one is dy's column sum: no product
+      EXPECT_GT(d, 0.0) << name;
+    }
   }
 }
 
