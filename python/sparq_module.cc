@@ -27,15 +27,15 @@ PYBIND11_MODULE(_sparq, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const InputError& e) {
-      input_error(e.what());
+      py::set_error(input_error, e.what());
     } catch (const TimeoutError& e) {
-      timeout_error(e.what());
+      py::set_error(timeout_error, e.what());
     } catch (const WireError& e) {
-      wire_error(e.what());
+      py::set_error(wire_error, e.what());
     } catch (const AbortedError& e) {
-      aborted_error(e.what());
+      py::set_error(aborted_error, e.what());
     } catch (const Error& e) {
-      error(e.what());
+      py::set_error(error, e.what());
     }
   });
 

@@ -77,7 +77,7 @@ constexpr int kW = 16;
 
 }  // namespace
 
-const RowwiseKernels& rowwise_kernels(SimdLevel l) {
+const RowwiseKernels& rowwise_kernels([[maybe_unused]] SimdLevel l) {  // one level only without SPARQ_HAVE_AVX_LEVELS
   static const RowwiseKernels base{level_base::range, level_base::encode, level_base::decode};
 #if defined(SPARQ_HAVE_AVX_LEVELS)
   static const RowwiseKernels avx2{level_avx2::range, level_avx2::encode, level_avx2::decode};
