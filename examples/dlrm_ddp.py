@@ -310,8 +310,8 @@ class Tables:
         idx = torch.from_numpy(np.stack([rows_of(ids[:, t], t, self.sizes[t]) + self.offset[t] for t in mine], axis=1)
                                .reshape(-1) if mine else np.zeros(0, np.int64)).to(self.device)
         send = self.weight.index_select(0, idx).requires_grad_(grad)
-        got = alltoall(send, [n * len(mine)] * self.size, [n * len(o) for o in self.owned])
-        blocks = torch.split(got, [n * len(o) for o in self.owned])
+        recv = [n * len(o) for o in self.owned]
+        blocks = torch.split(alltoall(send, [n * len(mine)] * self.size, recv), recv)
         return torch.cat([b.view(n, len(o), self.dim) for b, o in zip(blocks, self.owned)], dim=1), idx, send
 
     def update(self, idx, grad, lr):
