@@ -58,6 +58,7 @@ struct TrainArgs {
   std::string dp_allreduce = "auto";
   std::string fuse_bytes = "0";
   bool no_overlap = false;
+  std::string non_finite = "fail";
   std::optional<int> comm_nice;  // data parallel's communication thread; unset: kDefaultCommNice
   std::string emb_placement = "replicated";
   std::string emb_codec_fwd = "fp32", emb_codec_bwd = "fp32";

@@ -118,6 +118,12 @@ void add_parallel_flags(CLI::App* c, TrainArgs& a) {
       ->capture_default_str();
   c->add_flag("--no-overlap", a.no_overlap,
               "Exchange the dense gradients after the backward pass instead of layer by layer during it");
+  c->add_option("--non-finite", a.non_finite,
+                "A NaN or inf in what a rank sends: fail (stop on that step, naming the rank, step and tensor) or "
+                "skip (data parallel: skip the step on every rank, as AMP's GradScaler does, and count it; the "
+                "exchanges then start after the backward pass)")
+      ->check(CLI::IsMember({"fail", "skip"}))
+      ->capture_default_str();
   c->add_option("--comm-nice", a.comm_nice,
                 fmt::format("Data parallel: the communication thread's nice value, -20 to 0 (default {}): below 0 it "
                             "runs ahead of the compute threads where ranks share cores; 0 leaves it. Needs "

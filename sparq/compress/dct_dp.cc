@@ -7,6 +7,7 @@
 #include "sparq/compress/topk.h"
 #include "sparq/core/blob.h"
 #include "sparq/core/error.h"
+#include "sparq/core/finite.h"
 
 namespace sparq::compress {
 
@@ -19,6 +20,9 @@ DctDp::DctDp(DctDpOptions opts, ErrorFeedbackStore& store) : opts_(opts), store_
 
 DctDpStep DctDp::step(std::string_view name, std::uint64_t k, std::span<const float> grad, SparseStream& out) {
   const std::size_t n = grad.size();
+  // Before the residual: a step between threshold updates compares |g + E|
+  // with tau, false for NaN, which would then sit in E unsent.
+  check_finite(grad, [&] { return fmt::format("DCT-DP: the gradient of '{}' at step {}", name, k); });
   std::span<float> err = store_.residual(name, n);
   auto it = tensors_.find(name);
   if (it == tensors_.end()) it = tensors_.emplace(std::string(name), TensorState{}).first;

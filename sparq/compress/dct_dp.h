@@ -66,8 +66,9 @@ class DctDp {
   DctDp(DctDpOptions opts, ErrorFeedbackStore& store);
 
   // One step for tensor `name` at iteration k; `out` receives the sparse
-  // stream of dimension grad.size(). Throws InputError on a size change or
-  // NaN at a threshold step.
+  // stream of dimension grad.size(). Throws InputError on a size change, and
+  // NonFiniteError on a NaN or inf in grad (on every step, before the
+  // residual changes).
   DctDpStep step(std::string_view name, std::uint64_t k, std::span<const float> grad, SparseStream& out);
 
   // Current threshold of `name` (none before its first step), and setting

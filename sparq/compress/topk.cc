@@ -10,18 +10,20 @@ namespace sparq::compress {
 
 namespace {
 
-// |x| (or |x + y|) into scratch (resized to x.size()); InputError on NaN.
+// |x| (or |x + y|) into scratch (resized to x.size()); NonFiniteError on NaN
+// or inf (an infinite magnitude would always be kept, and sent).
 void magnitudes(std::span<const float> x, std::span<const float> y, std::vector<float>& scratch) {
   scratch.resize(x.size());
   float* m = scratch.data();
-  int nan = 0;
+  int bad = 0;
   if (y.empty()) {
     for (std::size_t i = 0; i < x.size(); ++i) m[i] = std::fabs(x[i]);
   } else {
     for (std::size_t i = 0; i < x.size(); ++i) m[i] = std::fabs(x[i] + y[i]);
   }
-  for (std::size_t i = 0; i < x.size(); ++i) nan |= m[i] != m[i] ? 1 : 0;
-  SPARQ_CHECK_AS(InputError, !nan, "magnitude selection: input of {} values holds NaN", x.size());
+  constexpr float kMax = std::numeric_limits<float>::max();
+  for (std::size_t i = 0; i < x.size(); ++i) bad |= m[i] <= kMax ? 0 : 1;  // false for NaN
+  SPARQ_CHECK_AS(NonFiniteError, !bad, "magnitude selection: input of {} values holds NaN or inf", x.size());
 }
 
 // Element `pos` (< size) of the ascending order of the magnitudes in scratch;

@@ -20,7 +20,8 @@ inline std::size_t kept_count(std::size_t n, double eta) { return n - dropped_co
 // tau = element floor(n * eta) (0-based) of |x| sorted ascending, the DCT
 // papers' threshold: the mask |x| >= tau keeps n - floor(n * eta) values when
 // magnitudes are distinct (more on ties at tau). eta = 1 (position n) gives
-// +inf; n = 0 gives +inf. NaN in x throws InputError (it has no rank).
+// +inf; n = 0 gives +inf. NaN or inf in x throws NonFiniteError (NaN has no
+// rank; an infinite magnitude is never a useful threshold).
 // `scratch` is resized to n and reused across calls (no allocation per call
 // once it is large enough).
 float sparsity_threshold(std::span<const float> x, double eta, std::vector<float>& scratch);
@@ -30,7 +31,8 @@ float sparsity_threshold_of_sum(std::span<const float> x, std::span<const float>
                                 std::vector<float>& scratch);
 
 // Exactly min(k, n) indices of the largest |x|, ascending. Ties at the
-// smallest kept magnitude go to the lowest indices. NaN throws InputError.
+// smallest kept magnitude go to the lowest indices. NaN or inf throws
+// NonFiniteError.
 // Writes the indices to idx (resized) using `scratch` for magnitudes.
 void topk_indices(std::span<const float> x, std::size_t k, std::vector<std::uint32_t>& idx,
                   std::vector<float>& scratch);

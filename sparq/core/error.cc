@@ -28,6 +28,8 @@ void rethrow_with_prefix(const std::string& prefix) {
     throw TimeoutError(prefix + ": " + e.what());
   } catch (const WireError& e) {
     throw WireError(prefix + ": " + e.what());
+  } catch (const NonFiniteError& e) {
+    throw NonFiniteError(prefix + ": " + e.what());
   } catch (const InputError& e) {
     throw InputError(prefix + ": " + e.what());
   } catch (const AbortedError& e) {

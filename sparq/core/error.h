@@ -33,6 +33,14 @@ class InputError : public Error {
   using Error::Error;
 };
 
+// A NaN or an infinity where a codec needs finite values (a diverging model,
+// a bad input feature). Caught apart from other bad input where the user
+// asked to skip such steps (--non-finite skip).
+class NonFiniteError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 // Another rank failed, so this one stopped waiting.
 class AbortedError : public Error {
  public:

@@ -27,7 +27,7 @@ SPARQ_INLINE void bias_act_impl(T* __restrict y, const T* __restrict b, std::siz
     if (relu)
       for (std::size_t c = 0; c < cols; ++c) {
         const T v = row[c] + b[c];
-        row[c] = v > T(0) ? v : T(0);
+        row[c] = v < T(0) ? T(0) : v;  // NaN passes, as in PyTorch: a NaN input shows at the next check
       }
     else
       for (std::size_t c = 0; c < cols; ++c) row[c] += b[c];

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sparq/coll/patterns.h"
+#include "sparq/core/finite.h"
 #include "sparq/model/loss.h"
 #include "sparq/model/metrics.h"
 #include "sparq/train/emb_grad_exchange.h"
@@ -27,7 +28,7 @@ DataParallel::DataParallel(Transport& t, Dlrm<float>& model, Optimizer<float>& o
   if (opts_.placement == EmbPlacement::TableWise)
     table_wise_.emplace(t, model, opts_.emb_fwd, opts_.emb_bwd, opts_.emb_row_len);
   engine_ = std::make_unique<CommEngine>(t, opts_.comm_nice);
-  if (opts_.overlap) {
+  if (opts_.overlap && !opts_.skip_non_finite) {  // skipping decides after backward (data_parallel.h)
     model_.set_grad_hook([this](std::size_t w, std::size_t b) {
       SPARQ_CHECK(b == w + 1, "layer views {} and {} are not adjacent", w, b);
       view_ready(b);
@@ -77,7 +78,8 @@ void DataParallel::pooled_grad_ready() {
 }
 
 void DataParallel::submit_emb_grad() {
-  submit(Entity::EmbGrad, [this](Transport& t) { return exchange_embedding_grads(t, embedding_grads(model_)); });
+  submit(Entity::EmbGrad,
+         [this, k = k_](Transport& t) { return exchange_embedding_grads(t, embedding_grads(model_), k); });
 }
 
 ExchangeStats& DataParallel::slot_total(DpStepStats& st, Entity e) {
@@ -139,6 +141,11 @@ DpStepStats DataParallel::step(const Batch& global, std::uint64_t k) {
     // rank contributes zero gradients but still takes part in every exchange.
     model_.zero_grads();
   }
+  if (opts_.skip_non_finite && any_rank_non_finite(computes)) {
+    for (Work& w : works_) w.wait();  // the lookups' alltoall, if any
+    st.skipped = true;
+    return st;
+  }
   if (p > 1) wait_exchanges(computes, fwd_wait, st);
   const Stamp opt = now();
   opt_.step();
@@ -177,6 +184,31 @@ double DataParallel::forward_backward(const Batch& local, std::size_t global_siz
   st.backward_s = seconds_since(bwd.wall);
   st.modeled.backward = now().modeled - bwd.modeled;
   return fwd_wait;
+}
+
+bool DataParallel::any_rank_non_finite(bool computed) {
+  bool here = false;
+  if (computed) {
+    const auto g = model_.dense().grads();
+    here = first_non_finite(g) != g.size();
+    if (table_wise_) {
+      const Dlrm<float>::PooledGrad pg = model_.pooled_grad();
+      const std::size_t width = model_.config().num_tables() * model_.config().emb_dim;
+      for (std::size_t b = 0; b < pg.rows && !here; ++b) {
+        const std::span<const float> row(pg.data + b * pg.ld, width);
+        here = first_non_finite(row) != row.size();
+      }
+    } else {
+      for (std::size_t tb = 0; tb < model_.tables().size() && !here; ++tb) {
+        const auto& v = model_.sparse_grad(tb).values;
+        here = first_non_finite(v) != v.size();
+      }
+    }
+  }
+  if (t_.size() == 1) return here;
+  float count = here ? 1.0f : 0.0f;
+  engine_->submit([&count](Transport& t) { return allreduce(t, std::span<float>(&count, 1), {}); }).wait();
+  return count > 0;
 }
 
 void DataParallel::wait_exchanges(bool computed, double fwd_wait, DpStepStats& st) {

@@ -40,6 +40,12 @@ struct DataParallelOptions {
   bool overlap = true;             // exchange layers during backward (false: all after it)
   std::size_t fuse_bytes = 0;      // exchange adjacent layers together until a group holds this many bytes
   int comm_nice = 0;               // the communication thread's nice value (CommEngine), in [-20, 0]
+  // --non-finite skip: a step whose gradients hold a NaN or inf on any rank
+  // is skipped on every rank (no exchange, no update, no codec state
+  // change), as AMP's GradScaler skips one; otherwise (fail) the exchange
+  // that meets it throws NonFiniteError. Skipping decides after the backward
+  // pass, with one 4-byte allreduce, so the exchanges no longer overlap it.
+  bool skip_non_finite = false;
 };
 
 struct DpStepStats {
@@ -51,6 +57,7 @@ struct DpStepStats {
   ExchangeStats emb_bwd;    // table-wise: lookup gradients alltoall
   double forward_s = 0, backward_s = 0, optimizer_s = 0;  // waiting on exchanges is in their wait_seconds
   ModeledPhases modeled;  // on a virtual clock
+  bool skipped = false;   // skip_non_finite: a rank's gradients held a NaN or inf; nothing changed
 };
 
 class DataParallel {
@@ -63,7 +70,9 @@ class DataParallel {
   ~DataParallel();
 
   // Step k on `global` (the same batch on every rank; this rank trains on its
-  // share). On one rank nothing is exchanged.
+  // share). On one rank nothing is exchanged. With skip_non_finite a step
+  // may be skipped (DpStepStats::skipped): then the model, the optimizer
+  // and the codecs are as before it, and the next step should pass k again.
   DpStepStats step(const Batch& global, std::uint64_t k);
   // Empty, or why the communication thread runs at its default priority
   // instead of opts.comm_nice (CommEngine::priority_note).
@@ -112,6 +121,9 @@ class DataParallel {
   // Submits what the hooks did not (all of it without overlap) and waits for
   // every exchange of the step, in submission order.
   void wait_exchanges(bool computed, double fwd_wait, DpStepStats& st);
+  // skip_non_finite: whether any rank's gradients of this step hold a NaN or
+  // inf (every rank calls it; one allreduce on the communication thread).
+  bool any_rank_non_finite(bool computed);
   // Dense gradient view v is final: add it to the open group, exchange the
   // group once it holds --fuse-bytes.
   void view_ready(std::size_t v);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sparq/coll/row_sparse_allreduce.h"
+#include "sparq/core/finite.h"
 
 namespace sparq {
 
@@ -66,7 +67,11 @@ ExchangeStats exchange_group(Transport& t, std::span<const EmbGradRef> tables) {
 
 }  // namespace
 
-ExchangeStats exchange_embedding_grads(Transport& t, std::span<const EmbGradRef> tables) {
+ExchangeStats exchange_embedding_grads(Transport& t, std::span<const EmbGradRef> tables, std::uint64_t step) {
+  for (std::size_t i = 0; i < tables.size(); ++i)
+    check_finite(tables[i].grad->values, [&] {
+      return fmt::format("rank {}, step {}: the gradient of table {} (emb_grad)", t.rank(), step, i);
+    });
   ExchangeStats st;
   std::size_t first = 0, rows = 0;
   for (std::size_t i = 0; i <= tables.size(); ++i) {

@@ -25,8 +25,9 @@ struct EmbGradRef {
 // of it (a row any rank touched stays, even where the sum is zero). All
 // ranks pass the same tables in the same order. Consecutive tables of one
 // width go together, up to 2^32 rows (a larger single table is an
-// InputError).
-ExchangeStats exchange_embedding_grads(Transport& t, std::span<const EmbGradRef> tables);
+// InputError). A NaN or inf in a gradient throws NonFiniteError naming the
+// rank, `step` and the table (its index in `tables`) before anything is sent.
+ExchangeStats exchange_embedding_grads(Transport& t, std::span<const EmbGradRef> tables, std::uint64_t step);
 
 // Every table of a model, in one exchange.
 std::vector<EmbGradRef> embedding_grads(Dlrm<float>& model);

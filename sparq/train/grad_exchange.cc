@@ -5,6 +5,7 @@
 
 #include "sparq/coll/quantized.h"
 #include "sparq/core/blob.h"
+#include "sparq/core/finite.h"
 #include "sparq/compress/topk.h"
 
 namespace sparq {
@@ -207,8 +208,23 @@ ExchangeStats GradExchange::exchange(Transport& t, std::string_view name, std::s
   return exchange(t, name, std::span<const Piece>(&whole, 1), grad, step);
 }
 
+void check_gradients(int rank, std::string_view bucket, std::span<const GradExchange::Piece> pieces,
+                     std::span<const float> grad, std::uint64_t step) {
+  std::size_t off = 0;
+  for (const GradExchange::Piece& pc : pieces) {
+    if (off + pc.size > grad.size()) break;  // exchange() says the pieces do not fit
+    check_finite(grad.subspan(off, pc.size), [&] {
+      return fmt::format("rank {}, step {}: the gradient of '{}' (bucket '{}')", rank, step, pc.name, bucket);
+    });
+    off += pc.size;
+  }
+}
+
 ExchangeStats GradExchange::exchange(Transport& t, std::string_view name, std::span<const Piece> pieces,
                                      std::span<float> grad, std::uint64_t step) {
+  // Before any codec state changes, whatever the codec: the run stops on the
+  // step a NaN or inf arrives, naming where (grad_exchange.h).
+  check_gradients(t.rank(), name, pieces, grad, step);
   const int p = t.size();
   const std::size_t n = grad.size();
   ExchangeStats st;

@@ -116,7 +116,9 @@ class GradExchange {
 
   // grad <- average over ranks of what each rank sent for tensor `name` at
   // training step `step`. Every rank calls it for the same tensors in the
-  // same order.
+  // same order. A NaN or inf in grad throws NonFiniteError naming the rank,
+  // the step, the tensor and the bucket, before any codec state changes (no
+  // residual takes it in), whatever the codec.
   ExchangeStats exchange(Transport& t, std::string_view name, std::span<float> grad, std::uint64_t step);
 
   // The same for a bucket of adjacent tensors in one collective: `grad` is
@@ -182,5 +184,11 @@ class GradExchange {
   std::vector<std::uint32_t> idx_, bucket_idx_;
   std::vector<float> val_, bucket_val_, round_err_, taken_;
 };
+
+// Throws NonFiniteError for the first NaN or inf of a bucket's gradient:
+// "rank R, step K: the gradient of 'TENSOR' (bucket 'B') holds nan at I of N"
+// (I within the tensor).
+void check_gradients(int rank, std::string_view bucket, std::span<const GradExchange::Piece> pieces,
+                     std::span<const float> grad, std::uint64_t step);
 
 }  // namespace sparq

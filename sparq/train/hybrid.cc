@@ -55,7 +55,7 @@ HybridStepStats Hybrid::step(const Batch& global, std::uint64_t k) {
       st.emb_bwd = table_wise_->backward(pooled_.empty() ? Dlrm<float>::PooledGrad{} : model_.pooled_grad(), k);
       st.emb_bwd.wait_seconds = st.emb_bwd.comm_seconds;
     } else if (!model_.tables().empty()) {
-      st.emb_grad += exchange_embedding_grads(*stage_group_, embedding_grads(model_));
+      st.emb_grad += exchange_embedding_grads(*stage_group_, embedding_grads(model_), k);
     }
   };
   if (table_wise_) {  // this replica's lookups, from the tables' owners
@@ -64,7 +64,7 @@ HybridStepStats Hybrid::step(const Batch& global, std::uint64_t k) {
     st.emb_fwd.wait_seconds = st.emb_fwd.comm_seconds;
   }
   const Dlrm<float>::PooledSource lookups = [this] { return std::span<const float>(pooled_); };
-  st.pipe = pipe_.step(local, weight, average_over_replicas, table_wise_ ? &lookups : nullptr);
+  st.pipe = pipe_.step(local, k, weight, average_over_replicas, table_wise_ ? &lookups : nullptr);
   st.loss_sum = st.pipe.loss_sum;
   st.samples = st.pipe.samples;
   return st;

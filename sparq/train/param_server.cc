@@ -8,6 +8,7 @@
 #include "sparq/coll/call.h"
 #include "sparq/coll/patterns.h"
 #include "sparq/compress/stream_codec.h"
+#include "sparq/core/finite.h"
 #include "sparq/model/loss.h"
 #include "sparq/model/metrics.h"
 #include "sparq/model/optimizer.h"
@@ -177,6 +178,14 @@ void PsWorker::compute(std::size_t global_size, PsWorkerStats& st) {
 void PsWorker::push(std::uint64_t k, PsWorkerStats& st) {
   auto& tables = model_.tables();
   auto& dense = model_.dense();
+  // Before any residual changes or any server is sent a part of this step.
+  for (std::size_t v = 0; v < dense.views().size(); ++v)
+    check_finite(dense.grad(v), [&] {
+      return fmt::format("rank {}, step {}: the gradient of '{}' (push)", t_.rank(), k, dense.views()[v].name);
+    });
+  for (std::size_t tb = 0; tb < tables.size(); ++tb)
+    check_finite(model_.sparse_grad(tb).values,
+                 [&] { return fmt::format("rank {}, step {}: the gradient of table {} (push)", t_.rank(), k, tb); });
   compress::SparseStream stream;
   for (int s = 0; s < layout_.servers; ++s) {
     Writer m;

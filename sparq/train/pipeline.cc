@@ -6,6 +6,7 @@
 
 #include "sparq/coll/call.h"
 #include "sparq/compress/topk.h"
+#include "sparq/core/finite.h"
 #include "sparq/core/rng.h"
 #include "sparq/model/blas.h"
 #include "sparq/model/loss.h"
@@ -70,6 +71,10 @@ Pipeline::Pipeline(Transport& t, Dlrm<float>& stage, Optimizer<float>& opt, std:
 }
 
 void Pipeline::send_act(std::size_t mb, std::span<const float> y, std::size_t cols, PipelineStepStats& st) {
+  check_finite(y, [&] {
+    return fmt::format("{}, stage {}, micro-batch {}: the activations for stage {} (X_act)", at_, stage_, mb,
+                       stage_ + 1);
+  });
   const std::size_t rows = cols ? y.size() / cols : 0;
   if (threshold_eta_ >= 0)
     for (std::size_t r = 0; r < rows; ++r) {
@@ -135,6 +140,10 @@ std::span<const float> Pipeline::recv_act(std::size_t mb, std::size_t rows, std:
 }
 
 void Pipeline::send_grad(std::size_t mb, std::span<const float> dx, PipelineStepStats& st) {
+  check_finite(dx, [&] {
+    return fmt::format("{}, stage {}, micro-batch {}: the gradient for stage {} (X_grad)", at_, stage_, mb,
+                       stage_ - 1);
+  });
   const auto before = t_.counters().total().bytes_sent;
   const auto t0 = Clock::now();
   ExchangeStats& x = st.x_grad;
@@ -266,9 +275,10 @@ void Pipeline::forward_all(const Batch& batch, std::size_t micro, double weight,
   }
 }
 
-PipelineStepStats Pipeline::step(const Batch& batch, double weight, const std::function<void()>& before_update,
-                                 const Dlrm<float>::PooledSource* pooled) {
+PipelineStepStats Pipeline::step(const Batch& batch, std::uint64_t k, double weight,
+                                 const std::function<void()>& before_update, const Dlrm<float>::PooledSource* pooled) {
   PipelineStepStats st;
+  at_ = fmt::format("step {}", k);
   if (batch.size == 0) {
     // Hybrid: a global batch smaller than the replica count leaves this
     // replica nothing; its stages contribute zero gradients to the exchange.
@@ -306,6 +316,7 @@ std::vector<float> Pipeline::predict(const Batch& batch) {
   std::vector<float> logits;
   if (batch.size == 0) return logits;
   PipelineStepStats st;
+  at_ = "prediction";
   forward_all(batch, 1, 1.0, st, &logits);
   wait_sends();
   return logits;

@@ -78,7 +78,10 @@ class Pipeline {
   // gradients are averaged over its replicas there).
   // `pooled` (the middle stage, table-wise embeddings): where its lookups
   // come from (Dlrm::stage_begin).
-  PipelineStepStats step(const Batch& batch, double weight = 1, const std::function<void()>& before_update = {},
+  // `k`, the training step, names the step in errors: a NaN or inf crossing a
+  // cut throws NonFiniteError naming it, the stage and the micro-batch.
+  PipelineStepStats step(const Batch& batch, std::uint64_t k, double weight = 1,
+                         const std::function<void()>& before_update = {},
                          const Dlrm<float>::PooledSource* pooled = nullptr);
 
   // Also measure, for every sample of X_act this stage sends, the top-K
@@ -123,6 +126,7 @@ class Pipeline {
   std::vector<std::vector<float>> grad_residual_;  // topk-grad: error feedback per micro-batch slot
   std::vector<float> sketch_;                       // sketch: S of the current micro-batch [d x r]
   std::uint64_t step_ = 0;                          // sketch: seeds S with the step
+  std::string at_;                                  // "step K" in step(), "prediction" in predict(): for errors
   float loss_scale_ = 0;                            // weight / batch size of the step in progress
   // sketch: S for (step_, mb) of a cut with `cols` inputs: [cols x r].
   const std::vector<float>& sketch_matrix(std::size_t mb, std::size_t cols);

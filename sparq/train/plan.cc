@@ -13,7 +13,7 @@ Plan::Plan(Transport& t, PlanOptions o, DlrmStage stage, const std::vector<bool>
 
 StepResult Plan::step(const Batch& global, std::uint64_t k) {
   StepResult r = run_step(global, k);
-  residuals_.maybe_drain(k);
+  if (!r.skipped) residuals_.maybe_drain(k);
   return r;
 }
 

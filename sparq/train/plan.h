@@ -66,6 +66,7 @@ struct StepResult {
   Accounting traffic;        // what this rank sent, by entity
   double threshold_sum = 0;  // model parallel: X_act's top-K thresholds at the first cut, summed over rows
   std::size_t threshold_rows = 0;
+  bool skipped = false;      // --non-finite skip: a NaN or inf on some rank; nothing was updated
 };
 
 // A model and its optimizer state, whole (null on the ranks that do not hold it).

@@ -69,6 +69,10 @@ class DataParallelPlan final : public Plan {
   StepResult run_step(const Batch& global, std::uint64_t k) override {
     const DpStepStats s = dp_.step(global, k);
     StepResult r;
+    if (s.skipped) {
+      r.skipped = true;
+      return r;
+    }
     r.samples = pattern::Partition{global.size, t_.size()}.len(t_.rank());
     r.loss_sum = s.loss * static_cast<double>(r.samples);
     r.correct = s.correct;

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "sparq/coll/quantized.h"
+#include "sparq/core/finite.h"
 
 namespace sparq {
 
@@ -75,8 +76,12 @@ ExchangeStats TableWise::forward(const Batch& global, std::span<float> pooled, s
   send_.resize(mine.size() * G * d);
   float* out = send_.data();
   for (int q = 0; q < p; ++q) {
-    for (std::size_t i = 0; i < mine.size(); ++i, out += shares.len(q) * d)
+    for (std::size_t i = 0; i < mine.size(); ++i, out += shares.len(q) * d) {
       model_.tables()[mine[i]].forward(global.sparse[mine[i]], G, shares.offset(q), shares.len(q), out, d);
+      check_finite(std::span<const float>(out, shares.len(q) * d), [&] {
+        return fmt::format("rank {}, step {}: the lookups of table {} for rank {} (emb_fwd)", r, step, mine[i], q);
+      });
+    }
     send_counts_[static_cast<std::size_t>(q)] = mine.size() * shares.len(q) * d;
     recv_counts_[static_cast<std::size_t>(q)] = tables_of_[static_cast<std::size_t>(q)].size() * shares.len(r) * d;
     recv_runs_[static_cast<std::size_t>(q)] = tables_of_[static_cast<std::size_t>(q)].size();
@@ -109,8 +114,13 @@ ExchangeStats TableWise::backward(Dlrm<float>::PooledGrad dpooled, std::uint64_t
   send_.resize(len * m * d);
   float* out = send_.data();
   for (int s = 0; s < p; ++s) {
-    for (std::size_t tb : tables_of_[static_cast<std::size_t>(s)])
+    for (std::size_t tb : tables_of_[static_cast<std::size_t>(s)]) {
+      const float* first = out;
       for (std::size_t b = 0; b < len; ++b, out += d) copy_row(dpooled.data + b * dpooled.ld + tb * d, d, out);
+      check_finite(std::span<const float>(first, len * d), [&] {
+        return fmt::format("rank {}, step {}: the gradient of table {}'s lookups (emb_bwd)", r, step, tb);
+      });
+    }
     send_counts_[static_cast<std::size_t>(s)] = tables_of_[static_cast<std::size_t>(s)].size() * len * d;
     recv_counts_[static_cast<std::size_t>(s)] = mine.size() * shares.len(s) * d;
     send_runs_[static_cast<std::size_t>(s)] = tables_of_[static_cast<std::size_t>(s)].size();

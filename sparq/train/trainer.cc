@@ -155,7 +155,8 @@ class Trainer {
   const bool lead_;
   std::optional<BatchPlan> batches_;  // once announce() has checked that there are samples
   std::size_t nbatches_ = 0;
-  std::size_t step_ = 0;
+  std::size_t step_ = 0;     // batches trained on (or skipped)
+  std::size_t skipped_ = 0;  // --non-finite skip: steps skipped; the codecs and the optimizer count step_ - skipped_
   std::vector<Blob> loaded_states_;  // --load: every training rank's codec state
   std::unique_ptr<StreamBatches> streamer_;
   std::size_t stream_bad_ = 0;
@@ -217,7 +218,10 @@ void Trainer::resume() {
                  optim);
   loaded_states_ = plan_.load(o_.load);
   step_ = meta["step"];
-  plan_.optimizer().set_steps(step_);  // the schedule and Adam's bias correction continue where they were
+  skipped_ = meta.value("skipped_steps", std::size_t{0});
+  SPARQ_CHECK_AS(InputError, skipped_ <= step_, "'{}': {} skipped of {} steps", o_.load, skipped_, step_);
+  // The schedule and Adam's bias correction continue where they were.
+  plan_.optimizer().set_steps(step_ - skipped_);
   out_.line(fmt::format("loaded {} at step {} (epoch {}, it {})\n", o_.load, step_, step_ / nbatches_,
                         step_ % nbatches_));
 }
@@ -260,7 +264,15 @@ bool Trainer::run_epoch(std::size_t epoch) {
     const double v0 = out_.vnow();
     if (!next_batch(it)) break;  // streamed: fewer records than lines (bad lines, sub-sampling)
     window_.data += seconds_since(t0);
-    const StepResult s = plan_.step(batch_, step_);
+    // A skipped step changed nothing: the codecs see the next batch as the
+    // same step, as a run without the skipped batch would.
+    const StepResult s = plan_.step(batch_, step_ - skipped_);
+    if (s.skipped) {
+      ++skipped_;
+      out_.line(fmt::format("step {} skipped: a rank's gradients hold NaN or inf ({} skipped so far)\n", step_,
+                            skipped_));
+      out_.event({{"event", "skipped"}, {"step", step_}, {"skipped", skipped_}});
+    }
     Window& w = window_;
     w.loss_sum += s.loss_sum;
     w.correct += static_cast<double>(s.correct);
@@ -414,6 +426,7 @@ void Trainer::save() {
   if (!lead_) return;
   nlohmann::json meta = o_.checkpoint_meta;
   meta["step"] = step_;
+  meta["skipped_steps"] = skipped_;
   meta["state_ranks"] = plan_.peers().size();  // ranks whose codec state the file holds
   save_checkpoint(path, *whole.model, *whole.optimizer, meta.dump(), states);
   out_.line(fmt::format("saved {} at step {}\n", path, step_));
@@ -445,7 +458,7 @@ void Trainer::summarize() {
                          {"compute_samples_per_s", samples / compute},
                          {"samples_per_s_with_data", samples / (compute + w.data)},
                          {"ms_per_it", 1e3 * w.iter / its}, {"load_s", data_.load_secs},
-                         {"bad_lines", data_.bad_lines}};
+                         {"bad_lines", data_.bad_lines}, {"skipped_steps", skipped_}};
     if (modeled) ev["modeled_ms_per_it"] = 1e3 * w.v_iter / its;
     out_.event(ev);
   }
@@ -466,6 +479,7 @@ void Trainer::finish() {
   summarize();
   if (streamer_) stream_bad_ += streamer_->bad_lines();
   if (o_.skip_bad_lines) out_.line(fmt::format("skipped {} bad lines\n", data_.bad_lines + stream_bad_));
+  if (skipped_ > 0) out_.line(fmt::format("skipped {} of {} steps: their gradients held NaN or inf\n", skipped_, step_));
   plan_.report(traffic_, step_, out_);
   report_memory(plan_.peers(), o_.ranks_here, out_);
   if (!o_.save.empty() && (o_.save_every == 0 || step_ % o_.save_every != 0)) save();

@@ -331,7 +331,7 @@ TEST(EmbeddingGradExchange, AveragesRowSparseGradientsOfSeveralTables) {
           }
           refs.push_back({&g[tb], rows[tb], dims[tb]});
         }
-        const ExchangeStats st = exchange_embedding_grads(t, refs);
+        const ExchangeStats st = exchange_embedding_grads(t, refs, 0);
         EXPECT_EQ(st.values, 10u * 3 + 4 * 2 + 6 * 3);
         // The baseline: this rank's touched rows, a 4-byte index and dim fp32
         // values each, allgathered to the p - 1 others.

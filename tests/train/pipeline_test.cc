@@ -91,7 +91,7 @@ TEST(Pipeline, EqualsSingleRankTraining) {
         Optimizer<float> opt(oo, stage);
         Pipeline pipe(t, stage, opt, micro, parse_mp_codec("none"));
         double loss = 0;
-        for (std::size_t k = 0; k < steps; ++k) loss = pipe.step(make_batch(cfg, k, B)).loss_sum;
+        for (std::size_t k = 0; k < steps; ++k) loss = pipe.step(make_batch(cfg, k, B), k).loss_sum;
         EXPECT_EQ(loss > 0, t.rank() + 1 == p);  // the last stage computes the loss
         EXPECT_LT(stage_vs_whole(stage, single), 1e-5) << "stage " << t.rank();
         // predict() runs the whole pipeline forward: the single model's logits.
@@ -195,7 +195,7 @@ TEST(Pipeline, DctMpCompressesActivationsAndGradients) {
     Pipeline pipe(t, stage, opt, 2, parse_mp_codec("dct:0.95"));
     ExchangeStats act, grad;
     for (std::size_t k = 0; k < 10; ++k) {
-      const auto s = pipe.step(make_batch(cfg, k, 20));
+      const auto s = pipe.step(make_batch(cfg, k, 20), k);
       act += s.x_act;
       grad += s.x_grad;
     }
@@ -293,7 +293,7 @@ TEST(Pipeline, DctMpSendsXGradUnderTheForwardMask) {
     Dlrm<float> stage(cfg, 3, plan[t.rank()]);
     Optimizer<float> opt({.lr = 0.1}, stage);
     Pipeline pipe(t, stage, opt, micro, parse_mp_codec("dct:0.95"));
-    for (std::size_t k = 0; k < steps; ++k) pipe.step(make_batch(cfg, k, 20));
+    for (std::size_t k = 0; k < steps; ++k) pipe.step(make_batch(cfg, k, 20), k);
     EXPECT_LT(test::max_abs_diff(test::all_params(stage), masked[t.rank()]), 1e-6) << "stage " << t.rank();
   });
 }
@@ -329,7 +329,7 @@ TEST(Pipeline, DctMpOptionsTrainAsTheReference) {
       Pipeline pipe(t, stage, opt, micro, parse_mp_codec(c.codec));
       ExchangeStats act, grad;
       for (std::size_t k = 0; k < steps; ++k) {
-        const auto s = pipe.step(make_batch(cfg, k, 20));
+        const auto s = pipe.step(make_batch(cfg, k, 20), k);
         act += s.x_act;
         grad += s.x_grad;
       }
@@ -357,7 +357,7 @@ TEST(Pipeline, NegativeBaselinesSendWhatTheyPromise) {
       Pipeline pipe(t, stage, opt, 2, parse_mp_codec(codec));
       ExchangeStats act, grad;
       for (std::size_t k = 0; k < 10; ++k) {
-        const auto s = pipe.step(make_batch(cfg, k, 20));
+        const auto s = pipe.step(make_batch(cfg, k, 20), k);
         act += s.x_act;
         grad += s.x_grad;
       }
