@@ -64,6 +64,7 @@ def main():
         for name, ms, b in rows:
             print(f"{name:45s} {ms:8.2f} ms/call {b / 1e3:10.1f} kB sent/call" if b else f"{name:45s} {ms:8.2f} ms/call")
     comm.barrier()
+    dist.destroy_process_group()  # before the interpreter's exit (docs/reliability.md, "A rank's exit")
 
 
 if __name__ == "__main__":

@@ -20,12 +20,15 @@ PYBIND11_MODULE(_sparq, m) {
 
   static py::exception<Error> error(m, "Error", PyExc_RuntimeError);
   static py::exception<InputError> input_error(m, "InputError", error.ptr());
+  static py::exception<NonFiniteError> non_finite_error(m, "NonFiniteError", input_error.ptr());
   static py::exception<TimeoutError> timeout_error(m, "TimeoutError", error.ptr());
   static py::exception<WireError> wire_error(m, "WireError", error.ptr());
   static py::exception<AbortedError> aborted_error(m, "AbortedError", error.ptr());
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
+    } catch (const NonFiniteError& e) {
+      py::set_error(non_finite_error, e.what());
     } catch (const InputError& e) {
       py::set_error(input_error, e.what());
     } catch (const TimeoutError& e) {

@@ -35,6 +35,7 @@ from ._sparq import (  # noqa: E402,F401
     Error,
     GradExchange,
     InputError,
+    NonFiniteError,
     TimeoutError,
     WireError,
     launched_by_mpiexec,

@@ -18,7 +18,7 @@ import torch
 
 from . import _sparq
 from .gpu import rowwise
-from .gpu.errors import raise_row_errors
+from .gpu.errors import NOT_FINITE, raise_row_errors
 
 BITS = {"q8": 8, "q4": 4, "q2": 2}
 _side_streams = {}
@@ -67,10 +67,14 @@ def alltoall_rows(x, send_rows, recv_rows, codec, comm, route=None):
 
 def raise_faults(faults, texts, what, error=_sparq.InputError):
     """sparq.gpu's fault flags as sparq's error: InputError for what this rank
-    encodes, WireError for what it decodes from another."""
+    encodes (NonFiniteError for a NaN or inf, code 1 in every kernel's
+    table), WireError for what it decodes from another."""
     try:
         raise_row_errors(faults, texts, what)
     except ValueError as e:
+        code = int(faults.view(-1)[torch.nonzero(faults.view(-1))[0, 0]])
+        if error is _sparq.InputError and code == NOT_FINITE:
+            error = _sparq.NonFiniteError
         raise error(str(e)) from None
 
 

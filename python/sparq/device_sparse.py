@@ -122,7 +122,7 @@ class DeviceSparse(DeviceState):
         kept_of = []
         for (piece, off, i, v, count, faults), flag in zip(picks, known):
             if flag:
-                raise_faults(faults, self.FAULTS, f"{what}: tensor {piece} ")
+                raise_faults(faults, self.FAULTS, f"{what}: the gradient of '{piece}' ")
             count = next(device_counts) if torch.is_tensor(count) else count
             kept_of.append((piece, i[:count], v[:count], off))
         return kept_of
@@ -186,8 +186,8 @@ class DeviceDct(DeviceSparse):
         if name not in self.taus or step % self.life_span == 0:
             try:
                 self.taus[name] = th.sparsity_threshold(grad + err, self.eta)
-            except ValueError as e:
-                raise _sparq.InputError(f"{what}: tensor {name}: {e}") from None
+            except ValueError as e:  # its only complaint about values: NaN
+                raise _sparq.NonFiniteError(f"{what}: the gradient of '{name}': {e}") from None
         try:
             return th.launch_threshold_pack(grad, self.taus[name], err)
         except ValueError as e:

@@ -38,6 +38,7 @@ from . import _sparq
 from .before_exchange import adam_before_exchange, momentum_before_exchange  # noqa: F401 - around a hook
 from .dct_mp import CutStats, DctMp, dct_mp  # noqa: F401 - DCT-MP at a cut of any model
 from .group_route import GroupRoute
+from .non_finite import StepGuard
 from .pipeline import PipelineError, PipelineStage  # noqa: F401
 
 # The hooks use DDP's comm-hook and future APIs as of torch 2.0.
@@ -129,10 +130,25 @@ class Hook:
     bucket is exchanged on one background thread, in bucket order, while
     backward goes on; the future DDP waits for holds the average over ranks.
     State (residuals, thresholds, step) saves with state_dict().
+
+    A NaN or inf in a bucket stops it before any state changes: with
+    non_finite="fail" (the default) the error names the rank, the step, the
+    tensor and the bucket, and backward raises it. With "skip" (the host
+    codecs) a step whose gradients hold one on any rank is skipped on every
+    rank: its buckets come back as zeros, the codec's state is as before
+    the step, `skipped` is True until the next step and `skipped_steps`
+    counts them; call the optimizer's step only where not `skipped`
+    (non_finite.py says what it costs).
     """
 
-    def __init__(self, codec, *, allreduce="auto", comm=None, model=None, codecs="auto", route="host", group=None):
+    def __init__(self, codec, *, allreduce="auto", comm=None, model=None, codecs="auto", route="host", group=None,
+                 non_finite="fail"):
         _check_codecs(codecs, "sparq hook")
+        if non_finite not in ("fail", "skip"):
+            raise _sparq.InputError(f"sparq hook: non_finite '{non_finite}'; it is fail or skip")
+        if non_finite == "skip" and (codecs == "device" or route == "group"):
+            raise _sparq.InputError("sparq hook: non_finite='skip' runs with the host codecs (codecs='host' or "
+                                    "'auto' on CPU buckets, route='host')")
         # A factory, called at the first bucket on the device.
         self._device_codec = _device_codec_of(codec, allreduce)
         if codecs == "device" and self._device_codec is None:
@@ -162,6 +178,12 @@ class Hook:
         self.bytes_sent = 0
         self.dense_bytes = 0
         self.exchange_seconds = 0.0  # selection + collective, on the hook's thread
+        self._skip = non_finite == "skip"
+        self._guard = None  # the StepGuard, made at the first bucket
+        self._open = False  # a step's first bucket came, its last not yet
+        self._failed = None  # the error of a bucket of this step (host codecs)
+        self.skipped = False
+        self.skipped_steps = 0
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparq-hook")
         self._last = None
 
@@ -208,7 +230,9 @@ class Hook:
         # unlike its index): auto's plans and q*+ec residuals are kept by it.
         name = f"{pieces[0][0]}..{pieces[-1][0]}#{len(pieces)}"
         step = self.step
-        if bucket.is_last():
+        first, last = not self._open, bucket.is_last()
+        self._open = not last
+        if last:
             self.step += 1
         if self._on_group and not _on_device(self._codecs, buf):
             raise _sparq.InputError(f"sparq hook: bucket {bucket.index()} on rank {rank} is on {buf.device}, where "
@@ -225,27 +249,59 @@ class Hook:
                                             "codecs='host'")
                 self._device_codec = None
         if self._device is not None and _on_device(self._codecs, buf):
+            if self._skip:
+                raise _sparq.InputError(f"sparq hook: bucket {bucket.index()} on rank {rank} is on {buf.device}, "
+                                        "where the device's codec runs; non_finite='skip' runs with the host "
+                                        "codecs (codecs='host')")
             return self._exchange_on_device(x, name, buf, pieces, step, f"sparq hook: bucket {bucket.index()} on "
-                                            f"rank {rank}")
+                                            f"rank {rank}, step {step}")
         host = _to_host(buf, f"sparq hook: bucket {bucket.index()} on rank {rank}")
         # A future that will hold a CUDA tensor must name its device.
         fut = torch.futures.Future(devices=[buf.device]) if host is not buf else torch.futures.Future()
 
         def work():
             try:
-                stats = x.exchange(name, host.numpy(), pieces, step)
-                self.bytes_sent += stats["bytes_sent"]
-                self.dense_bytes += stats["dense_bytes"]
-                self.exchange_seconds += stats["compress_seconds"] + stats["comm_seconds"]
+                # A bucket that failed fails the rest of its step unexchanged:
+                # DDP raises the first error only after its backward pass.
+                self._failed = None if first else self._failed
+                if self._failed is not None:
+                    raise self._failed
+                if self._skip and self._skips(x, first, last, host, step):
+                    host.zero_()
+                else:
+                    stats = x.exchange(name, host.numpy(), pieces, step)
+                    self.bytes_sent += stats["bytes_sent"]
+                    self.dense_bytes += stats["dense_bytes"]
+                    self.exchange_seconds += stats["compress_seconds"] + stats["comm_seconds"]
                 if host is not buf:
                     host_copies["to_device"] += host.nbytes
                     buf.copy_(host)  # synchronous: done before the result is set
                 fut.set_result(buf)
             except BaseException as e:  # noqa: B902 - handed to DDP, which raises it in backward
+                self._failed = e
                 fut.set_exception(e)
 
         self._last = self._pool.submit(work)
         return fut
+
+    def _skips(self, x, first, last, host, step):
+        """non_finite='skip', on the hook's thread: whether this bucket comes
+        back as zeros; at the step's last bucket, the step's verdict (a
+        skipped step gives its number back, as a run without the batch
+        would number the next one)."""
+        if self._guard is None:
+            self._guard = StepGuard(x, self.comm)
+        if first:
+            self._guard.start_step()
+        before = self._guard.bytes_sent
+        skip = self._guard.bucket_is_skipped(host.numpy(), step)
+        self.bytes_sent += self._guard.bytes_sent - before
+        if last:
+            self.skipped = self._guard.skipping
+            if self.skipped:
+                self.skipped_steps += 1
+                self.step -= 1
+        return skip
 
     def _exchange_on_device(self, x, name, buf, pieces, step, what):
         """The codec's selection on buf's device; only its pairs go to the
@@ -325,7 +381,7 @@ def _to_device(host, device):
 
 
 def dct_hook(eta=0.99, L=1000, *, values="f32", allreduce="auto", comm=None, model=None, codecs="auto",
-             route="host", group=None):
+             route="host", group=None, non_finite="fail"):
     """DCT-DP: per-tensor hard threshold, recomputed every L steps, keeping the
     top (1 - eta) of |grad + residual|; error feedback per tensor; sparse
     allreduce (`auto` picks the algorithm). values: f32, bf16, fp8 or fp4
@@ -341,9 +397,10 @@ def dct_hook(eta=0.99, L=1000, *, values="f32", allreduce="auto", comm=None, mod
     gradients' device through `group`, a torch.distributed process group,
     the default one if None: NCCL between GPUs, no host copy; the values
     rounded on the device; the streams are allgathered and summed on the
-    device in rank order)."""
+    device in rank order). non_finite: "fail" or "skip" (Hook)."""
     codec = f"dct:{eta},{L}" + ("" if values == "f32" else f"+{values}")
-    return Hook(codec, allreduce=allreduce, comm=comm, model=model, codecs=codecs, route=route, group=group)
+    return Hook(codec, allreduce=allreduce, comm=comm, model=model, codecs=codecs, route=route, group=group,
+                non_finite=non_finite)
 
 
 def _check_codecs(codecs, what):
@@ -395,7 +452,7 @@ def _device_codec(module, kind, args, x, comm, route):
 
 
 def quantized_hook(bits=4, ec=True, *, allreduce="ring", comm=None, model=None, codecs="auto", route="host",
-                   group=None):
+                   group=None, non_finite="fail"):
     """Row-wise quantized allreduce (ring or recursive-doubling) in 8/4/2 bits,
     with per-hop error compensation when ec. codecs: where the chunks are
     encoded, decoded and summed: "device" (sparq.gpu's kernels: only the
@@ -403,18 +460,20 @@ def quantized_hook(bits=4, ec=True, *, allreduce="ring", comm=None, model=None, 
     bucket staged through pinned host memory), or "auto": the device's for
     CUDA buckets where it runs, else the host's. The same bits either way.
     route and group: as dct_hook's (the ring's hops and recursive
-    doubling's rounds through the group; the same bits on either route)."""
+    doubling's rounds through the group; the same bits on either route).
+    non_finite: "fail" or "skip" (Hook)."""
     return Hook(f"q{bits}" + ("+ec" if ec else ""), allreduce=allreduce, comm=comm, model=model, codecs=codecs,
-                route=route, group=group)
+                route=route, group=group, non_finite=non_finite)
 
 
 def topk_hook(k, b, *, values="f32", allreduce="auto", comm=None, model=None, codecs="auto", route="host",
-              group=None):
+              group=None, non_finite="fail"):
     """SparCML's TopK SGD: the k largest of every b values of grad + residual,
-    residual keeps the rest, sparse allreduce. values, codecs, route and
-    group: as dct_hook's."""
+    residual keeps the rest, sparse allreduce. values, codecs, route, group
+    and non_finite: as dct_hook's."""
     codec = f"topk:{k}/{b}" + ("" if values == "f32" else f"+{values}")
-    return Hook(codec, allreduce=allreduce, comm=comm, model=model, codecs=codecs, route=route, group=group)
+    return Hook(codec, allreduce=allreduce, comm=comm, model=model, codecs=codecs, route=route, group=group,
+                non_finite=non_finite)
 
 
 def _codec(bits):
@@ -445,7 +504,7 @@ class _QuantizedAlltoall(torch.autograd.Function):
         if on_device:
             return _device_alltoall(x.detach(), send_rows, recv_rows, fwd, comm, route)
         return _host_alltoall(x.detach(), send_rows, recv_rows, fwd, comm, f"sparq.torch.quantized_alltoall on rank "
-                              f"{comm.rank}")
+                              f"{comm.rank}, forward (the rows)")
 
     @staticmethod
     def backward(ctx, grad):
@@ -454,7 +513,7 @@ class _QuantizedAlltoall(torch.autograd.Function):
             gin = _device_alltoall(grad, recv_rows, send_rows, bwd, comm, route)
         else:
             gin = _host_alltoall(grad, recv_rows, send_rows, bwd, comm,
-                                 f"sparq.torch.quantized_alltoall backward on rank {comm.rank}")
+                                 f"sparq.torch.quantized_alltoall on rank {comm.rank}, backward (the rows' gradients)")
         return gin.to(device), None, None, None, None, None, None, None
 
 
@@ -467,8 +526,11 @@ def _host_alltoall(x, send_rows, recv_rows, codec, comm, what):
     dim = x.shape[1]
     src = _to_host(x, what).contiguous()
     out = torch.empty((sum(recv_rows), dim), pin_memory=x.is_cuda)
-    _sparq.quantized_alltoallv(comm, src.numpy(), [r * dim for r in send_rows], out.numpy(),
-                               [r * dim for r in recv_rows], codec, dim)
+    try:
+        _sparq.quantized_alltoallv(comm, src.numpy(), [r * dim for r in send_rows], out.numpy(),
+                                   [r * dim for r in recv_rows], codec, dim)
+    except _sparq.NonFiniteError as e:  # before anything was sent (fp32 too: quantized_alltoallv checks)
+        raise _sparq.NonFiniteError(f"{what}: {e}") from None
     return _to_device(out, x.device)
 
 

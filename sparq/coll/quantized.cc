@@ -5,6 +5,7 @@
 
 #include "sparq/coll/algorithms.h"
 #include "sparq/coll/patterns.h"
+#include "sparq/core/finite.h"
 
 namespace sparq {
 
@@ -379,6 +380,11 @@ CollStats quantized_alltoallv(Transport& t, std::span<const float> in, std::span
                  out.size());
   SPARQ_CHECK_AS(InputError, send_counts[r] == recv_counts[r],
                  "quantized alltoallv: rank {} sends itself {} values, expects {}", r, send_counts[r], recv_counts[r]);
+  // Before anything is sent, fp32 too: a NaN row would reach its owner's
+  // table (or every value of a quantized row would decode as NaN).
+  for (int j = 0; j < p; ++j)
+    check_finite(in.subspan(sd[j], send_counts[j]),
+                 [&] { return fmt::format("quantized alltoallv ({}): rank {}'s values for rank {}", opts.stream, r, j); });
   Call c(t, "quantized_alltoall/" + codec.name(), opts.tag, opts.timeout);
   std::copy_n(in.begin() + static_cast<std::ptrdiff_t>(sd[r]), send_counts[r],
               out.begin() + static_cast<std::ptrdiff_t>(rd[r]));

@@ -57,7 +57,7 @@ float bucket_norm(const float* x, std::size_t n, QsgdNorm kind, std::size_t buck
     total = kind == QsgdNorm::L2 ? total + acc[j] : std::max(total, acc[j]);
     finite = finite && nan_acc[j] == 0.0f;
   }
-  SPARQ_CHECK_AS(InputError, finite, "QSGD: bucket {} holds NaN or inf", bucket_index);
+  SPARQ_CHECK_AS(NonFiniteError, finite, "QSGD: bucket {} holds NaN or inf", bucket_index);
   return static_cast<float>(kind == QsgdNorm::L2 ? std::sqrt(total) : total);
 }
 

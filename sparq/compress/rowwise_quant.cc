@@ -28,7 +28,7 @@ constexpr std::size_t kBlock = 8;  // rows whose ranges, then grids, then codes 
 // The grids of nb <= kBlock rows (row0 numbers the first in errors).
 void make_grids(const RowRange* r, std::size_t nb, RowwiseFormat fmt, std::size_t row0, Grid* g) {
   for (std::size_t j = 0; j < nb; ++j)
-    SPARQ_CHECK_AS(InputError, std::isfinite(r[j].lo) && std::isfinite(r[j].hi),
+    SPARQ_CHECK_AS(NonFiniteError, std::isfinite(r[j].lo) && std::isfinite(r[j].hi),
                    "row-wise quantize: row {} holds NaN or inf", row0 + j);
   const float levels = static_cast<float>((1 << fmt.bits) - 1);
   if (fmt.scale == ScaleType::F32) {

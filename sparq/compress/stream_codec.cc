@@ -134,7 +134,8 @@ constexpr double kFp4Mid[7] = {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5};
 int fp4_scale(std::span<const float> group) {
   float mx = 0.0f;
   for (std::size_t i = 0; i < group.size(); ++i) {
-    SPARQ_CHECK_AS(InputError, std::isfinite(group[i]), "fp4 stream values: non-finite value {} at {}", group[i], i);
+    SPARQ_CHECK_AS(NonFiniteError, std::isfinite(group[i]), "fp4 stream values: non-finite value {} at {}", group[i],
+                   i);
     mx = std::max(mx, std::fabs(group[i]));
   }
   if (mx == 0.0f) return 0;
@@ -219,7 +220,7 @@ int value_scale(std::span<const float> values, ValueFormat vf) {
   if (vf != ValueFormat::Fp8) return 0;
   float mx = 0.0f;
   for (std::size_t i = 0; i < values.size(); ++i) {
-    SPARQ_CHECK_AS(InputError, std::isfinite(values[i]), "fp8 stream values: non-finite value {} at {}", values[i],
+    SPARQ_CHECK_AS(NonFiniteError, std::isfinite(values[i]), "fp8 stream values: non-finite value {} at {}", values[i],
                    i);
     mx = std::max(mx, std::fabs(values[i]));
   }

@@ -37,6 +37,7 @@ import sparq.torch as st
 
 import bridge_support
 import host_codec_checks  # noqa: F401 - the checks register themselves on import, in this order
+import non_finite_checks  # noqa: F401
 import device_codec_checks  # noqa: F401
 import pipeline_checks
 
@@ -67,6 +68,9 @@ def run_checks(rank, size, init_method, report, checks):
             print(f"[rank {rank}] FAIL {fn.__name__}", flush=True)
         # A failed check may leave peers mid-collective: realign through the store.
         dist.barrier()
+    # While the interpreter is whole: left to its exit, torch's gloo worker
+    # threads can free a tensor as it finalizes and abort the rank (SIGABRT).
+    dist.destroy_process_group()
 
 
 def chosen(args):
@@ -89,7 +93,6 @@ def under_mpiexec(checks):
     run_checks(rank, size, f"tcp://127.0.0.1:{os.environ['MASTER_PORT']}", failed.append, checks)
     for f in failed:
         print(f, file=sys.stderr)
-    dist.destroy_process_group()
     sys.exit(1 if failed else 0)
 
 
@@ -102,7 +105,6 @@ def under_torchrun(checks):
     run_checks(rank, size, "env://", failed.append, checks)
     for f in failed:
         print(f, file=sys.stderr)
-    dist.destroy_process_group()
     sys.exit(1 if failed else 0)
 
 

@@ -4,6 +4,10 @@ one. Reading that tensor waits for the kernel; every caller needs the
 result before sending it anyway."""
 import torch
 
+# The fault code of a NaN or inf in what a kernel encodes, the same in every
+# kernel's table (rowwise, threshold, topk): callers raise it apart.
+NOT_FINITE = 1
+
 
 def raise_row_errors(faults, texts, what=""):
     """ValueError with texts[code] for the first nonzero entry of `faults`
