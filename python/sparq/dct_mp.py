@@ -144,7 +144,13 @@ class _Cut(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         mask = ctx.mask
-        message = gather(mask, grad.detach().reshape(-1, mask.cols).float().cpu().contiguous(), ctx.values)
+        g2 = grad.detach().reshape(-1, mask.cols).float().cpu().contiguous()
+        bad = (~torch.isfinite(g2)).view(-1).nonzero()
+        if bad.numel():  # as the forward's selection refuses one
+            i = int(bad[0, 0])
+            raise _sparq.NonFiniteError(f"DCT-MP cut '{ctx.stats.name}': the gradient matrix holds "
+                                        f"{float(g2.view(-1)[i])} at {i} of {g2.numel()}")
+        message = gather(mask, g2, ctx.values)
         ctx.stats.record_backward(mask, message)
         dense = scatter(mask, message, ctx.values, f"DCT-MP cut '{ctx.stats.name}'")
         return dense.reshape(ctx.shape).to(ctx.device), None, None, None

@@ -384,7 +384,7 @@ CollStats quantized_alltoallv(Transport& t, std::span<const float> in, std::span
   // table (or every value of a quantized row would decode as NaN).
   for (int j = 0; j < p; ++j)
     check_finite(in.subspan(sd[j], send_counts[j]),
-                 [&] { return fmt::format("quantized alltoallv ({}): rank {}'s values for rank {}", opts.stream, r, j); });
+                 [&] { return fmt::format("quantized alltoallv ({}): rank {}'s block for rank {}", opts.stream, r, j); });
   Call c(t, "quantized_alltoall/" + codec.name(), opts.tag, opts.timeout);
   std::copy_n(in.begin() + static_cast<std::ptrdiff_t>(sd[r]), send_counts[r],
               out.begin() + static_cast<std::ptrdiff_t>(rd[r]));

@@ -24,11 +24,12 @@ std::string_view emb_placement_name(EmbPlacement p) {
 DataParallel::DataParallel(Transport& t, Dlrm<float>& model, Optimizer<float>& opt, DataParallelOptions opts,
                            compress::ErrorFeedbackStore& residuals)
     : t_(t), model_(model), opt_(opt), opts_(std::move(opts)), exchange_(opts_.codec, residuals) {
+  if (opts_.skip_non_finite) opts_.overlap = false;  // skipping decides after backward (data_parallel.h)
   if (t.size() == 1) return;  // nothing to exchange
   if (opts_.placement == EmbPlacement::TableWise)
     table_wise_.emplace(t, model, opts_.emb_fwd, opts_.emb_bwd, opts_.emb_row_len);
   engine_ = std::make_unique<CommEngine>(t, opts_.comm_nice);
-  if (opts_.overlap && !opts_.skip_non_finite) {  // skipping decides after backward (data_parallel.h)
+  if (opts_.overlap) {
     model_.set_grad_hook([this](std::size_t w, std::size_t b) {
       SPARQ_CHECK(b == w + 1, "layer views {} and {} are not adjacent", w, b);
       view_ready(b);

@@ -72,7 +72,7 @@ Pipeline::Pipeline(Transport& t, Dlrm<float>& stage, Optimizer<float>& opt, std:
 
 void Pipeline::send_act(std::size_t mb, std::span<const float> y, std::size_t cols, PipelineStepStats& st) {
   check_finite(y, [&] {
-    return fmt::format("{}, stage {}, micro-batch {}: the activations for stage {} (X_act)", at_, stage_, mb,
+    return fmt::format("{}, stage {}, micro-batch {}: the activation matrix for stage {} (X_act)", at_, stage_, mb,
                        stage_ + 1);
   });
   const std::size_t rows = cols ? y.size() / cols : 0;
@@ -141,7 +141,7 @@ std::span<const float> Pipeline::recv_act(std::size_t mb, std::size_t rows, std:
 
 void Pipeline::send_grad(std::size_t mb, std::span<const float> dx, PipelineStepStats& st) {
   check_finite(dx, [&] {
-    return fmt::format("{}, stage {}, micro-batch {}: the gradient for stage {} (X_grad)", at_, stage_, mb,
+    return fmt::format("{}, stage {}, micro-batch {}: the gradient matrix for stage {} (X_grad)", at_, stage_, mb,
                        stage_ - 1);
   });
   const auto before = t_.counters().total().bytes_sent;

@@ -24,10 +24,10 @@ class DataParallelPlan final : public Plan {
 
   std::string describe() override {
     if (t_.size() == 1) return "";
-    const DataParallelOptions& d = o_.dp;
-    std::string s = fmt::format("data parallel: {} ranks, --dp-codec {}, --emb-placement {}, overlap {}, fuse {} bytes\n",
+    const DataParallelOptions& d = dp_.options();  // as run: --non-finite skip turns overlap off
+    std::string s = fmt::format("data parallel: {} ranks, --dp-codec {}, --emb-placement {}, overlap {}, fuse {} bytes{}\n",
                                 t_.size(), d.codec.text, emb_placement_name(d.placement), d.overlap ? "on" : "off",
-                                d.fuse_bytes);
+                                d.fuse_bytes, d.skip_non_finite ? ", --non-finite skip" : "");
     if (d.comm_nice != 0 && dp_.comm_priority_note().empty())
       s += fmt::format("communication thread: nice {}\n", d.comm_nice);
     return s;

@@ -79,7 +79,7 @@ ExchangeStats TableWise::forward(const Batch& global, std::span<float> pooled, s
     for (std::size_t i = 0; i < mine.size(); ++i, out += shares.len(q) * d) {
       model_.tables()[mine[i]].forward(global.sparse[mine[i]], G, shares.offset(q), shares.len(q), out, d);
       check_finite(std::span<const float>(out, shares.len(q) * d), [&] {
-        return fmt::format("rank {}, step {}: the lookups of table {} for rank {} (emb_fwd)", r, step, mine[i], q);
+        return fmt::format("rank {}, step {}: the lookup block of table {} for rank {} (emb_fwd)", r, step, mine[i], q);
       });
     }
     send_counts_[static_cast<std::size_t>(q)] = mine.size() * shares.len(q) * d;

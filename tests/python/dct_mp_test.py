@@ -97,10 +97,21 @@ def test_bad_tensors_are_errors_naming_the_cut():
         cut(torch.ones(10))
     with pytest.raises(sparq.InputError, match="cut 'dec3': torch.float64"):
         cut(torch.ones(2, 10, dtype=torch.float64))
+
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_non_finite_values_stop_the_cut_both_ways_naming_it(value):
+    cut = st.DctMp(0.5, "dec3")
     bad = torch.ones(3, 10)
-    bad[1, 4] = float("nan")
-    with pytest.raises(sparq.InputError, match="cut 'dec3'.*NaN"):
+    bad[1, 4] = value
+    with pytest.raises(sparq.NonFiniteError, match=f"cut 'dec3': DCT-MP: the activation matrix holds {value} at 14 of 30"):
         cut(bad)
+    x = torch.randn(3, 10, requires_grad=True)
+    g = torch.ones(3, 10)
+    g[2, 0] = value
+    with pytest.raises(sparq.NonFiniteError, match=f"cut 'dec3': the gradient matrix holds {value} at 20 of 30"):
+        cut(x).backward(g)
 
 
 def test_a_forward_message_is_validated_before_use():

@@ -18,6 +18,7 @@
 #include "sparq/train/data_parallel.h"
 #include "sparq/train/emb_grad_exchange.h"
 #include "sparq/train/pipeline.h"
+#include "sparq/train/verify.h"
 #include "tests/support/ranks.h"
 #include "tests/train/fixtures.h"
 
@@ -113,7 +114,7 @@ TEST(NonFinite, TableWiseLookupsFailOnTheirOwner) {
       dp.step(make_batch(cfg, k, 0, kGlobal), k);
     }
   });
-  EXPECT_THAT(what, testing::ContainsRegex("rank [01], step 3: the lookups of table 1 for rank [01] \\(emb_fwd\\) holds "
+  EXPECT_THAT(what, testing::ContainsRegex("rank [01], step 3: the lookup block of table 1 for rank [01] \\(emb_fwd\\) holds "
                                            "nan at [0-9]+ of [0-9]+"));
 }
 
@@ -165,7 +166,7 @@ TEST(NonFinite, DctMpCutFailsNamingStageAndMicroBatch) {
     Pipeline pipe(t, stage, opt, 2, parse_mp_codec("dct:0.5"));
     for (std::uint64_t k = 0; k < 6; ++k) pipe.step(batch_at(cfg, k, 3, kNaN), k);
   });
-  EXPECT_THAT(what, testing::ContainsRegex("rank 0: step 3, stage 0, micro-batch 1: the activations for stage 1 "
+  EXPECT_THAT(what, testing::ContainsRegex("rank 0: step 3, stage 0, micro-batch 1: the activation matrix for stage 1 "
                                            "\\(X_act\\) holds nan at [0-9]+ of [0-9]+"));
 }
 
@@ -175,8 +176,9 @@ struct SkipCase {
   const char* emb_codecs;  // table-wise: fwd and bwd
 };
 
-// Skipping: the run with a NaN batch at step `bad` ends where the run
-// without that batch ends, on every rank, parameters and codec state alike.
+// Skipping: the run with a NaN batch at step `bad` ends where the default
+// run (overlapped exchanges, no skipping) without that batch ends, on every
+// rank, parameters and codec state alike, and the replicas stay identical.
 TEST(NonFinite, SkippedStepEqualsARunWithoutThatBatch) {
   set_blas_threads(1);
   SPARQ_NEED_RANKS(2);
@@ -194,7 +196,7 @@ TEST(NonFinite, SkippedStepEqualsARunWithoutThatBatch) {
         Dlrm<float> model(cfg, 7);
         Optimizer<float> opt({.lr = 0.1, .embedding = EmbeddingOptim::RowwiseAdagrad}, model);
         compress::ErrorFeedbackStore store;
-        DataParallelOptions o{.codec = parse_dp_codec(c.codec), .placement = c.placement, .skip_non_finite = true};
+        DataParallelOptions o{.codec = parse_dp_codec(c.codec), .placement = c.placement, .skip_non_finite = with_bad};
         if (c.placement == EmbPlacement::TableWise) o.emb_fwd = o.emb_bwd = parse_codec(c.emb_codecs);
         DataParallel dp(t, model, opt, o, store);
         std::uint64_t k = 0, skipped = 0;
@@ -205,6 +207,7 @@ TEST(NonFinite, SkippedStepEqualsARunWithoutThatBatch) {
           if (!s.skipped) ++k;
         }
         EXPECT_EQ(skipped, with_bad ? 1u : 0u) << "rank " << t.rank();
+        verify_replica_hash(t, dp.replica_hash(), steps);
         dp.gather_model(0);
         params[with_bad] = all_params(model);
         state[with_bad] = dp.save_state();
