@@ -1,4 +1,4 @@
-// Selectors: threshold-mask-pack, exact top-k, the DCT-DP step (L = 1 and
+// Selectors: the finiteness check, threshold-mask-pack, exact top-k, the DCT-DP step (L = 1 and
 // L = 1000 amortized), DCT-MP row selection and bucket top-k. Bytes are the
 // float input read (4 per value).
 #include <benchmark/benchmark.h>
@@ -10,6 +10,7 @@
 #include "sparq/compress/dct_mp.h"
 #include "sparq/compress/threshold_pack.h"
 #include "sparq/compress/topk.h"
+#include "sparq/core/finite.h"
 
 namespace sparq::bench {
 namespace {
@@ -38,6 +39,16 @@ void BM_ThresholdMaskPack(benchmark::State& state) {
   set_bytes(state, n);
 }
 BENCHMARK(BM_ThresholdMaskPack)->Arg(k1M)->Arg(k16M)->Unit(benchmark::kMillisecond);
+
+// The finiteness check every exchange runs on its input first (core/finite.h):
+// its cost against the DCT-DP step's below.
+void BM_FirstNonFinite(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const std::vector<float> x = normal_floats(n);
+  for (auto _ : state) benchmark::DoNotOptimize(first_non_finite(x));
+  set_bytes(state, n);
+}
+BENCHMARK(BM_FirstNonFinite)->Arg(k1M)->Arg(k16M)->Unit(benchmark::kMillisecond);
 
 void BM_TopK(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
