@@ -120,8 +120,8 @@ void add_parallel_flags(CLI::App* c, TrainArgs& a) {
               "Exchange the dense gradients after the backward pass instead of layer by layer during it");
   c->add_option("--non-finite", a.non_finite,
                 "A NaN or inf in what a rank sends: fail (stop on that step, naming the rank, step and tensor) or "
-                "skip (data parallel: skip the step on every rank, as AMP's GradScaler does, and count it; the "
-                "exchanges then start after the backward pass)")
+                "skip (data parallel and --mp-splits: skip the step on every rank, as AMP's GradScaler does, and count it; "
+                "data parallelism's exchanges then start after the backward pass)")
       ->check(CLI::IsMember({"fail", "skip"}))
       ->capture_default_str();
   c->add_option("--comm-nice", a.comm_nice,

@@ -87,7 +87,8 @@ void check_ps(const TrainArgs& a, int world, std::size_t nstages, const DataPara
   SPARQ_CHECK_AS(InputError, !a.comm_nice, "--comm-nice sets the data-parallel communication thread's priority; "
                  "--dp-mode ps has none");
   SPARQ_CHECK_AS(InputError, !dpo.skip_non_finite,
-                 "--non-finite skip is built for the data-parallel plan; --dp-mode ps stops on a NaN or inf (fail)");
+                 "--non-finite skip is built for data parallelism and --mp-splits; --dp-mode ps stops on a NaN or inf "
+                 "(fail)");
   SPARQ_CHECK_AS(InputError, dpo.codec.kind == DpCodec::Kind::None || dpo.codec.kind == DpCodec::Kind::Dct,
                  "--dp-mode ps pushes dense gradients with --dp-codec none or dct:ETA,L, not '{}'", a.dp_codec);
 }
@@ -104,9 +105,6 @@ void check_mp(const TrainArgs& a, int world, std::size_t nstages, const DataPara
   SPARQ_CHECK_AS(InputError, !a.comm_nice,
                  "--comm-nice sets the data-parallel communication thread's priority; with --mp-splits the "
                  "replicas exchange on the training thread");
-  SPARQ_CHECK_AS(InputError, !dpo.skip_non_finite,
-                 "--non-finite skip is built for the data-parallel plan; with --mp-splits a NaN or inf stops the run "
-                 "(fail)");
   SPARQ_CHECK_AS(InputError, dpo.overlap && dpo.fuse_bytes == 0,
                  "--no-overlap/--fuse-bytes shape the pure data-parallel exchange; with --mp-splits the replicas "
                  "exchange each stage's gradients after the pipeline's backward pass");

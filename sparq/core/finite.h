@@ -5,6 +5,7 @@
 // later on every rank at once; a quantizer's range would turn every value of
 // the row into NaN. Every exchange checks its input before any state changes.
 #include <cstddef>
+#include <source_location>
 #include <span>
 #include <string>
 
@@ -22,13 +23,16 @@ std::size_t first_non_finite(std::span<const float> x);
 std::string non_finite_name(float v);
 
 // Throws NonFiniteError "<what()> holds <value> at <i> of <n>" for the first
-// non-finite value of x; `what` (a callable returning std::string) is only
-// called on failure, so callers name the tensor, bucket, rank and step for free.
+// non-finite value of x, located at the caller's file and line; `what` (a
+// callable returning std::string) is only called on failure, so callers name
+// the tensor, bucket, rank and step for free.
 template <class What>
-void check_finite(std::span<const float> x, What&& what) {
+void check_finite(std::span<const float> x, What&& what, std::source_location at = std::source_location::current()) {
   const std::size_t i = first_non_finite(x);
   if (i != x.size()) [[unlikely]]
-    SPARQ_THROW(NonFiniteError, "{} holds {} at {} of {}", what(), non_finite_name(x[i]), i, x.size());
+    throw NonFiniteError(detail::located(
+        at.file_name(), static_cast<int>(at.line()),
+        fmt::format("{} holds {} at {} of {}", what(), non_finite_name(x[i]), i, x.size())));
 }
 
 }  // namespace sparq

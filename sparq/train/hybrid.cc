@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <tuple>
 
+#include "sparq/coll/allreduce.h"
 #include "sparq/coll/call.h"
 #include "sparq/coll/patterns.h"
+#include "sparq/core/blob.h"
+#include "sparq/core/finite.h"
 #include "sparq/train/emb_grad_exchange.h"
 #include "sparq/train/verify.h"
 
@@ -26,7 +29,9 @@ Hybrid::Hybrid(Transport& t, std::size_t stages, Dlrm<float>& model, Optimizer<f
       replica_group_(grid(t, stages, GridAxis::Replica)),
       stage_group_(grid(t, stages, GridAxis::Stage)),
       pipe_(*replica_group_, model, opt, micro_batches, std::move(mp)),
-      exchange_(dp.codec, residuals) {
+      exchange_(dp.codec, residuals),
+      skip_non_finite_(dp.skip_non_finite) {
+  pipe_.zero_non_finite(skip_non_finite_);
   if (dp.placement == EmbPlacement::TableWise && model.stage().middle)
     table_wise_.emplace(*stage_group_, model, dp.emb_fwd, dp.emb_bwd, dp.emb_row_len);
   for (const auto& v : model_.dense().views()) {
@@ -45,7 +50,8 @@ HybridStepStats Hybrid::step(const Batch& global, std::uint64_t k) {
   // global batch's mean (shares may differ by one sample).
   const double weight = static_cast<double>(local.size) * d / static_cast<double>(global.size);
   auto average_over_replicas = [&] {
-    if (d == 1) return;
+    if (skip_non_finite_ && any_rank_non_finite()) return false;
+    if (d == 1) return true;
     // The backward pass is over: one exchange of the stage's whole gradient
     // buffer costs one collective's latency instead of one per tensor
     // (selection stays per tensor, GradExchange::exchange).
@@ -57,6 +63,7 @@ HybridStepStats Hybrid::step(const Batch& global, std::uint64_t k) {
     } else if (!model_.tables().empty()) {
       st.emb_grad += exchange_embedding_grads(*stage_group_, embedding_grads(model_), k);
     }
+    return true;
   };
   if (table_wise_) {  // this replica's lookups, from the tables' owners
     pooled_.resize(local.size * model_.config().num_tables() * model_.config().emb_dim);
@@ -64,10 +71,39 @@ HybridStepStats Hybrid::step(const Batch& global, std::uint64_t k) {
     st.emb_fwd.wait_seconds = st.emb_fwd.comm_seconds;
   }
   const Dlrm<float>::PooledSource lookups = [this] { return std::span<const float>(pooled_); };
+  std::vector<std::byte> before;  // the cuts' codec state (topk-grad's residuals)
+  if (skip_non_finite_) {
+    BlobWriter w;
+    pipe_.save_state(w);
+    before = w.take();
+  }
   st.pipe = pipe_.step(local, k, weight, average_over_replicas, table_wise_ ? &lookups : nullptr);
+  if (st.pipe.skipped) {
+    BlobReader r(before, "pipeline state");
+    pipe_.load_state(r);
+    st.skipped = true;
+    return st;
+  }
   st.loss_sum = st.pipe.loss_sum;
   st.samples = st.pipe.samples;
   return st;
+}
+
+bool Hybrid::any_rank_non_finite() {
+  bool here = pipe_.non_finite_sent() || first_non_finite(model_.dense().grads()) != model_.dense().grads().size();
+  if (table_wise_ && !pooled_.empty()) {
+    const Dlrm<float>::PooledGrad pg = model_.pooled_grad();
+    const std::size_t width = model_.config().num_tables() * model_.config().emb_dim;
+    for (std::size_t b = 0; b < pg.rows && !here; ++b)
+      here = first_non_finite(std::span<const float>(pg.data + b * pg.ld, width)) != width;
+  }
+  for (std::size_t tb = 0; tb < model_.tables().size() && !here; ++tb)
+    here = first_non_finite(model_.sparse_grad(tb).values) != model_.sparse_grad(tb).values.size();
+  // Over the world: along this replica's pipeline, then across the replicas.
+  float count = here ? 1.0f : 0.0f;
+  allreduce(*replica_group_, std::span<float>(&count, 1), {});
+  allreduce(*stage_group_, std::span<float>(&count, 1), {});
+  return count > 0;
 }
 
 std::vector<float> Hybrid::predict(const Batch& batch) {

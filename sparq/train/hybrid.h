@@ -35,6 +35,7 @@ struct HybridStepStats {
   ExchangeStats emb_fwd, emb_bwd;  // table-wise: the lookups alltoall, and their gradients
   double loss_sum = 0;     // last stage: summed loss of its replica's share
   std::size_t samples = 0;
+  bool skipped = false;    // --non-finite skip: a NaN or inf on some rank; nothing changed
 };
 
 class Hybrid {
@@ -42,7 +43,11 @@ class Hybrid {
   // `model` holds stage t.rank() % M of plan_stages(); all references must
   // outlive this object. Of `dp`, the codec acts on the dense gradients and
   // the placement (and its alltoall codecs) on the tables; it has no overlap
-  // or fusion: a stage's gradients are one bucket.
+  // or fusion: a stage's gradients are one bucket. With dp.skip_non_finite a
+  // step whose cuts or gradients hold a NaN or inf on any rank is skipped on
+  // every rank: the stages send such values as 0 to finish the step, then
+  // agree (two 4-byte allreduces) before the replicas' exchange, and a
+  // skipped step leaves the model, the optimizer and the codecs as they were.
   Hybrid(Transport& t, std::size_t stages, Dlrm<float>& model, Optimizer<float>& opt, std::size_t micro_batches,
          MpCodec mp, const DataParallelOptions& dp, compress::ErrorFeedbackStore& residuals);
 
@@ -51,7 +56,7 @@ class Hybrid {
   int replica() const { return stage_group_->rank(); }
   Pipeline& pipeline() { return pipe_; }
 
-  // Step k on `global` (the same batch on every rank).
+  // Step k on `global` (the same batch on every rank); skipped as above.
   HybridStepStats step(const Batch& global, std::uint64_t k);
   // Forward only on replica 0: the logits on its last stage, empty elsewhere.
   // Every rank calls it; with table-wise tables, after gather_tables().
@@ -78,6 +83,10 @@ class Hybrid {
   std::optional<TableWise> table_wise_;  // the middle stage, table-wise placement
   std::vector<float> pooled_;
   Batch local_;
+  bool skip_non_finite_;
+  // Whether any rank's cuts or gradients held a NaN or inf this step (every
+  // rank calls it).
+  bool any_rank_non_finite();
 };
 
 // Checkpoints of model-parallel runs hold the whole model, as any other:

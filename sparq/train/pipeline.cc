@@ -70,8 +70,22 @@ Pipeline::Pipeline(Transport& t, Dlrm<float>& stage, Optimizer<float>& opt, std:
               "the last stage must end in the logit, not a width {}", stage.stage_out_width());
 }
 
-void Pipeline::send_act(std::size_t mb, std::span<const float> y, std::size_t cols, PipelineStepStats& st) {
-  check_finite(y, [&] {
+template <class What>
+std::span<const float> Pipeline::finite(std::span<const float> v, What&& what) {
+  if (!zero_non_finite_ || !in_step_) {
+    check_finite(v, what);
+    return v;
+  }
+  if (first_non_finite(v) == v.size()) return v;
+  non_finite_sent_ = true;
+  auto& copy = zeroed_.emplace_back(v.begin(), v.end());
+  for (float& x : copy)
+    if (!std::isfinite(x)) x = 0.0f;
+  return copy;
+}
+
+void Pipeline::send_act(std::size_t mb, std::span<const float> y_in, std::size_t cols, PipelineStepStats& st) {
+  const std::span<const float> y = finite(y_in, [&] {
     return fmt::format("{}, stage {}, micro-batch {}: the activation matrix for stage {} (X_act)", at_, stage_, mb,
                        stage_ + 1);
   });
@@ -139,8 +153,8 @@ std::span<const float> Pipeline::recv_act(std::size_t mb, std::size_t rows, std:
   return dense;
 }
 
-void Pipeline::send_grad(std::size_t mb, std::span<const float> dx, PipelineStepStats& st) {
-  check_finite(dx, [&] {
+void Pipeline::send_grad(std::size_t mb, std::span<const float> dx_in, PipelineStepStats& st) {
+  const std::span<const float> dx = finite(dx_in, [&] {
     return fmt::format("{}, stage {}, micro-batch {}: the gradient matrix for stage {} (X_grad)", at_, stage_, mb,
                        stage_ - 1);
   });
@@ -237,6 +251,7 @@ void Pipeline::wait_sends() {
   wait_all(sends_, t_.timeout());
   sends_.clear();
   send_bufs_.clear();
+  zeroed_.clear();
 }
 
 void Pipeline::forward_all(const Batch& batch, std::size_t micro, double weight, PipelineStepStats& st,
@@ -276,15 +291,18 @@ void Pipeline::forward_all(const Batch& batch, std::size_t micro, double weight,
 }
 
 PipelineStepStats Pipeline::step(const Batch& batch, std::uint64_t k, double weight,
-                                 const std::function<void()>& before_update, const Dlrm<float>::PooledSource* pooled) {
+                                 const std::function<bool()>& before_update, const Dlrm<float>::PooledSource* pooled) {
   PipelineStepStats st;
   at_ = fmt::format("step {}", k);
+  in_step_ = true;
+  non_finite_sent_ = false;
   if (batch.size == 0) {
     // Hybrid: a global batch smaller than the replica count leaves this
     // replica nothing; its stages contribute zero gradients to the exchange.
     model_.zero_grads();
-    if (before_update) before_update();
-    opt_.step();
+    in_step_ = false;
+    st.skipped = before_update && !before_update();
+    if (!st.skipped) opt_.step();
     return st;
   }
   const std::size_t micro = std::min(micro_, batch.size);  // the same on every stage
@@ -300,14 +318,17 @@ PipelineStepStats Pipeline::step(const Batch& batch, std::uint64_t k, double wei
     st.backward_s += seconds_since(t0);
     if (stage_ > 0) send_grad(mb, std::span<const float>(dx, rows * in_w), st);
   }
-  ++step_;
+  in_step_ = false;
   auto t0 = Clock::now();
   model_.stage_end();  // the tables' gradients
   st.backward_s += seconds_since(t0);
-  if (before_update) before_update();
-  t0 = Clock::now();
-  opt_.step();
-  st.optimizer_s += seconds_since(t0);
+  st.skipped = before_update && !before_update();
+  if (!st.skipped) {  // a skipped step keeps the sketch's step number too
+    ++step_;
+    t0 = Clock::now();
+    opt_.step();
+    st.optimizer_s += seconds_since(t0);
+  }
   wait_sends();
   return st;
 }
@@ -317,6 +338,7 @@ std::vector<float> Pipeline::predict(const Batch& batch) {
   if (batch.size == 0) return logits;
   PipelineStepStats st;
   at_ = "prediction";
+  in_step_ = false;
   forward_all(batch, 1, 1.0, st, &logits);
   wait_sends();
   return logits;

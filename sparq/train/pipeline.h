@@ -64,6 +64,7 @@ struct PipelineStepStats {
   double idle_s = 0;         // waiting for a neighbour's message
   double threshold_sum = 0;  // with track_threshold: per-sample top-K thresholds of X_act summed ...
   std::size_t threshold_rows = 0;  // ... over this many samples
+  bool skipped = false;      // before_update said no: the step changed nothing
 };
 
 class Pipeline {
@@ -79,10 +80,20 @@ class Pipeline {
   // `pooled` (the middle stage, table-wise embeddings): where its lookups
   // come from (Dlrm::stage_begin).
   // `k`, the training step, names the step in errors: a NaN or inf crossing a
-  // cut throws NonFiniteError naming it, the stage and the micro-batch.
+  // cut throws NonFiniteError naming it, the stage and the micro-batch (with
+  // zero_non_finite: is sent as 0, and non_finite_sent() says so).
+  // before_update returns whether to update; false skips the update and the
+  // step (PipelineStepStats::skipped), the caller restoring the codec state.
   PipelineStepStats step(const Batch& batch, std::uint64_t k, double weight = 1,
-                         const std::function<void()>& before_update = {},
+                         const std::function<bool()>& before_update = {},
                          const Dlrm<float>::PooledSource* pooled = nullptr);
+
+  // Steps send a NaN or inf crossing a cut as 0 instead of throwing, so that
+  // every stage finishes the step and the ranks can agree to skip it
+  // (--non-finite skip); prediction still throws.
+  void zero_non_finite(bool on) { zero_non_finite_ = on; }
+  // Whether this stage sent such a value in the step that last ran.
+  bool non_finite_sent() const { return non_finite_sent_; }
 
   // Also measure, for every sample of X_act this stage sends, the top-K
   // threshold at sparsity `eta` (the |value| below which a fraction eta of
@@ -104,6 +115,10 @@ class Pipeline {
   void send_act(std::size_t mb, std::span<const float> y, std::size_t cols, PipelineStepStats& st);
   std::span<const float> recv_act(std::size_t mb, std::size_t rows, std::size_t cols, PipelineStepStats& st);
   void send_grad(std::size_t mb, std::span<const float> dx, PipelineStepStats& st);
+  // v, checked (what() names it in the error), or with zero_non_finite in a
+  // step its copy with every NaN and inf set to 0 (alive until wait_sends()).
+  template <class What>
+  std::span<const float> finite(std::span<const float> v, What&& what);
   std::span<const float> recv_grad(std::size_t mb, std::size_t rows, std::size_t cols, PipelineStepStats& st);
   void wait_sends();
   bool grad_crosses_dense() const {
@@ -127,6 +142,8 @@ class Pipeline {
   std::vector<float> sketch_;                       // sketch: S of the current micro-batch [d x r]
   std::uint64_t step_ = 0;                          // sketch: seeds S with the step
   std::string at_;                                  // "step K" in step(), "prediction" in predict(): for errors
+  bool zero_non_finite_ = false, in_step_ = false, non_finite_sent_ = false;
+  std::vector<std::vector<float>> zeroed_;          // finite(): copies alive until their sends complete
   float loss_scale_ = 0;                            // weight / batch size of the step in progress
   // sketch: S for (step_, mb) of a cut with `cols` inputs: [cols x r].
   const std::vector<float>& sketch_matrix(std::size_t mb, std::size_t cols);

@@ -82,6 +82,10 @@ class HybridPlan final : public Plan {
     const HybridStepStats h = hybrid_.step(global, k);
     const PipelineStepStats& s = h.pipe;
     StepResult r;
+    if (h.skipped) {
+      r.skipped = true;
+      return r;
+    }
     r.loss_sum = h.loss_sum, r.samples = h.samples, r.correct = s.correct;
     r.forward_s = s.forward_s, r.backward_s = s.backward_s, r.optimizer_s = s.optimizer_s, r.wait_s = s.idle_s;
     r.threshold_sum = s.threshold_sum, r.threshold_rows = s.threshold_rows;

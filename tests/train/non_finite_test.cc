@@ -17,6 +17,7 @@
 #include "sparq/model/blas.h"
 #include "sparq/train/data_parallel.h"
 #include "sparq/train/emb_grad_exchange.h"
+#include "sparq/train/hybrid.h"
 #include "sparq/train/pipeline.h"
 #include "sparq/train/verify.h"
 #include "tests/support/ranks.h"
@@ -215,6 +216,54 @@ TEST(NonFinite, SkippedStepEqualsARunWithoutThatBatch) {
       EXPECT_EQ(params[0], params[1]) << "rank " << t.rank();
       EXPECT_EQ(state[0], state[1]) << "rank " << t.rank();
       for (float v : params[1]) ASSERT_TRUE(std::isfinite(v));
+    });
+  }
+}
+
+struct HybridCase {
+  const char* mp;
+  EmbPlacement placement;
+};
+
+// Hybrid (2 replicas x 2 stages, the cut after the bottom MLP's first
+// layer): the bad sample's replica sends its NaN activations as zeros, every
+// rank agrees to skip, and the run ends where the default run without that
+// batch ends: every rank's parameters and codec state (the cut's topk-grad
+// residuals, DCT-DP's between the replicas), and the replicas agree.
+TEST(NonFinite, HybridSkipsAsARunWithoutThatBatch) {
+  set_blas_threads(1);
+  SPARQ_NEED_RANKS(4);
+  const DlrmConfig cfg = small_config();
+  const auto stages = plan_stages(cfg, "bot:1");
+  const std::uint64_t bad = 3, steps = 8;
+  for (const HybridCase c : {HybridCase{"dct:0.5", EmbPlacement::Replicated}, HybridCase{"topk-grad:0.5", EmbPlacement::Replicated},
+                             HybridCase{"dct:0.5", EmbPlacement::TableWise}, HybridCase{"sketch:0.5", EmbPlacement::Replicated}}) {
+    SCOPED_TRACE(fmt::format("{}, {}", c.mp, emb_placement_name(c.placement)));
+    test::run_ranks(4, [&](Transport& t) {
+      std::array<std::vector<float>, 2> params;
+      std::array<std::vector<std::byte>, 2> state;
+      for (const bool with_bad : {true, false}) {
+        Dlrm<float> stage(cfg, 7, stages[static_cast<std::size_t>(t.rank()) % stages.size()]);
+        Optimizer<float> opt({.lr = 0.1}, stage);
+        compress::ErrorFeedbackStore store;
+        DataParallelOptions o{.codec = parse_dp_codec("dct:0.9,4"), .placement = c.placement,
+                              .skip_non_finite = with_bad};
+        if (c.placement == EmbPlacement::TableWise) o.emb_fwd = o.emb_bwd = parse_codec("q4");
+        Hybrid hy(t, stages.size(), stage, opt, 2, parse_mp_codec(c.mp), o, store);
+        std::uint64_t k = 0, skipped = 0;
+        for (std::uint64_t i = 0; i < steps; ++i) {
+          if (i == bad && !with_bad) continue;
+          const HybridStepStats s = hy.step(batch_at(cfg, i, bad, kNaN), k);
+          skipped += s.skipped;
+          if (!s.skipped) ++k;
+        }
+        EXPECT_EQ(skipped, with_bad ? 1u : 0u) << "rank " << t.rank();
+        hy.verify(steps);
+        params[with_bad] = all_params(stage);
+        state[with_bad] = hy.save_state();
+      }
+      EXPECT_EQ(params[0], params[1]) << "rank " << t.rank();
+      EXPECT_EQ(state[0], state[1]) << "rank " << t.rank();
     });
   }
 }

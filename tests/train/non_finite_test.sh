@@ -4,9 +4,10 @@
 #  - --non-finite fail (the default) stops on step 3 with one line naming
 #    the rank, the step and the tensor, for a dense codec, for table-wise
 #    tables and for DCT-MP's cut;
-#  - --non-finite skip skips step 3 on both ranks and ends where a run on
-#    the data without that batch ends (its test line and last loss, to the
-#    printed digits; tests/train/non_finite_test.cc checks it bit for bit).
+#  - --non-finite skip skips step 3 on both ranks and ends where the default
+#    run on the data without that batch ends (its test line and last loss,
+#    to the printed digits; tests/train/non_finite_test.cc checks it bit for
+#    bit), data parallel and model parallel (DCT-MP).
 #   tests/train/non_finite_test.sh path/to/sparq [mpiexec]
 set -uo pipefail
 SPARQ=$1
@@ -62,17 +63,16 @@ outcome() {
     tail -1 | sed -E 's/.*ms\/it, //'
   grep -oE "^Testing at .* loss [0-9.]+, accuracy [0-9.]+ %, auc [0-9.]+" "$D/out" | tail -1 | sed -E 's/.*epoch 0, //'
 }
-for codec in dct:0.9,4 q4+ec; do
-  run "${launch[@]}" --data-path "$D/data" "${common[@]}" --dp-codec "$codec" --non-finite skip ||
-    fail "skip $codec: $(cat "$D/err")"
+for flags in "--dp-codec dct:0.9,4" "--dp-codec q4+ec --emb-placement table-wise --emb-codec-fwd q4 --emb-codec-bwd q2" \
+             "--mp-splits bot:1 --mp-codec dct:0.5"; do
+  run "${launch[@]}" --data-path "$D/data" "${common[@]}" $flags --non-finite skip || fail "skip $flags: $(cat "$D/err")"
   grep -q "^step 3 skipped: a rank's gradients hold NaN or inf (1 skipped so far)" "$D/out" &&
-    grep -q "^skipped 1 of 20 steps" "$D/out" || fail "skip $codec: the skipped step must be reported: $(cat "$D/out")"
+    grep -q "^skipped 1 of 20 steps" "$D/out" || fail "skip $flags: the skipped step must be reported: $(cat "$D/out")"
   skipped=$(outcome)
-  run "${launch[@]}" --data-path "$D/without" "${common[@]}" --dp-codec "$codec" --non-finite skip ||
-    fail "without the batch, $codec: $(cat "$D/err")"
-  [ "$skipped" = "$(outcome)" ] || fail "skip $codec: '$skipped' against '$(outcome)' without the batch"
-  echo "ok: skip $codec: "$skipped" with and without the batch"
+  run "${launch[@]}" --data-path "$D/without" "${common[@]}" $flags || fail "without the batch, $flags: $(cat "$D/err")"
+  [ "$skipped" = "$(outcome)" ] || fail "skip $flags: '$skipped' against '$(outcome)' without the batch"
+  echo "ok: skip $flags: $skipped, with and without the batch"
 done
-expect_error "skip needs data parallel" "--non-finite skip is built for the data-parallel plan" \
-  --mp-splits bot:1 --non-finite skip
+expect_error "skip is not built for the parameter server" "--non-finite skip is built for data parallelism and --mp-splits" \
+  --dp-mode ps --servers 1 --non-finite skip
 echo "non_finite: all checks passed"
