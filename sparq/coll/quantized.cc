@@ -383,7 +383,7 @@ CollStats quantized_alltoallv(Transport& t, std::span<const float> in, std::span
   // Before anything is sent, fp32 too: a NaN row would reach its owner's
   // table (or every value of a quantized row would decode as NaN).
   for (int j = 0; j < p; ++j)
-    check_finite(in.subspan(sd[j], send_counts[j]),
+    SPARQ_CHECK_FINITE(in.subspan(sd[j], send_counts[j]),
                  [&] { return fmt::format("quantized alltoallv ({}): rank {}'s block for rank {}", opts.stream, r, j); });
   Call c(t, "quantized_alltoall/" + codec.name(), opts.tag, opts.timeout);
   std::copy_n(in.begin() + static_cast<std::ptrdiff_t>(sd[r]), send_counts[r],

@@ -22,7 +22,7 @@ DctDpStep DctDp::step(std::string_view name, std::uint64_t k, std::span<const fl
   const std::size_t n = grad.size();
   // Before the residual: a step between threshold updates compares |g + E|
   // with tau, false for NaN, which would then sit in E unsent.
-  check_finite(grad, [&] { return fmt::format("DCT-DP: the gradient of '{}' at step {}", name, k); });
+  SPARQ_CHECK_FINITE(grad, [&] { return fmt::format("DCT-DP: the gradient of '{}' at step {}", name, k); });
   std::span<float> err = store_.residual(name, n);
   auto it = tensors_.find(name);
   if (it == tensors_.end()) it = tensors_.emplace(std::string(name), TensorState{}).first;

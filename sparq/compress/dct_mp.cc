@@ -20,7 +20,7 @@ RowMask::RowMask(std::size_t rows, std::size_t cols, std::size_t keep)
 RowMask dct_mp_select(std::span<const float> act, std::size_t cols, double eta) {
   SPARQ_CHECK_AS(InputError, cols > 0 && act.size() % cols == 0, "DCT-MP: {} values are not rows of {}", act.size(),
                  cols);
-  check_finite(act, [] { return std::string("DCT-MP: the activation matrix"); });
+  SPARQ_CHECK_FINITE(act, [] { return std::string("DCT-MP: the activation matrix"); });
   const std::size_t rows = act.size() / cols;
   RowMask mask(rows, cols, kept_count(cols, eta));
   std::vector<std::uint32_t> idx;

@@ -69,7 +69,7 @@ ExchangeStats exchange_group(Transport& t, std::span<const EmbGradRef> tables) {
 
 ExchangeStats exchange_embedding_grads(Transport& t, std::span<const EmbGradRef> tables, std::uint64_t step) {
   for (std::size_t i = 0; i < tables.size(); ++i)
-    check_finite(tables[i].grad->values, [&] {
+    SPARQ_CHECK_FINITE(tables[i].grad->values, [&] {
       return fmt::format("rank {}, step {}: the gradient of table {} (emb_grad)", t.rank(), step, i);
     });
   ExchangeStats st;

@@ -213,7 +213,7 @@ void check_gradients(int rank, std::string_view bucket, std::span<const GradExch
   std::size_t off = 0;
   for (const GradExchange::Piece& pc : pieces) {
     if (off + pc.size > grad.size()) break;  // exchange() says the pieces do not fit
-    check_finite(grad.subspan(off, pc.size), [&] {
+    SPARQ_CHECK_FINITE(grad.subspan(off, pc.size), [&] {
       return fmt::format("rank {}, step {}: the gradient of '{}' (bucket '{}')", rank, step, pc.name, bucket);
     });
     off += pc.size;

@@ -180,11 +180,11 @@ void PsWorker::push(std::uint64_t k, PsWorkerStats& st) {
   auto& dense = model_.dense();
   // Before any residual changes or any server is sent a part of this step.
   for (std::size_t v = 0; v < dense.views().size(); ++v)
-    check_finite(dense.grad(v), [&] {
+    SPARQ_CHECK_FINITE(dense.grad(v), [&] {
       return fmt::format("rank {}, step {}: the gradient of '{}' (push)", t_.rank(), k, dense.views()[v].name);
     });
   for (std::size_t tb = 0; tb < tables.size(); ++tb)
-    check_finite(model_.sparse_grad(tb).values,
+    SPARQ_CHECK_FINITE(model_.sparse_grad(tb).values,
                  [&] { return fmt::format("rank {}, step {}: the gradient of table {} (push)", t_.rank(), k, tb); });
   compress::SparseStream stream;
   for (int s = 0; s < layout_.servers; ++s) {

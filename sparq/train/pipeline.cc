@@ -73,7 +73,7 @@ Pipeline::Pipeline(Transport& t, Dlrm<float>& stage, Optimizer<float>& opt, std:
 template <class What>
 std::span<const float> Pipeline::finite(std::span<const float> v, What&& what) {
   if (!zero_non_finite_ || !in_step_) {
-    check_finite(v, what);
+    SPARQ_CHECK_FINITE(v, what);
     return v;
   }
   if (first_non_finite(v) == v.size()) return v;

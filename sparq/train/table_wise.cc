@@ -78,7 +78,7 @@ ExchangeStats TableWise::forward(const Batch& global, std::span<float> pooled, s
   for (int q = 0; q < p; ++q) {
     for (std::size_t i = 0; i < mine.size(); ++i, out += shares.len(q) * d) {
       model_.tables()[mine[i]].forward(global.sparse[mine[i]], G, shares.offset(q), shares.len(q), out, d);
-      check_finite(std::span<const float>(out, shares.len(q) * d), [&] {
+      SPARQ_CHECK_FINITE(std::span<const float>(out, shares.len(q) * d), [&] {
         return fmt::format("rank {}, step {}: the lookup block of table {} for rank {} (emb_fwd)", r, step, mine[i], q);
       });
     }
@@ -117,7 +117,7 @@ ExchangeStats TableWise::backward(Dlrm<float>::PooledGrad dpooled, std::uint64_t
     for (std::size_t tb : tables_of_[static_cast<std::size_t>(s)]) {
       const float* first = out;
       for (std::size_t b = 0; b < len; ++b, out += d) copy_row(dpooled.data + b * dpooled.ld + tb * d, d, out);
-      check_finite(std::span<const float>(first, len * d), [&] {
+      SPARQ_CHECK_FINITE(std::span<const float>(first, len * d), [&] {
         return fmt::format("rank {}, step {}: the gradient of table {}'s lookups (emb_bwd)", r, step, tb);
       });
     }
