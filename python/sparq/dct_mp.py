@@ -20,7 +20,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from . import _sparq
+from . import _sparq, non_finite
+from .non_finite import check_mode as non_finite_mode
 
 
 class CutStats:
@@ -112,8 +113,19 @@ def receive(message, rows, cols, keep, values, what):
     return out, mask
 
 
-def gather(mask, grad2, values):
-    """The backward message: the gradient rows at the mask's positions."""
+def check_finite(t, what, matrix):
+    """NonFiniteError naming `what` and the matrix for t's first NaN or inf,
+    as the C++ codecs name theirs."""
+    bad = (~torch.isfinite(t)).view(-1).nonzero()
+    if bad.numel():
+        i = int(bad[0, 0])
+        raise _sparq.NonFiniteError(f"{what}: the {matrix} matrix holds {float(t.view(-1)[i])} at {i} of {t.numel()}")
+
+
+def gather(mask, grad2, values, what):
+    """The backward message: the gradient rows at the mask's positions. A NaN
+    or inf in grad2 raises NonFiniteError, as the forward's selection does."""
+    check_finite(grad2, what, "gradient")
     packed = torch.empty(mask.rows * mask.keep)
     _sparq.dct_mp_gather(mask, grad2.numpy(), packed.numpy())
     return _sparq.dct_mp_values_encode(packed.numpy(), values)
@@ -132,49 +144,53 @@ def scatter(mask, message, values, what):
 
 class _Cut(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, eta, values, stats):
+    def forward(ctx, x, eta, values, stats, skip):
         what = f"DCT-MP cut '{stats.name}'"
         x2 = rows_of(x, what)
+        if skip:  # a NaN or inf crosses as 0, the step marked (non_finite.py)
+            x2 = non_finite.zeroed(x2)
         mask, message = select(x2, eta, values, what)
         stats.record_forward(mask, message, values)
         out, _ = receive(message, mask.rows, mask.cols, mask.keep, values, what)
-        ctx.mask, ctx.values, ctx.stats, ctx.shape, ctx.device = mask, values, stats, x.shape, x.device
+        ctx.mask, ctx.values, ctx.stats, ctx.shape, ctx.device, ctx.skip = mask, values, stats, x.shape, x.device, skip
         return out.reshape(x.shape).to(x.device)
 
     @staticmethod
     def backward(ctx, grad):
         mask = ctx.mask
         g2 = grad.detach().reshape(-1, mask.cols).float().cpu().contiguous()
-        bad = (~torch.isfinite(g2)).view(-1).nonzero()
-        if bad.numel():  # as the forward's selection refuses one
-            i = int(bad[0, 0])
-            raise _sparq.NonFiniteError(f"DCT-MP cut '{ctx.stats.name}': the gradient matrix holds "
-                                        f"{float(g2.view(-1)[i])} at {i} of {g2.numel()}")
-        message = gather(mask, g2, ctx.values)
+        if ctx.skip:
+            g2 = non_finite.zeroed(g2)
+        message = gather(mask, g2, ctx.values, f"DCT-MP cut '{ctx.stats.name}'")
         ctx.stats.record_backward(mask, message)
         dense = scatter(mask, message, ctx.values, f"DCT-MP cut '{ctx.stats.name}'")
-        return dense.reshape(ctx.shape).to(ctx.device), None, None, None
+        return dense.reshape(ctx.shape).to(ctx.device), None, None, None, None
 
 
-def dct_mp(x, eta, stats, values="f32"):
+def dct_mp(x, eta, stats, values="f32", non_finite="fail"):
     """DCT-MP on x at one cut (its statistics in `stats`, a CutStats): the
     largest (1 - eta) magnitudes of every row (ties to the lower columns),
     zeros elsewhere; the gradient goes back under the same mask. values:
     f32, or bf16 (sparq's extension: both directions' values rounded to
-    bfloat16, half the value bytes)."""
+    bfloat16, half the value bytes). non_finite: a NaN or inf in x (or,
+    backward, its gradient) raises sparq.NonFiniteError naming the cut
+    ("fail"), or ("skip") crosses as 0 and marks the step for a skipping
+    hook's step_skipped()."""
     check_eta(eta, f"DCT-MP cut '{stats.name}'")
     check_values(values, f"DCT-MP cut '{stats.name}'")
-    return _Cut.apply(x, eta, values, stats)
+    skip = non_finite_mode(non_finite, f"DCT-MP cut '{stats.name}'")
+    return _Cut.apply(x, eta, values, stats, skip)
 
 
 class DctMp(nn.Module):
     """DCT-MP at a cut, as a layer: put it where a model-parallel split
     would be (the paper: after a ReLU). `stats` counts what crosses."""
 
-    def __init__(self, eta, name="cut", *, values="f32", dense_eval=False):
+    def __init__(self, eta, name="cut", *, values="f32", dense_eval=False, non_finite="fail"):
         super().__init__()
         check_eta(eta, f"DCT-MP cut '{name}'")
         check_values(values, f"DCT-MP cut '{name}'")
+        self.skip = non_finite_mode(non_finite, f"DCT-MP cut '{name}'")
         self.eta, self.values = eta, values
         self.dense_eval = dense_eval
         self.stats = CutStats(name)
@@ -182,8 +198,8 @@ class DctMp(nn.Module):
     def forward(self, x):
         if not self.training and self.dense_eval:
             return x
-        return _Cut.apply(x, self.eta, self.values, self.stats)
+        return _Cut.apply(x, self.eta, self.values, self.stats, self.skip)
 
     def extra_repr(self):
         return (f"eta={self.eta}, name='{self.stats.name}'" + (", values='bf16'" if self.values == "bf16" else "")
-                + (", dense_eval=True" if self.dense_eval else ""))
+                + (", dense_eval=True" if self.dense_eval else "") + (", non_finite='skip'" if self.skip else ""))

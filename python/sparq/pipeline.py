@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from . import _sparq
-from .dct_mp import CutStats, check_eta, check_values, gather, receive, rows_of, scatter, select
+from .dct_mp import CutStats, check_eta, check_finite, check_values, gather, receive, rows_of, scatter, select
 
 _FWD, _BWD = 1, 2  # tags
 _DENSE, _DCT, _ERROR, _DCT_BF16 = 1, 2, 3, 4  # header kinds
@@ -97,6 +97,7 @@ class PipelineStage:
             self.stats.record_forward(mask, msg, self.values)
             self.comm.send(self.next, _FWD, _message(self._dct_kind(), mask.rows, mask.cols, mask.keep, msg))
             return mask
+        check_finite(y2, where, "activation")
         self.comm.send(self.next, _FWD, _message(_DENSE, y2.shape[0], y2.shape[1], y2.shape[1], y2.numpy()))
         return None
 
@@ -140,9 +141,10 @@ class PipelineStage:
     def _send_grad(self, x, mask):
         g = x.grad if x.grad is not None else torch.zeros_like(x)
         if mask is not None:
-            msg = gather(mask, g.contiguous(), self.values)
+            msg = gather(mask, g.contiguous(), self.values, self._where(self.stage - 1))
             self.comm.send(self.prev, _BWD, _message(self._dct_kind(), mask.rows, mask.cols, mask.keep, msg))
         else:
+            check_finite(g, self._where(self.stage - 1), "gradient")
             self.comm.send(self.prev, _BWD, _message(_DENSE, g.shape[0], g.shape[1], g.shape[1], g.numpy()))
 
     def _dct_kind(self):

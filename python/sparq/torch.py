@@ -38,7 +38,7 @@ from . import _sparq
 from .before_exchange import adam_before_exchange, momentum_before_exchange  # noqa: F401 - around a hook
 from .dct_mp import CutStats, DctMp, dct_mp  # noqa: F401 - DCT-MP at a cut of any model
 from .group_route import GroupRoute
-from .non_finite import StepGuard
+from . import non_finite as _non_finite
 from .pipeline import PipelineError, PipelineStage  # noqa: F401
 
 # The hooks use DDP's comm-hook and future APIs as of torch 2.0.
@@ -134,19 +134,18 @@ class Hook:
     A NaN or inf in a bucket stops it before any state changes: with
     non_finite="fail" (the default) the error names the rank, the step, the
     tensor and the bucket, and backward raises it. With "skip" (the host
-    codecs) a step whose gradients hold one on any rank is skipped on every
-    rank: its buckets come back as zeros, the codec's state is as before
-    the step, `skipped` is True until the next step and `skipped_steps`
-    counts them; call the optimizer's step only where not `skipped`
-    (non_finite.py says what it costs).
+    codecs) a step whose gradients, or what a skipping quantized_alltoall or
+    DCT-MP cut sent, hold one on any rank is skipped on every rank: after
+    backward every rank asks step_skipped(), and steps its optimizers only
+    where it says no; the codec's state is then as before the step and
+    `skipped_steps` counts the steps skipped (non_finite.py).
     """
 
     def __init__(self, codec, *, allreduce="auto", comm=None, model=None, codecs="auto", route="host", group=None,
                  non_finite="fail"):
         _check_codecs(codecs, "sparq hook")
-        if non_finite not in ("fail", "skip"):
-            raise _sparq.InputError(f"sparq hook: non_finite '{non_finite}'; it is fail or skip")
-        if non_finite == "skip" and (codecs == "device" or route == "group"):
+        self._skip = _non_finite.check_mode(non_finite, "sparq hook")
+        if self._skip and (codecs == "device" or route == "group"):
             raise _sparq.InputError("sparq hook: non_finite='skip' runs with the host codecs (codecs='host' or "
                                     "'auto' on CPU buckets, route='host')")
         # A factory, called at the first bucket on the device.
@@ -178,11 +177,9 @@ class Hook:
         self.bytes_sent = 0
         self.dense_bytes = 0
         self.exchange_seconds = 0.0  # selection + collective, on the hook's thread
-        self._skip = non_finite == "skip"
-        self._guard = None  # the StepGuard, made at the first bucket
+        self._guard = None  # non_finite="skip": the StepGuard, made when first needed
         self._open = False  # a step's first bucket came, its last not yet
         self._failed = None  # the error of a bucket of this step (host codecs)
-        self.skipped = False
         self.skipped_steps = 0
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparq-hook")
         self._last = None
@@ -266,7 +263,7 @@ class Hook:
                 self._failed = None if first else self._failed
                 if self._failed is not None:
                     raise self._failed
-                if self._skip and self._skips(x, first, last, host, step):
+                if self._skip and self._skips(x, first, host, step):
                     host.zero_()
                 else:
                     stats = x.exchange(name, host.numpy(), pieces, step)
@@ -284,24 +281,39 @@ class Hook:
         self._last = self._pool.submit(work)
         return fut
 
-    def _skips(self, x, first, last, host, step):
-        """non_finite='skip', on the hook's thread: whether this bucket comes
-        back as zeros; at the step's last bucket, the step's verdict (a
-        skipped step gives its number back, as a run without the batch
-        would number the next one)."""
+    def _step_guard(self, x):
         if self._guard is None:
-            self._guard = StepGuard(x, self.comm)
+            self._guard = _non_finite.StepGuard(x, self.comm)
+        return self._guard
+
+    def _skips(self, x, first, host, step):
+        """non_finite='skip', on the hook's thread: whether this bucket comes
+        back as zeros."""
+        guard = self._step_guard(x)
         if first:
-            self._guard.start_step()
-        before = self._guard.bytes_sent
-        skip = self._guard.bucket_is_skipped(host.numpy(), step)
-        self.bytes_sent += self._guard.bytes_sent - before
-        if last:
-            self.skipped = self._guard.skipping
-            if self.skipped:
-                self.skipped_steps += 1
-                self.step -= 1
+            guard.start_step()
+        before = guard.bytes_sent
+        skip = guard.bucket_is_skipped(host.numpy(), step)
+        self.bytes_sent += guard.bytes_sent - before
         return skip
+
+    def step_skipped(self):
+        """non_finite='skip': whether the step whose backward just ended is
+        skipped, the same answer on every rank (a collective: every rank asks
+        once a step, after backward, before stepping its optimizers). A
+        skipped step leaves the codec's state as before it and gives its
+        number back, as a run without that batch would number the next."""
+        if not self._skip:
+            raise _sparq.InputError("sparq hook: step_skipped() is for non_finite='skip'")
+        self.wait()
+        guard = self._step_guard(self._exchange())
+        before = guard.bytes_sent
+        skipped = guard.end_step(self.step)
+        self.bytes_sent += guard.bytes_sent - before
+        if skipped:
+            self.skipped_steps += 1
+            self.step -= 1
+        return skipped
 
     def _exchange_on_device(self, x, name, buf, pieces, step, what):
         """The codec's selection on buf's device; only its pairs go to the
@@ -499,22 +511,23 @@ class _QuantizedAlltoall(torch.autograd.Function):
     # pinned host memory in fp32 both ways. The result and the gradient go
     # back to x's device.
     @staticmethod
-    def forward(ctx, x, send_rows, recv_rows, fwd, bwd, comm, route, on_device):
-        ctx.meta = (send_rows, recv_rows, bwd, comm, route, x.device, on_device)
+    def forward(ctx, x, send_rows, recv_rows, fwd, bwd, comm, route, on_device, skip):
+        ctx.meta = (send_rows, recv_rows, bwd, comm, route, x.device, on_device, skip)
         if on_device:
             return _device_alltoall(x.detach(), send_rows, recv_rows, fwd, comm, route)
-        return _host_alltoall(x.detach(), send_rows, recv_rows, fwd, comm, f"sparq.torch.quantized_alltoall on rank "
+        x = _non_finite.zeroed(x.detach()) if skip else x.detach()
+        return _host_alltoall(x, send_rows, recv_rows, fwd, comm, f"sparq.torch.quantized_alltoall on rank "
                               f"{comm.rank}, forward (the rows)")
 
     @staticmethod
     def backward(ctx, grad):
-        send_rows, recv_rows, bwd, comm, route, device, on_device = ctx.meta
+        send_rows, recv_rows, bwd, comm, route, device, on_device, skip = ctx.meta
         if on_device:
             gin = _device_alltoall(grad, recv_rows, send_rows, bwd, comm, route)
         else:
-            gin = _host_alltoall(grad, recv_rows, send_rows, bwd, comm,
+            gin = _host_alltoall(_non_finite.zeroed(grad) if skip else grad, recv_rows, send_rows, bwd, comm,
                                  f"sparq.torch.quantized_alltoall on rank {comm.rank}, backward (the rows' gradients)")
-        return gin.to(device), None, None, None, None, None, None, None
+        return gin.to(device), None, None, None, None, None, None, None, None
 
 
 def _device_alltoall(x, send_rows, recv_rows, codec, comm, route):
@@ -535,7 +548,7 @@ def _host_alltoall(x, send_rows, recv_rows, codec, comm, what):
 
 
 def quantized_alltoall(x, splits, fwd_bits=4, bwd_bits=2, *, recv_splits=None, comm=None, codecs="auto",
-                       route="host", group=None):
+                       route="host", group=None, non_finite="fail"):
     """Alltoall of rows for table-wise embeddings: the first splits[0] rows of
     x go to rank 0, the next splits[1] to rank 1, ...; returns the rows every
     rank sent here, in rank order. Forward in fwd_bits, backward (the rows'
@@ -549,10 +562,16 @@ def quantized_alltoall(x, splits, fwd_bits=4, bwd_bits=2, *, recv_splits=None, c
     the device's blocks travel: "host" (pinned host memory and sparq's
     transport, `comm`) or "group" (uint8 tensors on x's device through
     `group`, a torch.distributed process group, the default one if None:
-    NCCL between GPUs; every rank on this route)."""
+    NCCL between GPUs; every rank on this route). non_finite: a NaN or inf
+    in the rows (or, backward, their gradients) raises sparq.NonFiniteError
+    before anything is sent ("fail"), or ("skip", the host codecs) is sent
+    as 0 and the step marked for the hook's step_skipped()."""
     what = "sparq.torch.quantized_alltoall"
     _check_codecs(codecs, what)
+    skip = _non_finite.check_mode(non_finite, what)
     on_device = _on_device(codecs, x)
+    if skip and on_device:
+        raise _sparq.InputError(f"{what}: non_finite='skip' runs with the host codecs (codecs='host')")
     route = group_route(group) if _check_route(route, group, comm, what) else None
     if route is not None and not on_device:
         raise _sparq.InputError(f"{what}: route='group' carries the device codecs' blocks; codecs='{codecs}' "
@@ -570,7 +589,7 @@ def quantized_alltoall(x, splits, fwd_bits=4, bwd_bits=2, *, recv_splits=None, c
     if recv_splits is None:
         recv_splits = _exchange_counts(splits, comm, route, x.device, what)
     return _QuantizedAlltoall.apply(x, splits, [int(r) for r in recv_splits], _codec(fwd_bits), _codec(bwd_bits),
-                                    comm, route, on_device)
+                                    comm, route, on_device, skip)
 
 
 _group_routes = {}

@@ -1,13 +1,16 @@
 """The bridge's checks of a NaN or inf entering sparq's codecs (bridge_test.py
-runs them on every rank), injected into one tensor's gradient at a chosen
-step by a tensor hook, so that it reaches the last bucket DDP exchanges:
-  - non_finite="fail": the hook stops that step, naming the rank, the step,
+runs them on every rank), injected at a chosen step by a tensor hook:
+  - non_finite="fail": a hook stops that step, naming the rank, the step,
     the tensor and the bucket, with the codec's state as before the step;
     the alltoall stops forward and backward alike (every rank injects, so
     every rank stops before sending: no rank waits for another);
   - non_finite="skip": the step is skipped on every rank (one rank
-    injects), and the run ends where a run without that batch ends,
-    parameters and codec state bit for bit."""
+    injects), and the run ends where the default run without that batch
+    ends, parameters and codec state bit for bit: for every hook, with the
+    NaN in a parameter's gradient (DDP's last bucket, so that restoring the
+    buckets exchanged before it counts), and with it in what an alltoall or
+    a DCT-MP cut carries, forward or backward, where only the cut or the
+    alltoall sees it."""
 import math
 
 import torch
@@ -31,34 +34,44 @@ def hooks(non_finite):
             ("qsgd:4", lambda m: st.Hook("qsgd:4", model=m, non_finite=non_finite))]
 
 
-def train(rank, make, steps, bad_ranks, value=math.nan, layer=0, at=(3, 1)):
-    """SGD at 0.1 over `steps` (batch shifted by the step) under DDP with
-    the hook make(model) (stored in `trained`); at BAD_STEP, on `bad_ranks`,
-    the weight gradient of model[layer] gets `value` at `at` (layer 0's
-    bucket is DDP's last, layer 4's its first). The update is skipped where
-    the hook skipped the step. Returns the model and the hook."""
+def poison(t, value, at, when):
+    """A tensor hook that puts `value` at `at` of the gradient where when()."""
+    def inject(g):
+        if not when():
+            return g
+        g = g.clone()
+        g[at] = value
+        return g
+    t.register_hook(inject)
+
+
+def sgd(params, hook, skip):
+    """Plain SGD at 0.1, unless the skipping hook says the step is skipped."""
+    if skip and hook.step_skipped():
+        return
+    with torch.no_grad():
+        for p in params:
+            p -= 0.1 * p.grad
+
+
+def train(rank, make, steps, bad_ranks, value=math.nan, layer=0, at=(3, 1), skip=False):
+    """SGD over `steps` (batch shifted by the step) under DDP with the hook
+    make(model); at BAD_STEP, on `bad_ranks`, the weight gradient of
+    model[layer] gets `value` at `at` (layer 0's bucket is DDP's last,
+    layer 4's its first). Returns the model and the hook (also appended to
+    `trained`, so a run that raises leaves it there)."""
     model, x, y = model_and_batch(rank)
     hook = make(model)
     trained.append(hook)
     ddp = DDP(model, bucket_cap_mb=0.005)
     ddp.register_comm_hook(None, hook)
     current = {}
-
-    def inject(g):
-        if current["step"] == BAD_STEP and rank in bad_ranks:
-            g = g.clone()
-            g[at] = value
-        return g
-
-    model[layer].weight.register_hook(inject)
+    poison(model[layer].weight, value, at, lambda: current["step"] == BAD_STEP and rank in bad_ranks)
     for s in steps:
         current["step"] = s
         ddp.zero_grad(set_to_none=True)
         nn.functional.mse_loss(ddp(x + s), y).backward()
-        if not hook.skipped:
-            with torch.no_grad():
-                for p in ddp.parameters():
-                    p -= 0.1 * p.grad
+        sgd(ddp.parameters(), hook, skip)
     hook.wait()
     return model, hook
 
@@ -108,10 +121,72 @@ def non_finite_stops_the_alltoall_both_ways(rank, size):
 def skipped_step_equals_a_run_without_that_batch(rank, size):
     steps = range(6)
     for name, make in hooks("skip"):
-        got, skipping = train(rank, make, steps, [size - 1])
+        got, skipping = train(rank, make, steps, [size - 1], skip=True)
         assert skipping.skipped_steps == 1 and skipping.step == len(steps) - 1, \
             f"{name}: {skipping.skipped_steps} skipped, at step {skipping.step}"
-        want, plain = train(rank, make, [s for s in steps if s != BAD_STEP], [])
+        want, plain = train(rank, dict(hooks("fail"))[name], [s for s in steps if s != BAD_STEP], [])
         for (n, a), b in zip(got.named_parameters(), want.parameters()):
             assert torch.equal(a, b), f"{name}: {n} differs from the run without step {BAD_STEP}'s batch"
         assert state(skipping) == state(plain), f"{name}: the codec's state differs from the run without that batch"
+
+
+class CutNet(nn.Module):
+    """13 -> 32 -> DCT-MP cut -> 1, the table rows an alltoall brings added to
+    the input; the cut's output exposed for a gradient hook."""
+
+    def __init__(self, non_finite):
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin1, self.lin2 = nn.Linear(13, 32), nn.Linear(32, 1)
+        self.cut = st.DctMp(0.5, "cut", non_finite=non_finite)
+
+    def forward(self, x, rows):
+        self.out = self.cut(torch.relu(self.lin1(x + rows.sum(0))))
+        return self.lin2(self.out)
+
+
+def train_cut(rank, size, steps, where, bad_rank, non_finite):
+    """DDP over CutNet with a skipping DCT-DP hook and a local table whose
+    rows cross a quantized_alltoall: at BAD_STEP on bad_rank a NaN enters
+    `where` ("alltoall rows", "alltoall grads", "cut grads")."""
+    model = CutNet(non_finite)
+    table = nn.Parameter(torch.randn(2 * size, 13, generator=torch.Generator().manual_seed(rank)))
+    hook = st.dct_hook(0.8, 100, model=model, non_finite=non_finite)
+    ddp = DDP(model)
+    ddp.register_comm_hook(None, hook)
+    _, x, y = model_and_batch(rank)
+    for s in steps:
+        bad = s == BAD_STEP and rank == bad_rank
+        rows = table.clone()
+        if bad and where == "alltoall rows":  # still a function of the table: its backward alltoall runs too
+            nan_at = torch.zeros_like(rows)
+            nan_at[1, 2] = math.nan
+            rows = rows + nan_at
+        got = st.quantized_alltoall(rows, [2] * size, 32, 32, non_finite=non_finite)
+        if bad and where == "alltoall grads":
+            poison(got, math.nan, (0, 0), lambda: True)
+        ddp.zero_grad(set_to_none=True)
+        table.grad = None
+        out = ddp(x + s, got)
+        if bad and where == "cut grads":
+            poison(model.out, math.inf, (3, 1), lambda: True)
+        nn.functional.mse_loss(out, y).backward()
+        if non_finite == "skip" and hook.step_skipped():
+            continue
+        with torch.no_grad():
+            for p in list(ddp.parameters()) + [table]:
+                if p.grad is not None:
+                    p -= 0.1 * p.grad
+    hook.wait()
+    return [p.detach().clone() for p in model.parameters()] + [table.detach().clone()], state(hook)
+
+
+@check
+def skipping_covers_the_alltoall_and_the_dct_mp_cut(rank, size):
+    steps = range(5)
+    want = train_cut(rank, size, [s for s in steps if s != BAD_STEP], None, -1, "fail")
+    for where in ("alltoall rows", "alltoall grads", "cut grads"):
+        got = train_cut(rank, size, steps, where, size - 1, "skip")
+        for i, (a, b) in enumerate(zip(got[0], want[0])):
+            assert torch.equal(a, b), f"{where}: parameter {i} differs from the run without step {BAD_STEP}'s batch"
+        assert got[1] == want[1], f"{where}: the hook's state differs from the run without that batch"
