@@ -16,6 +16,7 @@ codecs="device") run on CPU tensors under Triton's interpreter.
 """
 import argparse
 import datetime
+import faulthandler
 import os
 import signal
 import socket
@@ -53,6 +54,9 @@ CUDA_CHECKS = bridge_support.CUDA_CHECKS
 
 
 def run_checks(rank, size, init_method, report, checks):
+    # A rank a launcher ends (torchrun's SIGTERM when another failed) shows
+    # where each of its threads was.
+    faulthandler.register(signal.SIGTERM, all_threads=True, chain=True)
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=size,
                             timeout=datetime.timedelta(seconds=60))
