@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "sparq/core/error.h"
+#include "sparq/core/finite.h"
 
 namespace sparq::compress {
 
@@ -15,15 +16,13 @@ namespace {
 void magnitudes(std::span<const float> x, std::span<const float> y, std::vector<float>& scratch) {
   scratch.resize(x.size());
   float* m = scratch.data();
-  int bad = 0;
   if (y.empty()) {
     for (std::size_t i = 0; i < x.size(); ++i) m[i] = std::fabs(x[i]);
   } else {
     for (std::size_t i = 0; i < x.size(); ++i) m[i] = std::fabs(x[i] + y[i]);
   }
-  constexpr float kMax = std::numeric_limits<float>::max();
-  for (std::size_t i = 0; i < x.size(); ++i) bad |= m[i] <= kMax ? 0 : 1;  // false for NaN
-  SPARQ_CHECK_AS(NonFiniteError, !bad, "magnitude selection: input of {} values holds NaN or inf", x.size());
+  SPARQ_CHECK_AS(NonFiniteError, first_non_finite(scratch) == x.size(),
+                 "magnitude selection: input of {} values holds NaN or inf", x.size());
 }
 
 // Element `pos` (< size) of the ascending order of the magnitudes in scratch;

@@ -187,24 +187,25 @@ double DataParallel::forward_backward(const Batch& local, std::size_t global_siz
   return fwd_wait;
 }
 
+bool gradients_hold_non_finite(Dlrm<float>& model, const Dlrm<float>::PooledGrad* lookups) {
+  const auto holds = [](std::span<const float> v) { return first_non_finite(v) != v.size(); };
+  if (holds(model.dense().grads())) return true;
+  if (lookups) {
+    const std::size_t width = model.config().num_tables() * model.config().emb_dim;
+    for (std::size_t b = 0; b < lookups->rows; ++b)
+      if (holds({lookups->data + b * lookups->ld, width})) return true;
+    return false;
+  }
+  for (std::size_t tb = 0; tb < model.tables().size(); ++tb)
+    if (holds(model.sparse_grad(tb).values)) return true;
+  return false;
+}
+
 bool DataParallel::any_rank_non_finite(bool computed) {
   bool here = false;
   if (computed) {
-    const auto g = model_.dense().grads();
-    here = first_non_finite(g) != g.size();
-    if (table_wise_) {
-      const Dlrm<float>::PooledGrad pg = model_.pooled_grad();
-      const std::size_t width = model_.config().num_tables() * model_.config().emb_dim;
-      for (std::size_t b = 0; b < pg.rows && !here; ++b) {
-        const std::span<const float> row(pg.data + b * pg.ld, width);
-        here = first_non_finite(row) != row.size();
-      }
-    } else {
-      for (std::size_t tb = 0; tb < model_.tables().size() && !here; ++tb) {
-        const auto& v = model_.sparse_grad(tb).values;
-        here = first_non_finite(v) != v.size();
-      }
-    }
+    const Dlrm<float>::PooledGrad pg = table_wise_ ? model_.pooled_grad() : Dlrm<float>::PooledGrad{};
+    here = gradients_hold_non_finite(model_, table_wise_ ? &pg : nullptr);
   }
   if (t_.size() == 1) return here;
   float count = here ? 1.0f : 0.0f;

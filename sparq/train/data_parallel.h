@@ -32,6 +32,11 @@ enum class EmbPlacement { Replicated, TableWise };
 EmbPlacement parse_emb_placement(std::string_view s);  // "replicated", "table-wise"; throws InputError
 std::string_view emb_placement_name(EmbPlacement p);
 
+// Whether this rank's gradients of the step just computed hold a NaN or inf:
+// the dense ones, and the tables' part: their lookups' gradients where
+// `lookups` is given (table-wise), else the tables' row-sparse gradients.
+bool gradients_hold_non_finite(Dlrm<float>& model, const Dlrm<float>::PooledGrad* lookups);
+
 struct DataParallelOptions {
   DpCodec codec{};                 // dense gradients
   EmbPlacement placement = EmbPlacement::Replicated;

@@ -7,7 +7,6 @@
 #include "sparq/coll/call.h"
 #include "sparq/coll/patterns.h"
 #include "sparq/core/blob.h"
-#include "sparq/core/finite.h"
 #include "sparq/train/emb_grad_exchange.h"
 #include "sparq/train/verify.h"
 
@@ -90,15 +89,10 @@ HybridStepStats Hybrid::step(const Batch& global, std::uint64_t k) {
 }
 
 bool Hybrid::any_rank_non_finite() {
-  bool here = pipe_.non_finite_sent() || first_non_finite(model_.dense().grads()) != model_.dense().grads().size();
-  if (table_wise_ && !pooled_.empty()) {
-    const Dlrm<float>::PooledGrad pg = model_.pooled_grad();
-    const std::size_t width = model_.config().num_tables() * model_.config().emb_dim;
-    for (std::size_t b = 0; b < pg.rows && !here; ++b)
-      here = first_non_finite(std::span<const float>(pg.data + b * pg.ld, width)) != width;
-  }
-  for (std::size_t tb = 0; tb < model_.tables().size() && !here; ++tb)
-    here = first_non_finite(model_.sparse_grad(tb).values) != model_.sparse_grad(tb).values.size();
+  // Table-wise, a replica without samples has no lookups' gradients.
+  const Dlrm<float>::PooledGrad pg =
+      table_wise_ && !pooled_.empty() ? model_.pooled_grad() : Dlrm<float>::PooledGrad{};
+  const bool here = pipe_.non_finite_sent() || gradients_hold_non_finite(model_, table_wise_ ? &pg : nullptr);
   // Over the world: along this replica's pipeline, then across the replicas.
   float count = here ? 1.0f : 0.0f;
   allreduce(*replica_group_, std::span<float>(&count, 1), {});

@@ -108,7 +108,9 @@ TEST(NonFinite, TableWiseLookupsFailOnTheirOwner) {
     Dlrm<float> model(cfg, 7);
     Optimizer<float> opt({.lr = 0.1}, model);
     compress::ErrorFeedbackStore store;
-    DataParallel dp(t, model, opt, {.placement = EmbPlacement::TableWise, .emb_fwd = parse_codec("q4")}, store);
+    DataParallel dp(t, model, opt,
+                    {.codec = parse_dp_codec("none"), .placement = EmbPlacement::TableWise, .emb_fwd = parse_codec("q4")},
+                    store);
     for (std::uint64_t k = 0; k < 6; ++k) {
       if (k == 3)  // every row of table 1 (7 rows): some sample looks one up
         for (float& w : model.tables()[1].weights()) w = kNaN;
