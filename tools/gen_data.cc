@@ -61,6 +61,7 @@ struct GenArgs {
   std::string like;  // --format libsvm: url or webspam
   double scale = 1;
   double teacher_accuracy = 0;
+  std::size_t cooccur = 1;  // --format libsvm: features a group that appear together
   std::set<std::string> given;  // the flags on the command line ("--seed", ...)
 };
 
@@ -165,6 +166,7 @@ LibsvmSyntheticOptions libsvm_options(const GenArgs& a) {
   SPARQ_CHECK_AS(InputError, !a.like.empty(), "--format libsvm needs --like url or --like webspam");
   LibsvmSyntheticOptions o{.shape = libsvm_shape(a.like, a.scale), .seed = a.seed};
   if (a.given.contains("--zipf")) o.zipf = a.zipf;
+  o.cooccur = a.cooccur;
   if (a.given.contains("--positives")) o.shape.positives = a.positives;
   if (a.given.contains("--teacher-accuracy")) o.shape.teacher_accuracy = a.teacher_accuracy;
   return o;
@@ -187,6 +189,7 @@ nlohmann::json libsvm_json(const GenArgs& a, const LibsvmSynthetic& g, std::size
                 {"teacher_accuracy", s.teacher_accuracy}};
   j["seed"] = a.seed;
   j["zipf"] = g.options().zipf;
+  j["cooccur"] = g.options().cooccur;
   j["num_samples"] = train;
   j["num_test"] = test;
   j["calibration"] = {{"a", c.a},       {"c", c.c},
@@ -227,7 +230,7 @@ void run_gen(const GenArgs& a) {
   set_blas_threads(a.threads);
   set_compute_threads(a.threads);
   if (a.format == "libsvm") return run_gen_libsvm(a);
-  for (const char* flag : {"--like", "--scale", "--teacher-accuracy"})
+  for (const char* flag : {"--like", "--scale", "--teacher-accuracy", "--cooccur"})
     SPARQ_CHECK_AS(InputError, !a.given.contains(flag), "{} applies to --format libsvm only", flag);
   SyntheticOptions so = synthetic_options(a.seed, a.zipf, a.cardinalities);
   TeacherOptions to;
@@ -320,6 +323,10 @@ void add_gen_data(CLI::App& app, Run& run) {
   c->add_option("--teacher-accuracy", a->teacher_accuracy,
                 "--format libsvm: label noise as the teacher's expected accuracy (default: the shape's, url 0.97, "
                 "webspam 0.985)");
+  c->add_option("--cooccur", a->cooccur,
+                "--format libsvm: features come in groups of this many that always appear together (as a word and "
+                "its n-grams in text; 1: independent)")
+      ->capture_default_str();
   c->add_option("--threads", a->threads, "Threads for generation")->capture_default_str();
   c->add_option("--teacher-auc", a->teacher_auc, "Label noise: the teacher's expected AUC")->capture_default_str();
   c->add_option("--positives", a->positives, "Fraction of positive labels")->capture_default_str();

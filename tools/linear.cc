@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "sparq/coll/allgather.h"
 #include "sparq/coll/allreduce.h"
@@ -32,34 +33,83 @@ namespace sparq::cli {
 namespace {
 
 struct LinearArgs {
-  std::string data_path, test_data_path, loss = "logistic", algo = "sgd", exchange = "auto";
-  std::size_t num_features = 0, batch = 1000, coords = 100, epochs = 1, num_batches = 0;
-  double lr = 1.0, lr_decay = 0, l2 = 0, timeout_s = 300;
+  std::string data_path, test_data_path, loss = "logistic", algo = "auto", exchange = "auto";
+  std::size_t num_features = 0, epochs = 100, num_batches = 0;
+  // Unset: the algorithm's default; set for the other algorithm: an error.
+  std::optional<std::string> sgd_step;
+  std::optional<std::size_t> batch, coords;
+  std::optional<double> lr, lr_decay, l2;
+  double tol = 1e-3, timeout_s = 300;
   bool bias = false, skip_bad_lines = false;
   int threads = 1, ranks = 0;
   std::uint64_t seed = 1;
   std::string net, auto_net, metrics, save, load;
 };
 
+// The defaults: logistic regression by coordinate descent (it needs no step
+// size), the hinge loss by AdaGrad SGD; liblinear's regularisation (C = 1:
+// l2 = 1/n, set once n is known) and tolerance on the objective.
+constexpr double kAdagradLr = 0.5, kPlainLr = 1.0;
+
+// The option of the other algorithm, if one was given.
+void refuse_other_algorithm(const LinearArgs& a, LinearAlgo algo) {
+  const auto given = [](const auto& opt, const char* name) {
+    return opt ? std::string(name) : std::string();
+  };
+  std::string wrong;
+  if (algo == LinearAlgo::Scd) {
+    for (const std::string& n : {given(a.sgd_step, "--sgd-step"), given(a.batch, "--mini-batch-size"),
+                                 given(a.lr, "--learning-rate"), given(a.lr_decay, "--lr-decay")})
+      if (!n.empty()) wrong = n;
+    SPARQ_CHECK_AS(InputError, wrong.empty(),
+                   "{} is sgd's; --algo scd takes Newton steps with a line search (give --algo sgd to use it)", wrong);
+  } else {
+    SPARQ_CHECK_AS(InputError, !a.coords, "--coords is scd's block size; --algo sgd takes --mini-batch-size");
+  }
+}
+
 LinearTrainOptions train_options(const LinearArgs& a) {
   LinearTrainOptions o;
   o.loss = parse_linear_loss(a.loss);
-  o.algo = parse_linear_algo(a.algo);
-  o.exchange = parse_linear_exchange(a.exchange, o.algo);
-  SPARQ_CHECK_AS(InputError, a.batch >= 1 && a.coords >= 1 && a.epochs >= 1,
+  o.algo = a.algo == "auto" ? (o.loss == LinearLoss::Logistic ? LinearAlgo::Scd : LinearAlgo::Sgd)
+                            : parse_linear_algo(a.algo);
+  refuse_other_algorithm(a, o.algo);
+  o.sgd_step = parse_sgd_step(a.sgd_step.value_or("adagrad"));
+  o.exchange = parse_linear_exchange(a.exchange);
+  o.batch = a.batch.value_or(0), o.coords = a.coords.value_or(0);
+  o.lr = a.lr.value_or(o.sgd_step == SgdStep::Adagrad ? kAdagradLr : kPlainLr), o.lr_decay = a.lr_decay.value_or(0);
+  SPARQ_CHECK_AS(InputError, a.batch.value_or(1) >= 1 && a.coords.value_or(1) >= 1 && a.epochs >= 1,
                  "--mini-batch-size, --coords and --epochs must be >= 1");
-  SPARQ_CHECK_AS(InputError, std::isfinite(a.lr) && a.lr > 0, "--learning-rate must be > 0, got {}", a.lr);
-  SPARQ_CHECK_AS(InputError, std::isfinite(a.lr_decay) && a.lr_decay >= 0, "--lr-decay must be >= 0");
-  SPARQ_CHECK_AS(InputError, std::isfinite(a.l2) && a.l2 >= 0, "--l2 must be >= 0");
+  SPARQ_CHECK_AS(InputError, std::isfinite(o.lr) && o.lr > 0, "--learning-rate must be > 0, got {}", o.lr);
+  SPARQ_CHECK_AS(InputError, std::isfinite(o.lr_decay) && o.lr_decay >= 0, "--lr-decay must be >= 0");
+  SPARQ_CHECK_AS(InputError, !a.l2 || (std::isfinite(*a.l2) && *a.l2 >= 0), "--l2 must be >= 0");
+  SPARQ_CHECK_AS(InputError, std::isfinite(a.tol) && a.tol >= 0, "--tol must be >= 0, got {}", a.tol);
   SPARQ_CHECK_AS(InputError, a.threads >= 1, "--threads must be >= 1");
-  o.batch = a.batch, o.coords = a.coords, o.epochs = a.epochs, o.max_steps = a.num_batches;
-  o.lr = a.lr, o.lr_decay = a.lr_decay, o.l2 = a.l2, o.seed = a.seed;
+  o.epochs = a.epochs, o.max_steps = a.num_batches, o.tol = a.tol, o.seed = a.seed;
   o.timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
   const std::string plan = !a.auto_net.empty() ? a.auto_net : a.net;
   if (!plan.empty()) o.auto_rule.net = parse_net_model(plan);
   o.save = a.save;
-  o.save_meta = {{"model", "linear"}, {"loss", a.loss}, {"algo", a.algo}, {"bias", a.bias}, {"l2", a.l2}};
+  o.save_meta = {{"model", "linear"}, {"loss", a.loss}, {"algo", o.algo == LinearAlgo::Scd ? "scd" : "sgd"},
+                 {"bias", a.bias}};
   return o;
+}
+
+// What the run does, in words: the first line rank 0 prints.
+std::string describe(Transport& t, const LinearArgs& a, const LinearTrainOptions& o, std::size_t features,
+                     std::size_t rows) {
+  const std::string algo =
+      o.algo == LinearAlgo::Scd
+          ? std::string("scd (block Newton steps, line search)")
+          : fmt::format("sgd ({} step {:g}{})", o.sgd_step == SgdStep::Adagrad ? "adagrad" : "plain", o.lr,
+                        o.lr_decay > 0 ? fmt::format(" / (1 + {:g} e)", o.lr_decay) : "");
+  const std::string l2 = a.l2 ? fmt::format("l2 {:.3g}", o.l2)
+                              : fmt::format("l2 {:.3g} (1/n, n = {}: liblinear's -c 1)", o.l2, rows);
+  const std::string stop = o.tol > 0 ? fmt::format("until the objective changes by < {:g} of itself in an epoch, at most {} epochs", o.tol, o.epochs)
+                                     : fmt::format("{} epochs", o.epochs);
+  return fmt::format("linear: {} ranks ({}), {} features{}, loss {}, algo {}, {}, exchange {}, {}\n", t.size(),
+                     t.name(), features, a.bias ? " (last: the bias)" : ", no bias (as liblinear's default; --bias adds one)",
+                     a.loss, algo, l2, linear_exchange_name(o.exchange), stop);
 }
 
 struct Shards {
@@ -132,12 +182,14 @@ void run_linear(const LinearArgs& a) {
     LinearModel model(s.train.num_features);
     if (!a.load.empty()) load_model(a.load, model);
     LinearTrainOptions o = base;
+    auto rows = static_cast<std::int64_t>(s.train.rows());
+    allreduce(t, std::span<std::int64_t>(&rows, 1));
+    SPARQ_CHECK_AS(InputError, rows > 0, "'{}' has no rows", a.data_path);
+    o.l2 = a.l2.value_or(1.0 / static_cast<double>(rows));
     o.save_meta["num_features"] = s.train.num_features;
+    o.save_meta["l2"] = o.l2;
     CliSink sink(t.rank() == 0 ? a.metrics : "");
-    if (t.rank() == 0)
-      sink.line(fmt::format("linear: {} ranks ({}), {} features{}, loss {}, algo {}, exchange {}\n", t.size(), t.name(),
-                            s.train.num_features, a.bias ? " (last: the bias)" : "", a.loss, a.algo,
-                            linear_exchange_name(o.exchange, o.algo)));
+    if (t.rank() == 0) sink.line(describe(t, a, o, s.train.num_features, static_cast<std::size_t>(rows)));
     train_linear(t, model, s.train, s.test, o, sink);
     report_peak_memory(t, sink, a.ranks > 1);
   });
@@ -229,22 +281,32 @@ void add_linear(CLI::App& app, Run& run) {
   c->add_flag("--bias", a->bias, "Append a constant feature 1 to every row (as liblinear -B 1)");
   c->add_flag("--skip-bad-lines", a->skip_bad_lines, "Count and skip malformed lines instead of failing");
   c->add_option("--loss", a->loss, "logistic or hinge (linear SVM)")->capture_default_str();
-  c->add_option("--algo", a->algo, "sgd (mini-batch SGD) or scd (coordinate descent, logistic loss)")
+  c->add_option("--algo", a->algo,
+                "auto (scd for the logistic loss, sgd for the hinge), sgd (mini-batch SGD) or scd (block coordinate "
+                "descent, logistic loss)")
       ->capture_default_str();
-  c->add_option("--mini-batch-size", a->batch, "sgd: rows per rank and step (SparCML: 1000)")->capture_default_str();
-  c->add_option("--coords", a->coords, "scd: features each rank updates per iteration (SparCML: 100)")
+  c->add_option("--sgd-step", a->sgd_step, "sgd: adagrad (a step per feature; default) or plain (one step for all)");
+  c->add_option("--mini-batch-size", a->batch,
+                "sgd: rows per rank and step (default: at least 200 steps an epoch, at most 1000 rows)");
+  c->add_option("--coords", a->coords,
+                "scd: features per iteration, a block over every rank (default: features held / mean non-zeros a "
+                "row, so a row holds about one of a block)");
+  c->add_option("--learning-rate", a->lr,
+                fmt::format("sgd: the step (default {:g} adagrad, {:g} plain)", kAdagradLr, kPlainLr));
+  c->add_option("--lr-decay", a->lr_decay, "sgd: the step at e epochs done is lr / (1 + lr-decay * e) (default 0)");
+  c->add_option("--l2", a->l2,
+                "L2 penalty on the mean loss: mean loss + l2/2 |w|^2 (default 1/n, liblinear's -c 1; C = 1/(l2 n))");
+  c->add_option("--epochs", a->epochs, "Passes over the data, at most")->capture_default_str();
+  c->add_option("--tol", a->tol,
+                "Stop after an epoch that changes the objective by less than this fraction of it (0: run every epoch)")
       ->capture_default_str();
-  c->add_option("--learning-rate", a->lr, "sgd: step size; scd: multiplier of the Newton step")->capture_default_str();
-  c->add_option("--lr-decay", a->lr_decay, "Step at e epochs done: lr / (1 + lr-decay * e)")->capture_default_str();
-  c->add_option("--l2", a->l2, "L2 penalty on the mean loss: mean loss + l2/2 |w|^2 (liblinear's C = 1/(l2 n))")
-      ->capture_default_str();
-  c->add_option("--epochs", a->epochs, "Passes over the data")->capture_default_str();
   c->add_option("--num-batches", a->num_batches,
                 "Steps (sgd) or iterations (scd) per epoch, for timing part of a pass (0: the whole pass)")
       ->capture_default_str();
   c->add_option("--exchange", a->exchange,
-                "auto, ssar-recursive-double, ssar-split-allgather, dsar-split-allgather, dense[:ring|rabenseifner|"
-                "recursive-doubling|native] (sgd); auto|sparse or dense (scd)")
+                "How the ranks sum gradients (sgd) or a block's gradient and curvature (scd): auto, "
+                "ssar-recursive-double, ssar-split-allgather, dsar-split-allgather, dense[:ring|rabenseifner|"
+                "recursive-doubling|native]")
       ->capture_default_str();
   c->add_option("--threads", a->threads, "Threads per rank (one rank: margins in parallel)")->capture_default_str();
   c->add_option("--ranks", a->ranks, "In-process ranks (0: 1, or the mpiexec world)")->capture_default_str();

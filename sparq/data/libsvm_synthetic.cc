@@ -63,6 +63,8 @@ const LibsvmSyntheticOptions& checked(const LibsvmSyntheticOptions& o) {
   SPARQ_CHECK_AS(InputError, s.teacher_accuracy > 0.5 && s.teacher_accuracy < 1,
                  "teacher accuracy must be in (0.5, 1), got {}", s.teacher_accuracy);
   SPARQ_CHECK_AS(InputError, s.nnz_sigma >= 0, "libsvm shape: negative nnz spread {}", s.nnz_sigma);
+  SPARQ_CHECK_AS(InputError, o.cooccur >= 1 && o.cooccur <= s.mean_nnz,
+                 "--cooccur {}: features a group, 1 .. the mean non-zeros a row ({})", o.cooccur, s.mean_nnz);
   return o;
 }
 
@@ -120,7 +122,7 @@ double ZipfSampler::h_integral_inverse(double x) const {
 LibsvmSynthetic::LibsvmSynthetic(const LibsvmSyntheticOptions& opts)
     : opts_(checked(opts)),
       real_(opts.shape.binary_values ? opts.shape.real_features : 0),
-      zipf_(opts.shape.features - real_, opts.zipf) {
+      zipf_((opts.shape.features - real_) / std::max<std::size_t>(opts.cooccur, 1), opts.zipf) {
   const std::size_t f = opts_.shape.features, ranks = f - real_;
   rank_to_id_.resize(ranks);
   std::iota(rank_to_id_.begin(), rank_to_id_.end(), static_cast<std::uint32_t>(real_));
@@ -170,10 +172,16 @@ void LibsvmSynthetic::features(Rng& rng, LibsvmRow& row) const {
       row.indices.push_back(static_cast<std::uint32_t>(id));
       row.values.push_back(static_cast<float>(1 + rng.below(1000)) / 1000.0f);
     }
-  const std::size_t start = row.indices.size();
-  draw_ranks(rng, k > start ? k - start : 0, row.indices);
-  // Ranks -> ids; the real-valued ids (below real_) stay first, in order.
-  for (std::size_t i = start; i < row.indices.size(); ++i) row.indices[i] = rank_to_id_[row.indices[i]];
+  const std::size_t start = row.indices.size(), group = opts_.cooccur;
+  draw_ranks(rng, k > start ? (k - start + group - 1) / group : 0, row.indices);
+  // Group ranks -> feature ranks -> ids; the real-valued ids (below real_)
+  // stay first, in order.
+  const std::size_t groups = row.indices.size() - start;
+  row.indices.resize(start + groups * group);
+  for (std::size_t i = groups; i-- > 0;) {
+    const std::size_t first = static_cast<std::size_t>(row.indices[start + i]) * group;
+    for (std::size_t c = group; c-- > 0;) row.indices[start + i * group + c] = rank_to_id_[first + c];
+  }
   std::sort(row.indices.begin() + static_cast<std::ptrdiff_t>(start), row.indices.end());
   if (s.binary_values) {
     row.values.resize(row.indices.size(), 1.0f);

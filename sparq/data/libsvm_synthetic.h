@@ -20,7 +20,8 @@
 //              mapped to its feature id by a fixed random permutation: in the
 //              real sets ids follow a dictionary, not frequency, and a sparse
 //              allreduce that cuts the id space into blocks must not find all
-//              the frequent features in the first block.
+//              the frequent features in the first block. With `cooccur` c > 1
+//              ranks are drawn for groups of c features that appear together.
 //  labels:     margin m = w*.x; p = sigmoid(a (m - mean)/std + c); label +1
 //              with probability p (logistic label noise). A quarter of the
 //              features carry a weight N(0, 1) / sqrt(1 + rank / r0), r0 =
@@ -62,6 +63,10 @@ struct LibsvmSyntheticOptions {
   LibsvmShape shape;
   std::uint64_t seed = 1;
   double zipf = 1.0;  // P(feature of rank k) ~ (k + 1)^-zipf
+  // Features come in groups of this many that always appear together (as a
+  // word and its n-grams do in text): ranks are drawn for groups, group g
+  // being feature ranks g c .. g c + c - 1. 1: every feature drawn alone.
+  std::size_t cooccur = 1;
 };
 
 // One generated sample: 0-based feature ids, strictly increasing.

@@ -52,6 +52,12 @@ void LinearModel::decay(double factor) {
   scale_ = 1;
 }
 
+double LinearModel::squared_norm() const {
+  double s = 0;
+  for (float x : v_) s += static_cast<double>(x) * x;
+  return s * scale_ * scale_;
+}
+
 std::vector<float> LinearModel::weights() const {
   std::vector<float> w(v_.size());
   for (std::size_t j = 0; j < w.size(); ++j) w[j] = static_cast<float>(scale_ * v_[j]);

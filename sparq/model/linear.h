@@ -43,6 +43,8 @@ class LinearModel {
   // w_j += delta.
   void add(std::size_t j, double delta) { v_[j] += static_cast<float>(delta / scale_); }
 
+  // |w|^2, summed in double.
+  double squared_norm() const;
   // The weights with the scale applied (a copy: dim floats).
   std::vector<float> weights() const;
   void set_weights(std::span<const float> w);

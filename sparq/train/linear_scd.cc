@@ -1,18 +1,16 @@
-// Distributed random block coordinate descent on the primal logistic loss,
-// the changes exchanged by a sparse allgather of the ranges
-// (linear_trainer.h). Changes rather than new values: a range the codec
-// sends dense (it was smaller so) then reads 0 where nothing changed.
+// Distributed block coordinate descent on the regularised logistic loss,
+// with a line search that makes every iteration decrease the objective
+// (linear_trainer.h has the algorithm; docs/linear.md why it is built so).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
-#include "sparq/coll/allgather.h"
-#include "sparq/coll/patterns.h"
-#include "sparq/coll/sparse_allgather.h"
+#include "sparq/coll/allreduce.h"
+#include "sparq/coll/sparse_allreduce.h"
 #include "sparq/core/error.h"
 #include "sparq/core/rng.h"
-#include "sparq/model/loss.h"
-#include "sparq/model/parallel.h"
 #include "sparq/train/linear_steps.h"
 
 namespace sparq {
@@ -20,6 +18,11 @@ namespace sparq {
 namespace {
 
 using compress::SparseStream;
+
+// log(1 + exp(-m)) for the signed margin m = y z, without overflow.
+double log_loss(double m) { return m > 0 ? std::log1p(std::exp(-m)) : -m + std::log1p(std::exp(m)); }
+
+double label_sign(float y) { return y > 0 ? 1 : -1; }
 
 // The rows' columns (compressed sparse columns): which rows hold feature j.
 // 32-bit offsets: a rank's shard must have fewer than 2^32 non-zeros.
@@ -45,124 +48,248 @@ struct Columns {
   }
   std::size_t begin(std::size_t j) const { return offsets[j]; }
   std::size_t end(std::size_t j) const { return offsets[j + 1]; }
+  bool empty(std::size_t j) const { return offsets[j] == offsets[j + 1]; }
 };
 
 class ScdSteps final : public LinearSteps {
  public:
   ScdSteps(Transport& t, const LinearModel& m, const SparseRows& rows, const LinearTrainOptions& o)
-      : t_(t), rows_(rows), o_(o), clock_(t), cols_(rows), part_{rows.num_features, t.size()},
-        lo_(part_.offset(t.rank())), perm_(part_.len(t.rank())), counts_(t.size()) {
+      : t_(t), rows_(rows), o_(o), clock_(t), cols_(rows), dz_(rows.rows(), 0.0), in_touched_(rows.rows(), 0) {
     const std::vector<float> z = linear_margins(m, rows);
     margins_.assign(z.begin(), z.end());
-    for (int r = 0; r < t.size(); ++r) counts_[r] = part_.len(r);
+    prob_.resize(rows.rows());
+    loss_.resize(rows.rows());
+    for (std::size_t i = 0; i < rows.rows(); ++i) refresh(i);
+    double n = static_cast<double>(rows.rows());
+    allreduce(t, std::span<double>(&n, 1));
+    n_ = n;
+    find_active_features();
+    block_size_ = o.coords ? o.coords : auto_block();
+  }
+
+  std::string settings() const override {
+    return fmt::format("scd: blocks of {} of the {} features some row holds{}", block_size_, active_.size(),
+                       o_.coords ? "" : " (--coords auto: a row holds about one feature of a block)");
   }
 
   void epoch(LinearModel& m, std::size_t e, EpochTally& tally) override {
-    Rng rng(o_.seed, 0x5cd00000 + e * 1000003 + static_cast<std::uint64_t>(t_.rank()));
-    std::iota(perm_.begin(), perm_.end(), lo_);
-    for (std::size_t i = perm_.size(); i > 1; --i) std::swap(perm_[i - 1], perm_[rng.below(i)]);
-    const std::size_t iters = (part_.max_len() + o_.coords - 1) / o_.coords;
+    Rng rng(o_.seed, 0x5cd00000 + e);  // the same order on every rank
+    order_ = active_;
+    for (std::size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[rng.below(i)]);
+    const std::size_t iters = (order_.size() + block_size_ - 1) / block_size_;
     const std::size_t run = o_.max_steps ? std::min(o_.max_steps, iters) : iters;
     tally.pass_steps = iters;
-    for (std::size_t it = 0; it < run; ++it) {
-      const double lr = o_.lr / (1 + o_.lr_decay * (static_cast<double>(e) + static_cast<double>(it) / iters));
-      iteration(m, it, lr, tally);
-    }
-    for (std::size_t i = 0; i < rows_.rows(); ++i) {  // the training loss at the epoch's end
-      const float y = rows_.labels[i], z = static_cast<float>(margins_[i]);
-      tally.loss_sum += linear_loss(LinearLoss::Logistic, y, z);
-      tally.correct += (z > 0) == (y > 0);
+    for (std::size_t it = 0; it < run; ++it) iteration(m, it, tally);
+    for (std::size_t i = 0; i < rows_.rows(); ++i) {
+      tally.loss_sum += loss_[i];
+      tally.correct += (margins_[i] > 0) == (rows_.labels[i] > 0);
     }
     tally.rows += rows_.rows();
   }
 
  private:
-  void iteration(LinearModel& m, std::size_t it, double lr, EpochTally& tally) {
-    const double t0 = clock_.now();
-    const std::size_t a = std::min(it * o_.coords, perm_.size()), b = std::min(a + o_.coords, perm_.size());
-    block_.assign(perm_.begin() + static_cast<std::ptrdiff_t>(a), perm_.begin() + static_cast<std::ptrdiff_t>(b));
-    std::sort(block_.begin(), block_.end());
-    idx_.clear();
-    val_.clear();
-    for (std::size_t j : block_)
-      if (cols_.end(j) > cols_.begin(j)) {  // no row of mine holds j: nothing to estimate its step from
-        idx_.push_back(static_cast<std::uint32_t>(j - lo_));
-        val_.push_back(newton_step(m, j, lr));
-      }
-    if (o_.exchange.dense) {  // the dense baseline's vector of changes: computation, not exchange
-      full_.resize(rows_.num_features);  // allgatherv writes every range but mine
-      std::fill_n(full_.begin() + static_cast<std::ptrdiff_t>(lo_), perm_.size(), 0.0f);
-      for (std::size_t k = 0; k < idx_.size(); ++k) full_[lo_ + idx_[k]] = val_[k];
+  // A block in which a row holds about one feature on average: the
+  // features held over the mean non-zeros a row. Larger blocks take fewer
+  // exchanges an epoch but couple more of a row's features in one step,
+  // which the line search then shortens (on the manual-page set, blocks of
+  // 30x this took twice the epochs).
+  std::size_t auto_block() {
+    double nnz = static_cast<double>(rows_.nnz());
+    allreduce(t_, std::span<double>(&nnz, 1));
+    const double per_row = n_ > 0 ? nnz / n_ : 1;
+    return static_cast<std::size_t>(std::max(1.0, std::round(static_cast<double>(active_.size()) / std::max(per_row, 1.0))));
+  }
+
+  // The features some rank's rows hold, in index order: the others' weights
+  // stay 0 whatever the step (their gradient is l2 w = 0), so they are
+  // never drawn. One sparse allreduce of the ranks' held features.
+  void find_active_features() {
+    std::vector<std::uint32_t> idx;
+    for (std::size_t j = 0; j < rows_.num_features; ++j)
+      if (!cols_.empty(j)) idx.push_back(static_cast<std::uint32_t>(j));
+    std::vector<float> ones(idx.size(), 1.0f);
+    SparseStream held;
+    SparseAllreduceOptions so;
+    so.timeout = o_.timeout;
+    sparse_allreduce(t_, SparseStream::sparse(rows_.num_features, std::move(idx), std::move(ones)), held, so);
+    if (held.is_dense()) {
+      const auto v = held.values();
+      for (std::size_t j = 0; j < v.size(); ++j)
+        if (v[j] != 0) active_.push_back(j);
+    } else {
+      active_.assign(held.indices().begin(), held.indices().end());
     }
+  }
+
+  void iteration(LinearModel& m, std::size_t it, EpochTally& tally) {
+    const double t0 = clock_.now();
+    const std::size_t a = std::min(it * block_size_, order_.size()), b = std::min(a + block_size_, order_.size());
+    block_.assign(order_.begin() + static_cast<std::ptrdiff_t>(a), order_.begin() + static_cast<std::ptrdiff_t>(b));
+    std::sort(block_.begin(), block_.end());
+    local_sums();
     const double t1 = clock_.now();
     const CollStats st = exchange();
     const double t2 = clock_.now();
-    apply(m);
+    const double slope = newton_direction(m);
+    double exchange_s = t2 - t1;
+    if (slope < 0) {
+      margin_changes();
+      const double alpha = line_search(slope, exchange_s, tally);
+      if (alpha > 0) move(m, alpha);
+      for (std::uint32_t i : touched_) dz_[i] = 0, in_touched_[i] = 0;
+    }
     const double t3 = clock_.now();
-    tally.compute_s += (t1 - t0) + (t3 - t2);
-    tally.exchange_s += t2 - t1;
+    tally.compute_s += (t3 - t0) - exchange_s;
+    tally.exchange_s += exchange_s;
     tally.sent += st.wire.bytes_sent;
-    tally.dense_sent += (rows_.num_features - part_.len(t_.rank())) * sizeof(float);
+    const auto p = static_cast<std::uint64_t>(t_.size());
+    tally.dense_sent += 2 * (p - 1) * 2 * block_.size() * sizeof(float) / p;
     ++tally.algos[st.algo];
-    tally.summed_nnz += o_.exchange.dense || gathered_.is_dense() ? rows_.num_features : gathered_.nnz();
+    tally.summed_nnz += summed_nnz_;
+    tally.summed_dim += summed_.size();
     ++tally.steps;
   }
 
-  // One Newton step for w_j on the mean logistic loss of my rows plus l2,
-  // at most kMaxStep long: a feature that few rows hold has almost no
-  // curvature where those rows are already classified confidently, and an
-  // uncapped step would jump towards infinity (they are separable).
-  static constexpr double kMaxStep = 1.0;
-  float newton_step(const LinearModel& m, std::size_t j, double lr) const {
-    double g = 0, h = 0;
-    for (std::size_t k = cols_.begin(j); k < cols_.end(j); ++k) {
-      const std::uint32_t i = cols_.rows[k];
-      const double x = cols_.values[k], y = rows_.labels[i], z = margins_[i];
-      const double p = sigmoid(z);  // P(y = +1)
-      g += (p - (y > 0 ? 1 : 0)) * x;
-      h += p * (1 - p) * x * x;
+  // Over my rows, each block feature's sum of dloss x (entry k) and of the
+  // curvature p (1 - p) x^2 (entry |B| + k); features my rows lack are left
+  // out (sparse) or 0 (dense).
+  void local_sums() {
+    const std::size_t nb = block_.size();
+    idx_.clear();
+    g_.clear();
+    h_.clear();
+    for (std::size_t k = 0; k < nb; ++k) {
+      const std::size_t j = block_[k];
+      if (cols_.empty(j)) continue;
+      double g = 0, h = 0;
+      for (std::size_t q = cols_.begin(j); q < cols_.end(j); ++q) {
+        const std::uint32_t i = cols_.rows[q];
+        const double x = cols_.values[q], p = prob_[i];
+        g += (p - (rows_.labels[i] > 0 ? 1 : 0)) * x;
+        h += p * (1 - p) * x * x;
+      }
+      idx_.push_back(static_cast<std::uint32_t>(k));
+      g_.push_back(static_cast<float>(g));
+      h_.push_back(static_cast<float>(h));
     }
-    const double n = static_cast<double>(rows_.rows()), w = m.weight(j);
-    g = g / n + o_.l2 * w;
-    h = h / n + o_.l2;
-    return static_cast<float>(h > 0 ? -lr * std::clamp(g / h, -kMaxStep, kMaxStep) : 0.0);
   }
 
   CollStats exchange() {
-    const std::size_t len = part_.len(t_.rank());
+    const std::size_t nb = block_.size();
     if (!o_.exchange.dense) {
-      SparseAllgatherOptions so;
+      std::vector<std::uint32_t> idx(idx_);
+      for (std::uint32_t k : idx_) idx.push_back(static_cast<std::uint32_t>(nb + k));
+      std::vector<float> val(g_);
+      val.insert(val.end(), h_.begin(), h_.end());
+      SparseAllreduceOptions so;
+      so.algo = o_.exchange.sparse;
       so.timeout = o_.timeout;
-      return sparse_allgather(t_, SparseStream::sparse(len, idx_, val_), rows_.num_features, gathered_, so);
+      so.auto_rule = o_.auto_rule;
+      SparseStream sum;
+      CollStats st = sparse_allreduce(t_, SparseStream::sparse(2 * nb, std::move(idx), std::move(val)), sum, so);
+      summed_.assign(2 * nb, 0.0f);
+      sum.to_dense(summed_);
+      summed_nnz_ = sum.is_dense() ? 2 * nb : sum.nnz();
+      return st;
     }
-    AllgatherOptions ao;
+    summed_.assign(2 * nb, 0.0f);
+    for (std::size_t q = 0; q < idx_.size(); ++q) summed_[idx_[q]] = g_[q], summed_[nb + idx_[q]] = h_[q];
+    AllreduceOptions ao;
+    ao.algo = o_.exchange.dense_algo;
     ao.timeout = o_.timeout;
-    CollStats st = allgatherv(t_, std::span<const float>(full_).subspan(lo_, len), std::span<float>(full_),
-                              std::span<const std::size_t>(counts_), ao);
-    st.algo = "dense/allgatherv-" + st.algo;
+    CollStats st = allreduce(t_, std::span<float>(summed_), ao);
+    st.algo = "dense/" + st.algo;
+    summed_nnz_ = 2 * nb;
     return st;
   }
 
-  // w_j += step, and my rows' margins by what w_j really moved.
-  void move(LinearModel& m, std::size_t j, float step) {
-    if (step == 0) return;
-    const float before = m.weight(j);
-    m.add(j, step);
-    const double delta = static_cast<double>(m.weight(j)) - before;
-    for (std::size_t k = cols_.begin(j); k < cols_.end(j); ++k) margins_[cols_.rows[k]] += delta * cols_.values[k];
+  // Each block feature's Newton step on the whole objective, at most
+  // kMaxStep long (a feature that few rows hold has almost no curvature
+  // where they are classified confidently: an uncapped step would take the
+  // line search's whole budget); the same on every rank. Returns the
+  // directional derivative g . d (< 0 unless every g is 0).
+  static constexpr double kMaxStep = 1.0;
+  double newton_direction(const LinearModel& m) {
+    const std::size_t nb = block_.size();
+    d_.assign(nb, 0.0);
+    double slope = 0;
+    wd_ = dd_ = 0;
+    for (std::size_t k = 0; k < nb; ++k) {
+      const double w = m.weight(block_[k]);
+      const double g = summed_[k] / n_ + o_.l2 * w, h = summed_[nb + k] / n_ + o_.l2;
+      if (h <= 0 || g == 0) continue;
+      d_[k] = -std::clamp(g / h, -kMaxStep, kMaxStep);
+      slope += g * d_[k];
+      wd_ += w * d_[k];
+      dd_ += d_[k] * d_[k];
+    }
+    return slope;
   }
 
-  // The same changes whichever exchange ran: the dense one carries a change
-  // for every weight, 0 outside the blocks.
-  void apply(LinearModel& m) {
-    if (o_.exchange.dense || gathered_.is_dense()) {
-      const std::span<const float> v = o_.exchange.dense ? std::span<const float>(full_) : gathered_.values();
-      for (std::size_t j = 0; j < v.size(); ++j) move(m, j, v[j]);
-      return;
+  // dz_i = x_i . d over my rows, and which rows the block touches.
+  void margin_changes() {
+    touched_.clear();
+    for (std::size_t k = 0; k < block_.size(); ++k) {
+      if (d_[k] == 0) continue;
+      const std::size_t j = block_[k];
+      for (std::size_t q = cols_.begin(j); q < cols_.end(j); ++q) {
+        const std::uint32_t i = cols_.rows[q];
+        if (!in_touched_[i]) in_touched_[i] = 1, touched_.push_back(i);
+        dz_[i] += d_[k] * cols_.values[q];
+      }
     }
-    const auto idx = gathered_.indices();
-    const auto v = gathered_.values();
-    for (std::size_t k = 0; k < idx.size(); ++k) move(m, idx[k], v[k]);
+  }
+
+  // The largest alpha of 1, 1/2, 1/4, ... with Armijo's sufficient decrease
+  // F(w + alpha d) - F(w) <= sigma alpha g.d, the loss change summed over
+  // every rank's rows by a small allreduce: alpha = 1 first (Newton steps
+  // on data whose block features rarely share a row are accepted as they
+  // are), then kTries halvings a round; 0 (no move) below 2^-kMaxHalvings.
+  // Every rank gets the same sums, so picks the same alpha.
+  static constexpr int kTries = 4, kMaxHalvings = 30;
+  static constexpr double kSigma = 0.01;
+  double line_search(double slope, double& exchange_s, EpochTally& tally) {
+    for (int first = 0; first <= kMaxHalvings; first += first == 0 ? 1 : kTries) {
+      const int tries = first == 0 ? 1 : kTries;
+      double change[kTries] = {};
+      for (std::uint32_t i : touched_) {
+        const double y = label_sign(rows_.labels[i]);
+        for (int c = 0; c < tries; ++c)
+          change[c] += log_loss(y * (margins_[i] + std::ldexp(dz_[i], -(first + c)))) - loss_[i];
+      }
+      const double t0 = clock_.now();
+      AllreduceOptions ao;
+      ao.timeout = o_.timeout;
+      const CollStats st = allreduce(t_, std::span<double>(change, static_cast<std::size_t>(tries)), ao);
+      exchange_s += clock_.now() - t0;
+      tally.sent += st.wire.bytes_sent;
+      for (int c = 0; c < tries; ++c) {
+        const double alpha = std::ldexp(1.0, -(first + c));
+        const double df = change[c] / n_ + o_.l2 * (alpha * wd_ + alpha * alpha * dd_ / 2);
+        if (df <= kSigma * alpha * slope) return alpha;
+      }
+    }
+    return 0;
+  }
+
+  // w_B += alpha d, and my rows' margins by what each weight really moved.
+  void move(LinearModel& m, double alpha) {
+    for (std::size_t k = 0; k < block_.size(); ++k) {
+      if (d_[k] == 0) continue;
+      const std::size_t j = block_[k];
+      const float before = m.weight(j);
+      m.add(j, alpha * d_[k]);
+      const double delta = static_cast<double>(m.weight(j)) - before;
+      for (std::size_t q = cols_.begin(j); q < cols_.end(j); ++q) margins_[cols_.rows[q]] += delta * cols_.values[q];
+    }
+    for (std::uint32_t i : touched_) refresh(i);
+  }
+
+  // Row i's P(y = +1) and loss at its margin.
+  void refresh(std::size_t i) {
+    const double z = margins_[i], e = std::exp(-std::abs(z));  // exp(-|z|): no overflow
+    prob_[i] = z >= 0 ? 1 / (1 + e) : e / (1 + e);
+    loss_[i] = std::log1p(e) + std::max(0.0, -label_sign(rows_.labels[i]) * z);
   }
 
   Transport& t_;
@@ -170,15 +297,17 @@ class ScdSteps final : public LinearSteps {
   const LinearTrainOptions& o_;
   RunClock clock_;
   Columns cols_;
-  pattern::Partition part_;
-  std::size_t lo_;
-  std::vector<std::size_t> perm_, block_;
-  std::vector<std::size_t> counts_;  // every rank's range length (the dense allgatherv's counts)
-  std::vector<double> margins_;  // double: a margin takes thousands of increments an epoch
-  std::vector<float> full_;      // dense exchange: every weight's change
-  std::vector<std::uint32_t> idx_;
-  std::vector<float> val_;
-  SparseStream gathered_;
+  double n_ = 0;                       // rows over every rank
+  std::size_t block_size_ = 0;
+  std::vector<std::size_t> active_, order_, block_;
+  std::vector<double> margins_;        // double: a margin takes thousands of increments an epoch
+  std::vector<double> prob_, loss_;    // each row's P(y = +1) and loss at its margin
+  std::vector<double> dz_, d_;
+  std::vector<std::uint8_t> in_touched_;
+  std::vector<std::uint32_t> touched_, idx_;
+  std::vector<float> g_, h_, summed_;  // my sums (sparse), every rank's (dense: g then h)
+  std::size_t summed_nnz_ = 0;        // entries of the sum as exchanged
+  double wd_ = 0, dd_ = 0;             // w_B . d and |d|^2: the penalty's change along d
 };
 
 }  // namespace
@@ -186,7 +315,7 @@ class ScdSteps final : public LinearSteps {
 std::unique_ptr<LinearSteps> make_scd_steps(Transport& t, const LinearModel& m, const SparseRows& rows,
                                             const LinearTrainOptions& o) {
   SPARQ_CHECK_AS(InputError, o.loss == LinearLoss::Logistic,
-                 "--algo scd minimises the logistic loss (SparCML's coordinate descent); --loss hinge needs --algo sgd");
+                 "--algo scd minimises the logistic loss; --loss hinge needs --algo sgd");
   return std::make_unique<ScdSteps>(t, m, rows, o);
 }
 

@@ -25,14 +25,14 @@ class RunClock {
 };
 
 struct EpochTally {
-  double loss_sum = 0;        // progressive training loss (sgd), summed over rows
+  double loss_sum = 0;        // the epoch's final model's loss over this rank's rows, summed
   std::size_t correct = 0, rows = 0;
   double compute_s = 0, exchange_s = 0;
   std::uint64_t sent = 0;     // bytes this rank sent (the transport's counters)
-  std::uint64_t dense_sent = 0;  // what the dense ring would have sent: 2(P-1)/P d 4 a step (sgd), (d - own range) 4 (scd)
+  std::uint64_t dense_sent = 0;  // what the dense ring would have sent: 2(P-1)/P 4 d a step (sgd), 4 2|B| (scd)
   std::size_t steps = 0;
   std::size_t pass_steps = 0;    // the steps (iterations) of a whole pass, --num-batches aside
-  std::uint64_t summed_nnz = 0;  // non-zeros of every step's sum (sgd) or gathered changes (scd)
+  std::uint64_t summed_nnz = 0, summed_dim = 0;  // every step's sum: non-zeros, dimension (sgd: d; scd: 2|B|)
   std::map<std::string, std::size_t> algos;  // the exchanges that ran: steps each (`auto` may change its pick)
 };
 
@@ -41,6 +41,8 @@ class LinearSteps {
  public:
   virtual ~LinearSteps() = default;
   virtual void epoch(LinearModel& m, std::size_t e, EpochTally& tally) = 0;
+  // What the algorithm settled on from the data (rank 0 prints it).
+  virtual std::string settings() const = 0;
 };
 
 std::unique_ptr<LinearSteps> make_sgd_steps(Transport& t, const SparseRows& rows, const LinearTrainOptions& o);

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "sparq/coll/allgather.h"
@@ -20,33 +22,29 @@ LinearAlgo parse_linear_algo(std::string_view s) {
   SPARQ_THROW(InputError, "--algo must be sgd or scd, got '{}'", s);
 }
 
-LinearExchange parse_linear_exchange(std::string_view s, LinearAlgo algo) {
+SgdStep parse_sgd_step(std::string_view s) {
+  if (s == "adagrad") return SgdStep::Adagrad;
+  if (s == "plain") return SgdStep::Plain;
+  SPARQ_THROW(InputError, "--sgd-step must be adagrad or plain, got '{}'", s);
+}
+
+LinearExchange parse_linear_exchange(std::string_view s) {
   LinearExchange x;
   if (s == "dense" || s.starts_with("dense:")) {
     x.dense = true;
-    if (s != "dense") {
-      SPARQ_CHECK_AS(InputError, algo == LinearAlgo::Sgd,
-                     "--exchange {}: scd's dense exchange is an allgatherv, it has no allreduce algorithm", s);
-      x.dense_algo = parse_allreduce_algo(s.substr(6));
-    }
+    if (s != "dense") x.dense_algo = parse_allreduce_algo(s.substr(6));
     return x;
   }
-  if (algo == LinearAlgo::Scd) {
-    SPARQ_CHECK_AS(InputError, s == "auto" || s == "sparse",
-                   "--exchange {}: scd exchanges by a sparse allgather (auto or sparse) or dense", s);
-    return x;
-  }
-  SPARQ_CHECK_AS(InputError, s != "sparse", "--exchange sparse: name sgd's sparse allreduce algorithm, or auto");
   x.sparse = parse_sparse_algo(s);
   SPARQ_CHECK_AS(InputError, x.sparse != SparseAlgo::Dense,
-                 "--exchange dense is the dense allreduce of the densified gradient; the sparse algorithms are "
+                 "--exchange dense is the dense allreduce of the densified sums; the sparse algorithms are "
                  "ssar-recursive-double, ssar-split-allgather, dsar-split-allgather (or auto)");
   return x;
 }
 
-std::string linear_exchange_name(const LinearExchange& x, LinearAlgo algo) {
-  if (x.dense) return algo == LinearAlgo::Scd ? "dense" : fmt::format("dense:{}", allreduce_algo_name(x.dense_algo));
-  return algo == LinearAlgo::Scd ? "sparse" : std::string(sparse_algo_name(x.sparse));
+std::string linear_exchange_name(const LinearExchange& x) {
+  if (x.dense) return fmt::format("dense:{}", allreduce_algo_name(x.dense_algo));
+  return std::string(sparse_algo_name(x.sparse));
 }
 
 LinearScore evaluate_linear(Transport& t, const LinearModel& m, LinearLoss loss, const SparseRows& rows) {
@@ -82,6 +80,7 @@ namespace {
 // exchange time as the communication, this rank's time beyond it as waiting.
 struct EpochReport {
   LinearScore train;
+  double objective = 0, change = 0;  // F, and its change from the last epoch's (relative; NaN at first)
   double compute_s, comm_s, wait_s;
   std::uint64_t sent, dense_sent;
 };
@@ -104,14 +103,16 @@ EpochReport reduce_tally(Transport& t, const EpochTally& e) {
 }
 
 void report_epoch(TrainerSink& sink, std::size_t e, const LinearTrainOptions& o, const EpochReport& r,
-                  const LinearScore* test, const EpochTally& tally, std::size_t dim) {
-  std::string line = fmt::format("epoch {}/{}: train loss {:.6f} accuracy {:.3f} %", e + 1, o.epochs, r.train.loss,
+                  const LinearScore* test, const EpochTally& tally) {
+  std::string line = fmt::format("epoch {}/{}: objective {:.6f}{} | train loss {:.6f} accuracy {:.3f} %", e + 1,
+                                 o.epochs, r.objective,
+                                 std::isnan(r.change) ? "" : fmt::format(" ({:+.2e})", -r.change), r.train.loss,
                                  100 * r.train.accuracy);
   if (test) line += fmt::format(" | test loss {:.6f} accuracy {:.3f} % auc {:.4f}", test->loss, 100 * test->accuracy, test->auc);
   const double total = r.compute_s + r.comm_s + r.wait_s;
   line += fmt::format(" | {:.0f} ms: compute {:.0f}, communication {:.0f}, waiting {:.0f}", 1e3 * total,
                       1e3 * r.compute_s, 1e3 * r.comm_s, 1e3 * r.wait_s);
-  const double density = tally.steps ? static_cast<double>(tally.summed_nnz) / tally.steps / dim : 0;
+  const double density = tally.summed_dim ? static_cast<double>(tally.summed_nnz) / tally.summed_dim : 0;
   std::string algos;  // "name" when one exchange ran every step, else "name x n, ..."
   for (const auto& [name, n] : tally.algos)
     algos += (algos.empty() ? "" : ", ") + (tally.algos.size() == 1 ? name : fmt::format("{} x{}", name, n));
@@ -119,7 +120,8 @@ void report_epoch(TrainerSink& sink, std::size_t e, const LinearTrainOptions& o,
                       r.dense_sent / 1e6, r.sent ? static_cast<double>(r.dense_sent) / r.sent : 0.0, tally.steps,
                       algos, 100 * density);
   sink.line(line);
-  nlohmann::json ev = {{"event", "epoch"},        {"epoch", e + 1},         {"train_loss", r.train.loss},
+  nlohmann::json ev = {{"event", "epoch"},        {"epoch", e + 1},         {"objective", r.objective},
+                       {"train_loss", r.train.loss},
                        {"train_accuracy", r.train.accuracy}, {"ms", 1e3 * total}, {"compute_ms", 1e3 * r.compute_s},
                        {"comm_ms", 1e3 * r.comm_s}, {"wait_ms", 1e3 * r.wait_s}, {"bytes_sent", r.sent},
                        {"dense_bytes", r.dense_sent}, {"steps", tally.steps}, {"pass_steps", tally.pass_steps}, {"exchange", algos}, {"exchanges", tally.algos}, {"sum_density", density},
@@ -128,32 +130,59 @@ void report_epoch(TrainerSink& sink, std::size_t e, const LinearTrainOptions& o,
   sink.event(ev);
 }
 
+// Says how training ended: converged within `tol`, or not (and by how much).
+void report_end(TrainerSink& sink, const LinearTrainOptions& o, const LinearTrainResult& res) {
+  std::string line;
+  if (o.tol <= 0)
+    line = fmt::format("ran {} epochs (--tol 0: no convergence test); the last changed the objective by {:.2e}\n",
+                       res.epochs, res.change);
+  else if (res.converged)
+    line = fmt::format("converged after {} epochs: the objective changed by {:.2e} of itself, below --tol {:g}\n",
+                       res.epochs, res.change, o.tol);
+  else
+    line = fmt::format("not converged: after {} epochs (--epochs) the objective still changed by {:.2e} of itself, "
+                       "above --tol {:g}\n", res.epochs, res.change, o.tol);
+  sink.line(line);
+  sink.event({{"event", "end"}, {"epochs", res.epochs}, {"objective", res.objective}, {"change", res.change},
+              {"tol", o.tol}, {"converged", res.converged}});
+}
+
 }  // namespace
 
-void train_linear(Transport& t, LinearModel& model, const SparseRows& train, const SparseRows& test,
-                  const LinearTrainOptions& o, TrainerSink& sink) {
+LinearTrainResult train_linear(Transport& t, LinearModel& model, const SparseRows& train, const SparseRows& test,
+                               const LinearTrainOptions& o, TrainerSink& sink) {
   SPARQ_CHECK_AS(InputError, model.dim() == train.num_features, "the model has {} weights, the data {} features",
                  model.dim(), train.num_features);
-  SPARQ_CHECK_AS(InputError, o.batch > 0 && o.coords > 0, "--mini-batch-size and --coords must be positive");
   std::unique_ptr<LinearSteps> steps =
       o.algo == LinearAlgo::Sgd ? make_sgd_steps(t, train, o) : make_scd_steps(t, model, train, o);
+  if (t.rank() == 0) sink.line(steps->settings() + "\n");
   auto test_rows = static_cast<std::int64_t>(test.rows());
   allreduce(t, std::span<std::int64_t>(&test_rows, 1));
-  for (std::size_t e = 0; e < o.epochs; ++e) {
+  LinearTrainResult res;
+  res.change = std::numeric_limits<double>::quiet_NaN();
+  while (res.epochs < o.epochs && !res.converged) {
     EpochTally tally;
-    steps->epoch(model, e, tally);
-    const EpochReport r = reduce_tally(t, tally);
+    steps->epoch(model, res.epochs, tally);
+    EpochReport r = reduce_tally(t, tally);
+    r.objective = r.train.loss + o.l2 / 2 * model.squared_norm();
+    r.change = res.epochs ? std::abs(res.objective - r.objective) / std::max(std::abs(r.objective), 1e-300)
+                          : std::numeric_limits<double>::quiet_NaN();
+    res.converged = res.epochs && o.tol > 0 && r.change < o.tol;
+    res.objective = r.objective, res.change = r.change;
     std::optional<LinearScore> ts;
     if (test_rows > 0) ts = evaluate_linear(t, model, o.loss, test);
     if (t.rank() == 0) {
-      report_epoch(sink, e, o, r, ts ? &*ts : nullptr, tally, model.dim());
+      report_epoch(sink, res.epochs, o, r, ts ? &*ts : nullptr, tally);
       if (!o.save.empty()) {
         nlohmann::json meta = o.save_meta;
-        meta["epoch"] = e + 1;
+        meta["epoch"] = res.epochs + 1;
         save_weights_checkpoint(o.save, model.weights(), meta.dump());
       }
     }
+    ++res.epochs;
   }
+  if (t.rank() == 0) report_end(sink, o, res);
+  return res;
 }
 
 }  // namespace sparq

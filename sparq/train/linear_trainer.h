@@ -1,32 +1,42 @@
 #pragma once
 // Data-parallel training of linear models on naturally sparse data (SparCML's
 // MPI-OPT, Renggli et al., SC'19, section 8.2): each rank holds its shard of
-// the rows and a full copy of the model.
+// the rows and a full copy of the model. Both algorithms minimise
+//   F(w) = (1/n) sum_i loss(y_i, w . x_i) + l2/2 |w|^2   (n: every rank's rows)
+// and every rank ends each step with the same model.
 //
 //  - sgd: every step each rank computes the loss gradient of `batch` of its
 //    rows (sparse: the features those rows touch), the ranks sum them with a
 //    sparse allreduce (or, for comparison, densified through a dense
-//    allreduce), and every rank applies the same update:
-//      w <- (1 - lr_t l2) w - lr_t g / (P batch),  lr_t = lr / (1 + lr_decay e)
-//    with e the epochs done (fractional). Nothing is sparsified: the model is
-//    exactly what the dense exchange gives (up to the order of float sums).
-//  - scd: distributed random block coordinate descent on the primal logistic
-//    loss. The features are split into P contiguous ranges (pattern::
-//    Partition); each iteration each rank takes the next `coords` features of
-//    a random permutation of its range, does one Newton step on each from its
-//    own rows (sum of dloss x and of the curvature p(1-p) x^2 over the rows
-//    holding the feature, averaged over its rows, plus l2), and the new values
-//    are exchanged by a sparse allgather of the ranges (or a dense allgatherv
-//    of every range); every rank then moves its rows' margins by the changes.
-//    A feature none of the owner's rows holds keeps its value. An epoch
-//    updates every feature once.
+//    allreduce), and every rank applies the same update to the features the
+//    sum touches, g_j = sum_j / (P batch) + l2 w_j:
+//      adagrad (default): w_j -= lr_t g_j / sqrt(G_j), G_j += g_j^2 (Duchi et
+//        al. 2011: a step per feature, large for rare ones);
+//      plain: w <- (1 - lr_t l2) w - lr_t sum / (P batch) (every weight decays);
+//    lr_t = lr / (1 + lr_decay e), e the epochs done (fractional).
+//  - scd: block coordinate descent on the logistic loss (Newton steps with a
+//    line search, after Tseng and Yun's block coordinate gradient descent;
+//    sparq's, not SparCML's, see docs/linear.md). Each iteration every rank
+//    takes the same block of `coords` features (the next of a permutation of
+//    the features some rank holds, drawn from the seed), sums the block's
+//    gradient and curvature over its rows, and a sparse allreduce adds them
+//    (or a dense allreduce, for comparison). Every rank then computes the
+//    same direction, each feature's Newton step on F (capped), and the same
+//    step alpha: the largest of 1, 1/2, 1/4, ... that decreases F by at
+//    least 1 % of alpha times the directional derivative (Armijo), each
+//    rank's loss change at four alphas summed by one 32-byte allreduce. So
+//    F decreases every iteration on any data, at any P, and the model does
+//    not depend on P (up to the order of float sums).
 //
-// Per epoch rank 0 prints a line: the progressive training loss (each step's
-// loss before its update) and accuracy, the test loss, accuracy and AUC over
+// Per epoch rank 0 prints a line: the objective F, the training loss and
+// accuracy of the epoch's final model, the test loss, accuracy and AUC over
 // every rank's test rows, the time split into compute, communication (the
 // exchange as its fastest rank saw it) and waiting (this rank's exchange time
 // beyond that: load imbalance), and the bytes this rank sent against what
 // the dense exchange sends. On a virtual clock (--net) the times are modelled.
+// Training stops after `epochs`, or earlier once an epoch changes F by less
+// than `tol` of its value (liblinear stops on a tolerance too, its -e), and
+// says which.
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -43,31 +53,35 @@ namespace sparq {
 
 enum class LinearAlgo { Sgd, Scd };
 LinearAlgo parse_linear_algo(std::string_view s);  // "sgd" | "scd"
+enum class SgdStep { Adagrad, Plain };
+SgdStep parse_sgd_step(std::string_view s);  // "adagrad" | "plain"
 
-// How the ranks combine their contributions: sparse (sgd: a sparse allreduce
-// algorithm, `auto` choosing by the alpha-beta estimate; scd: the sparse
-// allgather) or dense (sgd: an allreduce of the densified gradient, by
-// `dense_algo`; scd: allgatherv of every range).
+// How the ranks sum their contributions (sgd: gradients; scd: a block's
+// gradient and curvature): a sparse allreduce algorithm, `auto` choosing by
+// the alpha-beta estimate, or a dense allreduce of the densified sums by
+// `dense_algo`.
 struct LinearExchange {
   bool dense = false;
   SparseAlgo sparse = SparseAlgo::Auto;
   AllreduceAlgo dense_algo = AllreduceAlgo::Auto;
 };
-// "auto", a sparse allreduce algorithm's name, "sparse" (scd), "dense",
-// "dense:ring", "dense:rabenseifner", "dense:recursive-doubling", "dense:native".
-LinearExchange parse_linear_exchange(std::string_view s, LinearAlgo algo);
-std::string linear_exchange_name(const LinearExchange& x, LinearAlgo algo);
+// "auto", a sparse allreduce algorithm's name, "dense", "dense:ring",
+// "dense:rabenseifner", "dense:recursive-doubling", "dense:native".
+LinearExchange parse_linear_exchange(std::string_view s);
+std::string linear_exchange_name(const LinearExchange& x);
 
 struct LinearTrainOptions {
   LinearLoss loss = LinearLoss::Logistic;
   LinearAlgo algo = LinearAlgo::Sgd;
   LinearExchange exchange{};
-  std::size_t batch = 1000;  // sgd: rows per rank and step
-  std::size_t coords = 100;  // scd: features per rank and iteration
-  double lr = 1.0;           // sgd: the step; scd: the Newton step's multiplier
+  SgdStep sgd_step = SgdStep::Adagrad;
+  std::size_t batch = 0;     // sgd: rows per rank and step (0: auto, at least 200 steps an epoch, at most 1000)
+  std::size_t coords = 0;    // scd: features per iteration, a block over every rank (0: auto, about one a row)
+  double lr = 0.5;           // sgd's step
   double lr_decay = 0;
   double l2 = 0;             // on the mean loss: objective = mean loss + l2/2 |w|^2
-  std::size_t epochs = 1;
+  std::size_t epochs = 1;    // at most
+  double tol = 0;            // stop once an epoch changes F by less than tol F (0: run every epoch)
   std::size_t max_steps = 0;  // steps (sgd) or iterations (scd) per epoch; 0 = a whole pass
   std::uint64_t seed = 1;
   Millis timeout{0};              // of every exchange; 0 = the transport's
@@ -86,10 +100,18 @@ struct LinearScore {
 // (8 bytes a row over the wire).
 LinearScore evaluate_linear(Transport& t, const LinearModel& m, LinearLoss loss, const SparseRows& rows);
 
+// How training ended: epochs run, the last objective and its last change
+// (relative; NaN after one epoch), and whether it met `tol`.
+struct LinearTrainResult {
+  std::size_t epochs = 0;
+  double objective = 0, change = 0;
+  bool converged = false;
+};
+
 // Trains `model` (zeros, or loaded) on every rank's `train` rows; every
 // rank's model has train.num_features weights, and every rank must pass the
 // same options. `test` (may be empty) is scored after each epoch.
-void train_linear(Transport& t, LinearModel& model, const SparseRows& train, const SparseRows& test,
+LinearTrainResult train_linear(Transport& t, LinearModel& model, const SparseRows& train, const SparseRows& test,
                   const LinearTrainOptions& o, TrainerSink& sink);
 
 }  // namespace sparq

@@ -13,23 +13,25 @@ trap 'rm -rf "$D"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 "$SPARQ" gen-data --format libsvm --like url --scale 0.002 --out "$D/u" > /dev/null || fail "gen-data"
-train() { "$SPARQ" linear --data-path "$D/u/train.svm" --test-data-path "$D/u/test.svm" --bias --epochs 3 \
-  --mini-batch-size 50 --learning-rate 0.5 --l2 1e-5 "$@"; }
+train() { "$SPARQ" linear --data-path "$D/u/train.svm" --test-data-path "$D/u/test.svm" --bias --epochs 3 --tol 0 \
+  --algo sgd --mini-batch-size 50 --learning-rate 0.5 --l2 1e-5 "$@"; }
 
 if [ -n "$MPIEXEC" ]; then
   # Open MPI's ranks read their shards and sum over the MPI transport: the
   # same model as the same ranks in-process.
   train --ranks 3 --save "$D/local.ck" > "$D/local.out" || fail "in-process: $(cat "$D/local.out")"
   "$MPIEXEC" -n 3 --oversubscribe --bind-to none --mca mpi_yield_when_idle 1 "$SPARQ" linear \
-    --data-path "$D/u/train.svm" --test-data-path "$D/u/test.svm" --bias --epochs 3 --mini-batch-size 50 \
-    --learning-rate 0.5 --l2 1e-5 --save "$D/mpi.ck" > "$D/mpi.out" 2>&1 || fail "mpiexec: $(cat "$D/mpi.out")"
+    --data-path "$D/u/train.svm" --test-data-path "$D/u/test.svm" --bias --epochs 3 --tol 0 --algo sgd \
+    --mini-batch-size 50 --learning-rate 0.5 --l2 1e-5 --save "$D/mpi.ck" > "$D/mpi.out" 2>&1 ||
+    fail "mpiexec: $(cat "$D/mpi.out")"
   grep -q "3 ranks (mpi)" "$D/mpi.out" || fail "runs on the MPI transport: $(head -3 "$D/mpi.out")"
   cmp -s "$D/local.ck" "$D/mpi.ck" || fail "mpiexec and in-process models differ"
-  "$MPIEXEC" -n 2 --oversubscribe --bind-to none "$SPARQ" linear --data-path "$D/u/train.svm" --algo scd \
-    --exchange dense --epochs 1 --save "$D/mpi_scd_dense.ck" > /dev/null 2>&1 || fail "mpiexec scd dense"
-  "$MPIEXEC" -n 2 --oversubscribe --bind-to none "$SPARQ" linear --data-path "$D/u/train.svm" --algo scd \
-    --epochs 1 --save "$D/mpi_scd.ck" > /dev/null 2>&1 || fail "mpiexec scd"
-  cmp -s "$D/mpi_scd.ck" "$D/mpi_scd_dense.ck" || fail "scd: sparse and dense allgather models differ under mpiexec"
+  # The defaults (coordinate descent) under mpiexec: the in-process model, bit for bit.
+  "$SPARQ" linear --data-path "$D/u/train.svm" --epochs 2 --ranks 2 --save "$D/local_scd.ck" > /dev/null ||
+    fail "in-process scd"
+  "$MPIEXEC" -n 2 --oversubscribe --bind-to none "$SPARQ" linear --data-path "$D/u/train.svm" --epochs 2 \
+    --save "$D/mpi_scd.ck" > /dev/null 2>&1 || fail "mpiexec scd"
+  cmp -s "$D/mpi_scd.ck" "$D/local_scd.ck" || fail "scd: mpiexec and in-process models differ"
   echo "PASS (mpiexec)"
   exit 0
 fi
@@ -46,10 +48,24 @@ for x in ssar-recursive-double ssar-split-allgather dsar-split-allgather; do
   grep -q "$x" "$D/$x.out" || fail "$x runs"
   cmp -s "$D/dense.ck" "$D/$x.ck" || fail "$x and the dense exchange give different models"
 done
-train --ranks 2 --algo scd --exchange dense --save "$D/scd_dense.ck" > /dev/null || fail "scd dense"
-train --ranks 2 --algo scd --save "$D/scd.ck" > "$D/scd.out" || fail "scd: $(cat "$D/scd.out")"
-grep -q "sparse-allgather" "$D/scd.out" || fail "scd exchanges by the sparse allgather"
-cmp -s "$D/scd.ck" "$D/scd_dense.ck" || fail "scd: sparse and dense allgather models differ"
+# The defaults: coordinate descent, l2 = 1/n, no bias, until converged; said
+# at the start and the end. The sparse and dense sums give the same model on
+# 2 ranks, and the objective never rises.
+scd() { "$SPARQ" linear --data-path "$D/u/train.svm" --test-data-path "$D/u/test.svm" "$@"; }
+scd --ranks 2 --exchange dense --save "$D/scd_dense.ck" > /dev/null || fail "scd dense"
+scd --ranks 2 --save "$D/scd.ck" > "$D/scd.out" || fail "scd: $(cat "$D/scd.out")"
+grep -q "algo scd (blocks of 1000 features" "$D/scd.out" || fail "the default is coordinate descent: $(head -1 "$D/scd.out")"
+grep -q "(1/n, n = $(wc -l < "$D/u/train.svm"): liblinear's -c 1)" "$D/scd.out" || fail "says its l2: $(head -1 "$D/scd.out")"
+grep -q "^converged after [0-9]* epochs" "$D/scd.out" || fail "says it converged: $(tail -2 "$D/scd.out")"
+cmp -s "$D/scd.ck" "$D/scd_dense.ck" || fail "scd: sparse and dense sums give different models"
+python3 - "$D/scd.out" <<'PY' || fail "the objective rose: $(cat "$D/scd.out")"
+import re, sys
+f = [float(m) for m in re.findall(r"^epoch \d+/\d+: objective ([0-9.]+)", open(sys.argv[1]).read(), re.M)]
+sys.exit(not (len(f) >= 2 and all(b <= a for a, b in zip(f, f[1:]))))
+PY
+# A tolerance the epochs cannot meet is said so, not claimed.
+scd --epochs 1 --tol 1e-9 > "$D/short.out" || fail "short"
+grep -q "^not converged: after 1 epochs" "$D/short.out" || fail "says it did not converge: $(tail -2 "$D/short.out")"
 
 # predict scores the saved model as the last epoch's test did; --load resumes from it.
 "$SPARQ" predict --load "$D/one.ck" --data-path "$D/u/test.svm" --out "$D/p.txt" > "$D/p.out" || fail "predict: $(cat "$D/p.out")"
@@ -83,8 +99,13 @@ grep -q "skipped 1 bad lines" "$D/skip.out" || fail "counts skipped lines: $(cat
 EXPECT="cannot open" bad --data-path "$D/missing.svm"
 EXPECT="--loss" bad --data-path "$D/u/train.svm" --loss squared
 EXPECT="--algo scd" bad --data-path "$D/u/train.svm" --algo scd --loss hinge
-EXPECT="--exchange" bad --data-path "$D/u/train.svm" --algo scd --exchange ssar-recursive-double
-EXPECT="--learning-rate" bad --data-path "$D/u/train.svm" --learning-rate 0
+EXPECT="--exchange" bad --data-path "$D/u/train.svm" --exchange sparse
+EXPECT="--learning-rate is sgd's" bad --data-path "$D/u/train.svm" --learning-rate 0.1
+EXPECT="--mini-batch-size is sgd's" bad --data-path "$D/u/train.svm" --algo scd --mini-batch-size 10
+EXPECT="--coords is scd's" bad --data-path "$D/u/train.svm" --algo sgd --coords 10
+EXPECT="--learning-rate" bad --data-path "$D/u/train.svm" --algo sgd --learning-rate 0
+EXPECT="--sgd-step" bad --data-path "$D/u/train.svm" --algo sgd --sgd-step adam
+EXPECT="--tol" bad --data-path "$D/u/train.svm" --tol -1
 EXPECT="--data-path" bad --epochs 1
 EXPECT="not a sparq checkpoint" bad --data-path "$D/u/train.svm" --load "$D/u/teacher.json"
 EXPECT="weights" bad --data-path "$D/u/train.svm" --load "$D/one.ck"  # no --bias: one weight fewer
