@@ -35,11 +35,15 @@ LinearExchange parse_linear_exchange(std::string_view s) {
     if (s != "dense") x.dense_algo = parse_allreduce_algo(s.substr(6));
     return x;
   }
-  x.sparse = parse_sparse_algo(s);
-  SPARQ_CHECK_AS(InputError, x.sparse != SparseAlgo::Dense,
-                 "--exchange dense is the dense allreduce of the densified sums; the sparse algorithms are "
-                 "ssar-recursive-double, ssar-split-allgather, dsar-split-allgather (or auto)");
-  return x;
+  for (SparseAlgo a : {SparseAlgo::Auto, SparseAlgo::SsarRecursiveDouble, SparseAlgo::SsarSplitAllgather,
+                       SparseAlgo::DsarSplitAllgather})
+    if (s == sparse_algo_name(a)) {
+      x.sparse = a;
+      return x;
+    }
+  SPARQ_THROW(InputError,
+              "--exchange must be auto, ssar-recursive-double, ssar-split-allgather, dsar-split-allgather, dense or "
+              "dense:ring|rabenseifner|recursive-doubling|native, got '{}'", s);
 }
 
 std::string linear_exchange_name(const LinearExchange& x) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <thread>
 
 #include "sparq/core/error.h"
@@ -126,6 +127,29 @@ TEST(LibsvmSynthetic, RowsAreSortedUniqueInRange) {
       }
     }
   }
+}
+
+// --cooccur 4: the binary features come in fixed groups of 4 that are all
+// present or all absent in every row, and the non-zeros keep the shape's mean.
+TEST(LibsvmSynthetic, CooccurringFeaturesAppearTogether) {
+  LibsvmSyntheticOptions o{.shape = libsvm_shape("url", 0.001)};
+  o.cooccur = 4;
+  const LibsvmSynthetic g(o);
+  const LibsvmShape& s = g.options().shape;
+  const Rows r = rows(g, 0, 2000);
+  std::map<std::uint32_t, std::vector<std::size_t>> rows_of;  // feature -> the rows holding it
+  double nnz = 0;
+  for (std::size_t i = 0; i < r.idx.size(); ++i) {
+    nnz += static_cast<double>(r.idx[i].size());
+    for (std::uint32_t j : r.idx[i])
+      if (j >= s.real_features) rows_of[j].push_back(i);
+  }
+  std::map<std::vector<std::size_t>, int> features_with;  // a set of rows -> the features held by exactly it
+  for (const auto& [j, held] : rows_of) ++features_with[held];
+  for (const auto& [held, count] : features_with) EXPECT_EQ(count % 4, 0) << "a group split, " << held.size() << " rows";
+  EXPECT_NEAR(nnz / static_cast<double>(r.idx.size()), s.mean_nnz, 0.05 * s.mean_nnz);
+  o.cooccur = 0;
+  EXPECT_THROW(LibsvmSynthetic{o}, InputError);
 }
 
 TEST(LibsvmSynthetic, MeanNonZerosAndPositivesMatchTheShape) {

@@ -14,7 +14,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 "$SPARQ" gen-data --format libsvm --like url --scale 0.002 --out "$D/u" > /dev/null || fail "gen-data"
 train() { "$SPARQ" linear --data-path "$D/u/train.svm" --test-data-path "$D/u/test.svm" --bias --epochs 3 --tol 0 \
-  --algo sgd --mini-batch-size 50 --learning-rate 0.5 --l2 1e-5 "$@"; }
+  --algo sgd --sgd-step "${STEP:-plain}" --mini-batch-size 50 --learning-rate 0.5 --l2 1e-5 "$@"; }
 
 if [ -n "$MPIEXEC" ]; then
   # Open MPI's ranks read their shards and sum over the MPI transport: the
@@ -22,7 +22,7 @@ if [ -n "$MPIEXEC" ]; then
   train --ranks 3 --save "$D/local.ck" > "$D/local.out" || fail "in-process: $(cat "$D/local.out")"
   "$MPIEXEC" -n 3 --oversubscribe --bind-to none --mca mpi_yield_when_idle 1 "$SPARQ" linear \
     --data-path "$D/u/train.svm" --test-data-path "$D/u/test.svm" --bias --epochs 3 --tol 0 --algo sgd \
-    --mini-batch-size 50 --learning-rate 0.5 --l2 1e-5 --save "$D/mpi.ck" > "$D/mpi.out" 2>&1 ||
+    --sgd-step plain --mini-batch-size 50 --learning-rate 0.5 --l2 1e-5 --save "$D/mpi.ck" > "$D/mpi.out" 2>&1 ||
     fail "mpiexec: $(cat "$D/mpi.out")"
   grep -q "3 ranks (mpi)" "$D/mpi.out" || fail "runs on the MPI transport: $(head -3 "$D/mpi.out")"
   cmp -s "$D/local.ck" "$D/mpi.ck" || fail "mpiexec and in-process models differ"
@@ -41,12 +41,15 @@ acc=$(grep "^epoch 3/3" "$D/one.out" | sed 's/.*test loss [0-9.]* accuracy \([0-
 teacher=$(python3 -c "import json; print(100 * json.load(open('$D/u/teacher.json'))['teacher_test']['accuracy'])")
 python3 -c "import sys; sys.exit(not (float('$acc') > float('$teacher') - 12))" || fail "learns: test accuracy $acc against the teacher's $teacher"
 
-# 2 ranks: every sparse allreduce algorithm gives the dense exchange's model (one addition per sum).
-train --ranks 2 --exchange dense:ring --save "$D/dense.ck" > /dev/null || fail "dense"
-for x in ssar-recursive-double ssar-split-allgather dsar-split-allgather; do
-  train --ranks 2 --exchange $x --save "$D/$x.ck" > "$D/$x.out" || fail "$x: $(cat "$D/$x.out")"
-  grep -q "$x" "$D/$x.out" || fail "$x runs"
-  cmp -s "$D/dense.ck" "$D/$x.ck" || fail "$x and the dense exchange give different models"
+# 2 ranks: every sparse allreduce algorithm gives the dense exchange's model
+# (one addition per sum), with either step.
+for step in plain adagrad; do
+  STEP=$step train --ranks 2 --exchange dense:ring --save "$D/dense.ck" > /dev/null || fail "dense"
+  for x in ssar-recursive-double ssar-split-allgather dsar-split-allgather; do
+    STEP=$step train --ranks 2 --exchange $x --save "$D/$x.ck" > "$D/$x.out" || fail "$x: $(cat "$D/$x.out")"
+    grep -q "$x" "$D/$x.out" || fail "$x runs"
+    cmp -s "$D/dense.ck" "$D/$x.ck" || fail "$step: $x and the dense exchange give different models"
+  done
 done
 # The defaults: coordinate descent, l2 = 1/n, no bias, until converged; said
 # at the start and the end. The sparse and dense sums give the same model on
@@ -54,7 +57,8 @@ done
 scd() { "$SPARQ" linear --data-path "$D/u/train.svm" --test-data-path "$D/u/test.svm" "$@"; }
 scd --ranks 2 --exchange dense --save "$D/scd_dense.ck" > /dev/null || fail "scd dense"
 scd --ranks 2 --save "$D/scd.ck" > "$D/scd.out" || fail "scd: $(cat "$D/scd.out")"
-grep -q "algo scd (blocks of 1000 features" "$D/scd.out" || fail "the default is coordinate descent: $(head -1 "$D/scd.out")"
+grep -q "algo scd (block Newton steps" "$D/scd.out" && grep -q "^scd: blocks of [0-9]* of the" "$D/scd.out" ||
+  fail "the default is coordinate descent: $(head -2 "$D/scd.out")"
 grep -q "(1/n, n = $(wc -l < "$D/u/train.svm"): liblinear's -c 1)" "$D/scd.out" || fail "says its l2: $(head -1 "$D/scd.out")"
 grep -q "^converged after [0-9]* epochs" "$D/scd.out" || fail "says it converged: $(tail -2 "$D/scd.out")"
 cmp -s "$D/scd.ck" "$D/scd_dense.ck" || fail "scd: sparse and dense sums give different models"
@@ -71,7 +75,7 @@ grep -q "^not converged: after 1 epochs" "$D/short.out" || fail "says it did not
 "$SPARQ" predict --load "$D/one.ck" --data-path "$D/u/test.svm" --out "$D/p.txt" > "$D/p.out" || fail "predict: $(cat "$D/p.out")"
 [ "$(wc -l < "$D/p.txt")" -eq "$(wc -l < "$D/u/test.svm")" ] || fail "a score a test row"
 grep -q "accuracy $acc %" "$D/p.out" || fail "predict's accuracy equals training's last test: $(cat "$D/p.out") vs $acc"
-"$SPARQ" linear --data-path "$D/u/train.svm" --test-data-path "$D/u/test.svm" --bias --load "$D/one.ck" \
+"$SPARQ" linear --data-path "$D/u/train.svm" --test-data-path "$D/u/test.svm" --bias --load "$D/one.ck" --algo sgd --epochs 1 \
   --learning-rate 1e-9 > "$D/load.out" || fail "--load: $(cat "$D/load.out")"
 grep -q "accuracy $acc %" "$D/load.out" || fail "--load starts from the saved model: $(cat "$D/load.out")"
 
