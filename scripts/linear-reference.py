@@ -24,6 +24,7 @@ import time
 
 C = 1.0
 SPEED_PASSES = 5
+PLAIN_SGD = ["--algo", "sgd", "--sgd-step", "plain", "--tol", "0"]  # the fixed-step SGD these rows measure
 # Per data set (by its directory's name): (loss, liblinear solver, sparq's
 # flags). URL-like: SGD, 10 epochs of batches of 100. Webspam-like rows are
 # dense (4,000 non-zeros) and unit-norm: plain SGD converges too slowly to
@@ -31,9 +32,9 @@ SPEED_PASSES = 5
 # accuracy in 5 epochs; the SVM is left out there for that reason (sparq's
 # coordinate descent is logistic only).
 ACCURACY = {
-    "url-0.1": [("logistic", 0, ["--epochs", "10", "--mini-batch-size", "100", "--learning-rate", "1"]),
-                ("hinge", 3, ["--epochs", "10", "--mini-batch-size", "100", "--learning-rate", "0.1"])],
-    "webspam": [("logistic", 0, ["--algo", "scd", "--epochs", "5", "--threads", "2"])],
+    "url-0.1": [("logistic", 0, [*PLAIN_SGD, "--epochs", "10", "--mini-batch-size", "100", "--learning-rate", "1"]),
+                ("hinge", 3, [*PLAIN_SGD, "--epochs", "10", "--mini-batch-size", "100", "--learning-rate", "0.1"])],
+    "webspam": [("logistic", 0, ["--algo", "scd", "--tol", "0", "--epochs", "5", "--threads", "2"])],
 }
 
 
@@ -119,7 +120,7 @@ def speed(args, data, tmp):
     for rep in range(1, args.reps + 1):
         for threads in (1, 2):
             epochs, wall, cmd = sparq_linear(args.sparq, data, "logistic", n, tmp,
-                                             ("--epochs", str(SPEED_PASSES), "--mini-batch-size", "100",
+                                             (*PLAIN_SGD, "--epochs", str(SPEED_PASSES), "--mini-batch-size", "100",
                                               "--learning-rate", "1", "--threads", str(threads)))
             train_s = sum(e["ms"] for e in epochs) / 1e3
             rows.append({"tool": f"sparq --threads {threads}", "rep": rep, "passes": SPEED_PASSES,
