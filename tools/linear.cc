@@ -290,7 +290,7 @@ void add_linear(CLI::App& app, Run& run) {
                 "sgd: rows per rank and step (default: at least 200 steps an epoch, at most 1000 rows)");
   c->add_option("--coords", a->coords,
                 "scd: features per iteration, a block over every rank (default: features held / mean non-zeros a "
-                "row, so a row holds about one of a block)");
+                "row, times 2: a row holds about two features of a block)");
   c->add_option("--learning-rate", a->lr,
                 fmt::format("sgd: the step (default {:g} adagrad, {:g} plain)", kAdagradLr, kPlainLr));
   c->add_option("--lr-decay", a->lr_decay, "sgd: the step at e epochs done is lr / (1 + lr-decay * e) (default 0)");

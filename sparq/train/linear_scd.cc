@@ -69,7 +69,7 @@ class ScdSteps final : public LinearSteps {
 
   std::string settings() const override {
     return fmt::format("scd: blocks of {} of the {} features some row holds{}", block_size_, active_.size(),
-                       o_.coords ? "" : " (--coords auto: a row holds about one feature of a block)");
+                       o_.coords ? "" : " (--coords auto: a row holds about two features of a block)");
   }
 
   void epoch(LinearModel& m, std::size_t e, EpochTally& tally) override {
@@ -88,16 +88,16 @@ class ScdSteps final : public LinearSteps {
   }
 
  private:
-  // A block in which a row holds about one feature on average: the
+  // A block in which a row holds about two features on average: twice the
   // features held over the mean non-zeros a row. Larger blocks take fewer
   // exchanges an epoch but couple more of a row's features in one step,
-  // which the line search then shortens (on the manual-page set, blocks of
-  // 30x this took twice the epochs).
+  // which the line search then shortens (scripts/reproduce-linear blocks:
+  // epochs to converge at 1, 2, 4 and 8 features a row, docs/results.md).
   std::size_t auto_block() {
     double nnz = static_cast<double>(rows_.nnz());
     allreduce(t_, std::span<double>(&nnz, 1));
     const double per_row = n_ > 0 ? nnz / n_ : 1;
-    return static_cast<std::size_t>(std::max(1.0, std::round(static_cast<double>(active_.size()) / std::max(per_row, 1.0))));
+    return static_cast<std::size_t>(std::max(1.0, std::round(2 * static_cast<double>(active_.size()) / std::max(per_row, 1.0))));
   }
 
   // The features some rank's rows hold, in index order: the others' weights

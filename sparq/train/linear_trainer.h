@@ -76,7 +76,7 @@ struct LinearTrainOptions {
   LinearExchange exchange{};
   SgdStep sgd_step = SgdStep::Adagrad;
   std::size_t batch = 0;     // sgd: rows per rank and step (0: auto, at least 200 steps an epoch, at most 1000)
-  std::size_t coords = 0;    // scd: features per iteration, a block over every rank (0: auto, about one a row)
+  std::size_t coords = 0;    // scd: features per iteration, a block over every rank (0: auto, about two a row)
   double lr = 0.5;           // sgd's step
   double lr_decay = 0;
   double l2 = 0;             // on the mean loss: objective = mean loss + l2/2 |w|^2
