@@ -11,7 +11,7 @@
 #include "sparq/coll/sparse_allreduce.h"
 #include "sparq/core/error.h"
 #include "sparq/core/rng.h"
-#include "sparq/train/linear_steps.h"
+#include "sparq/train/linear_line_search.h"
 
 namespace sparq {
 
@@ -19,10 +19,6 @@ namespace {
 
 using compress::SparseStream;
 
-// log(1 + exp(-m)) for the signed margin m = y z, without overflow.
-double log_loss(double m) { return m > 0 ? std::log1p(std::exp(-m)) : -m + std::log1p(std::exp(m)); }
-
-double label_sign(float y) { return y > 0 ? 1 : -1; }
 
 // The rows' columns (compressed sparse columns): which rows hold feature j.
 // 32-bit offsets: a rank's shard must have fewer than 2^32 non-zeros.
@@ -55,8 +51,7 @@ class ScdSteps final : public LinearSteps {
  public:
   ScdSteps(Transport& t, const LinearModel& m, const SparseRows& rows, const LinearTrainOptions& o)
       : t_(t), rows_(rows), o_(o), clock_(t), cols_(rows), dz_(rows.rows(), 0.0), in_touched_(rows.rows(), 0) {
-    const std::vector<float> z = linear_margins(m, rows);
-    margins_.assign(z.begin(), z.end());
+    margins_ = margins_in_double(m, rows);
     prob_.resize(rows.rows());
     loss_.resize(rows.rows());
     for (std::size_t i = 0; i < rows.rows(); ++i) refresh(i);
@@ -240,36 +235,9 @@ class ScdSteps final : public LinearSteps {
     }
   }
 
-  // The largest alpha of 1, 1/2, 1/4, ... with Armijo's sufficient decrease
-  // F(w + alpha d) - F(w) <= sigma alpha g.d, the loss change summed over
-  // every rank's rows by a small allreduce: alpha = 1 first (Newton steps
-  // on data whose block features rarely share a row are accepted as they
-  // are), then kTries halvings a round; 0 (no move) below 2^-kMaxHalvings.
-  // Every rank gets the same sums, so picks the same alpha.
-  static constexpr int kTries = 4, kMaxHalvings = 30;
-  static constexpr double kSigma = 0.01;
   double line_search(double slope, double& exchange_s, EpochTally& tally) {
-    for (int first = 0; first <= kMaxHalvings; first += first == 0 ? 1 : kTries) {
-      const int tries = first == 0 ? 1 : kTries;
-      double change[kTries] = {};
-      for (std::uint32_t i : touched_) {
-        const double y = label_sign(rows_.labels[i]);
-        for (int c = 0; c < tries; ++c)
-          change[c] += log_loss(y * (margins_[i] + std::ldexp(dz_[i], -(first + c)))) - loss_[i];
-      }
-      const double t0 = clock_.now();
-      AllreduceOptions ao;
-      ao.timeout = o_.timeout;
-      const CollStats st = allreduce(t_, std::span<double>(change, static_cast<std::size_t>(tries)), ao);
-      exchange_s += clock_.now() - t0;
-      tally.sent += st.wire.bytes_sent;
-      for (int c = 0; c < tries; ++c) {
-        const double alpha = std::ldexp(1.0, -(first + c));
-        const double df = change[c] / n_ + o_.l2 * (alpha * wd_ + alpha * alpha * dd_ / 2);
-        if (df <= kSigma * alpha * slope) return alpha;
-      }
-    }
-    return 0;
+    const LineSearch ls{rows_, margins_, loss_, dz_, touched_, n_, o_.l2, slope, wd_, dd_};
+    return armijo_step(t_, ls, o_.timeout, clock_, exchange_s, tally);
   }
 
   // w_B += alpha d, and my rows' margins by what each weight really moved.

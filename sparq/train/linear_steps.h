@@ -46,6 +46,8 @@ class LinearSteps {
 };
 
 std::unique_ptr<LinearSteps> make_sgd_steps(Transport& t, const SparseRows& rows, const LinearTrainOptions& o);
+std::unique_ptr<LinearSteps> make_newton_steps(Transport& t, const LinearModel& m, const SparseRows& rows,
+                                               const LinearTrainOptions& o);
 std::unique_ptr<LinearSteps> make_scd_steps(Transport& t, const LinearModel& m, const SparseRows& rows,
                                             const LinearTrainOptions& o);
 

@@ -19,7 +19,8 @@ namespace sparq {
 LinearAlgo parse_linear_algo(std::string_view s) {
   if (s == "sgd") return LinearAlgo::Sgd;
   if (s == "scd") return LinearAlgo::Scd;
-  SPARQ_THROW(InputError, "--algo must be sgd or scd, got '{}'", s);
+  if (s == "newton") return LinearAlgo::Newton;
+  SPARQ_THROW(InputError, "--algo must be auto, newton, scd or sgd, got '{}'", s);
 }
 
 SgdStep parse_sgd_step(std::string_view s) {
@@ -157,8 +158,9 @@ LinearTrainResult train_linear(Transport& t, LinearModel& model, const SparseRow
                                const LinearTrainOptions& o, TrainerSink& sink) {
   SPARQ_CHECK_AS(InputError, model.dim() == train.num_features, "the model has {} weights, the data {} features",
                  model.dim(), train.num_features);
-  std::unique_ptr<LinearSteps> steps =
-      o.algo == LinearAlgo::Sgd ? make_sgd_steps(t, train, o) : make_scd_steps(t, model, train, o);
+  std::unique_ptr<LinearSteps> steps = o.algo == LinearAlgo::Sgd   ? make_sgd_steps(t, train, o)
+                                       : o.algo == LinearAlgo::Scd ? make_scd_steps(t, model, train, o)
+                                                                   : make_newton_steps(t, model, train, o);
   if (t.rank() == 0) sink.line(steps->settings() + "\n");
   auto test_rows = static_cast<std::int64_t>(test.rows());
   allreduce(t, std::span<std::int64_t>(&test_rows, 1));

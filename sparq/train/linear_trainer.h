@@ -51,8 +51,8 @@
 
 namespace sparq {
 
-enum class LinearAlgo { Sgd, Scd };
-LinearAlgo parse_linear_algo(std::string_view s);  // "sgd" | "scd"
+enum class LinearAlgo { Sgd, Scd, Newton };
+LinearAlgo parse_linear_algo(std::string_view s);  // "sgd" | "scd" | "newton"
 enum class SgdStep { Adagrad, Plain };
 SgdStep parse_sgd_step(std::string_view s);  // "adagrad" | "plain"
 

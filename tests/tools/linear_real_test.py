@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""`sparq linear` with its default flags on real text and on features that
-always appear together, against an independent reference: the minimiser of
+"""`sparq linear` with its default flags (truncated Newton) and with
+coordinate descent (--algo scd) on real text and on features that always
+appear together, against an independent reference: the minimiser of
 the same objective, mean logistic loss + l2/2 |w|^2 with l2 = 1/n, found by
 torch's L-BFGS in double precision.
 
@@ -70,10 +71,10 @@ def reference(train, test, dim):
     return f, 100 * acc
 
 
-def run_sparq(sparq, data, ranks, out):
+def run_sparq(sparq, data, ranks, out, flags):
     metrics = os.path.join(out, f"p{ranks}.jsonl")
     cmd = [sparq, "linear", "--data-path", f"{data}/train.svm", "--test-data-path", f"{data}/test.svm",
-           "--ranks", str(ranks), "--metrics", metrics]
+           "--ranks", str(ranks), "--metrics", metrics, *flags]
     p = subprocess.run(cmd, capture_output=True, text=True)
     assert p.returncode == 0, f"{' '.join(cmd)}: {p.stderr}"
     events = [json.loads(l) for l in open(metrics)]
@@ -87,9 +88,14 @@ def check(sparq, data, ranks_list, tmp, name):
               for e in line.split()[1:])
     ref_f, ref_acc = reference(f"{data}/train.svm", f"{data}/test.svm", dim)
     print(f"{name}: reference (torch L-BFGS) objective {ref_f:.6f}, test accuracy {ref_acc:.3f} %")
+    for flags in ([], ["--algo", "scd"]):
+        check_runs(sparq, data, ranks_list, tmp, f"{name} {' '.join(flags) or '(defaults)'}", flags, ref_f, ref_acc)
+
+
+def check_runs(sparq, data, ranks_list, tmp, name, flags, ref_f, ref_acc):
     finals = {}
     for p in ranks_list:
-        epochs, end, out = run_sparq(sparq, data, p, tmp)
+        epochs, end, out = run_sparq(sparq, data, p, tmp, flags)
         f = [e["objective"] for e in epochs]
         acc = 100 * epochs[-1]["test_accuracy"]
         print(f"{name} P={p}: {len(f)} epochs, objective {f[-1]:.6f}, test accuracy {acc:.3f} %")

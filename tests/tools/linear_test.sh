@@ -26,12 +26,15 @@ if [ -n "$MPIEXEC" ]; then
     fail "mpiexec: $(cat "$D/mpi.out")"
   grep -q "3 ranks (mpi)" "$D/mpi.out" || fail "runs on the MPI transport: $(head -3 "$D/mpi.out")"
   cmp -s "$D/local.ck" "$D/mpi.ck" || fail "mpiexec and in-process models differ"
-  # The defaults (coordinate descent) under mpiexec: the in-process model, bit for bit.
-  "$SPARQ" linear --data-path "$D/u/train.svm" --epochs 2 --ranks 2 --save "$D/local_scd.ck" > /dev/null ||
-    fail "in-process scd"
-  "$MPIEXEC" -n 2 --oversubscribe --bind-to none "$SPARQ" linear --data-path "$D/u/train.svm" --epochs 2 \
-    --save "$D/mpi_scd.ck" > /dev/null 2>&1 || fail "mpiexec scd"
-  cmp -s "$D/mpi_scd.ck" "$D/local_scd.ck" || fail "scd: mpiexec and in-process models differ"
+  # Truncated Newton (the default) and coordinate descent under mpiexec: the
+  # in-process models, bit for bit.
+  for algo in newton scd; do
+    "$SPARQ" linear --data-path "$D/u/train.svm" --algo $algo --epochs 2 --ranks 2 --save "$D/local_$algo.ck" \
+      > /dev/null || fail "in-process $algo"
+    "$MPIEXEC" -n 2 --oversubscribe --bind-to none "$SPARQ" linear --data-path "$D/u/train.svm" --algo $algo \
+      --epochs 2 --save "$D/mpi_$algo.ck" > /dev/null 2>&1 || fail "mpiexec $algo"
+    cmp -s "$D/mpi_$algo.ck" "$D/local_$algo.ck" || fail "$algo: mpiexec and in-process models differ"
+  done
   echo "PASS (mpiexec)"
   exit 0
 fi
@@ -51,24 +54,28 @@ for step in plain adagrad; do
     cmp -s "$D/dense.ck" "$D/$x.ck" || fail "$step: $x and the dense exchange give different models"
   done
 done
-# The defaults: coordinate descent, l2 = 1/n, no bias, until converged; said
-# at the start and the end. The sparse and dense sums give the same model on
-# 2 ranks, and the objective never rises.
-scd() { "$SPARQ" linear --data-path "$D/u/train.svm" --test-data-path "$D/u/test.svm" "$@"; }
-scd --ranks 2 --exchange dense --save "$D/scd_dense.ck" > /dev/null || fail "scd dense"
-scd --ranks 2 --save "$D/scd.ck" > "$D/scd.out" || fail "scd: $(cat "$D/scd.out")"
-grep -q "algo scd (block Newton steps" "$D/scd.out" && grep -q "^scd: blocks of [0-9]* of the" "$D/scd.out" ||
-  fail "the default is coordinate descent: $(head -2 "$D/scd.out")"
-grep -q "(1/n, n = $(wc -l < "$D/u/train.svm"): liblinear's -c 1)" "$D/scd.out" || fail "says its l2: $(head -1 "$D/scd.out")"
-grep -q "^converged after [0-9]* epochs" "$D/scd.out" || fail "says it converged: $(tail -2 "$D/scd.out")"
-cmp -s "$D/scd.ck" "$D/scd_dense.ck" || fail "scd: sparse and dense sums give different models"
-python3 - "$D/scd.out" <<'PY' || fail "the objective rose: $(cat "$D/scd.out")"
+# The defaults: truncated Newton, l2 = 1/n, no bias, until converged; said
+# at the start and the end. For it and coordinate descent, the sparse and
+# dense sums give the same model on 2 ranks, and the objective never rises.
+lin() { "$SPARQ" linear --data-path "$D/u/train.svm" --test-data-path "$D/u/test.svm" "$@"; }
+lin --ranks 2 > "$D/default.out" || fail "defaults: $(cat "$D/default.out")"
+grep -q "algo newton (truncated Newton" "$D/default.out" && grep -q "^newton: an epoch is one Newton step" "$D/default.out" ||
+  fail "the default is truncated Newton: $(head -2 "$D/default.out")"
+grep -q "(1/n, n = $(wc -l < "$D/u/train.svm"): liblinear's -c 1)" "$D/default.out" || fail "says its l2: $(head -1 "$D/default.out")"
+grep -q "^converged after [0-9]* epochs" "$D/default.out" || fail "says it converged: $(tail -2 "$D/default.out")"
+for algo in newton scd; do
+  lin --algo $algo --ranks 2 --exchange dense --save "$D/$algo-dense.ck" > /dev/null || fail "$algo dense"
+  lin --algo $algo --ranks 2 --save "$D/$algo.ck" > "$D/$algo.out" || fail "$algo: $(cat "$D/$algo.out")"
+  cmp -s "$D/$algo.ck" "$D/$algo-dense.ck" || fail "$algo: sparse and dense sums give different models"
+  python3 - "$D/$algo.out" <<'PY' || fail "$algo: the objective rose: $(cat "$D/$algo.out")"
 import re, sys
 f = [float(m) for m in re.findall(r"^epoch \d+/\d+: objective ([0-9.]+)", open(sys.argv[1]).read(), re.M)]
 sys.exit(not (len(f) >= 2 and all(b <= a for a, b in zip(f, f[1:]))))
 PY
+done
+grep -q "^scd: blocks of [0-9]* of the" "$D/scd.out" || fail "scd says its block: $(head -2 "$D/scd.out")"
 # A tolerance the epochs cannot meet is said so, not claimed.
-scd --epochs 1 --tol 1e-9 > "$D/short.out" || fail "short"
+lin --epochs 1 --tol 1e-9 > "$D/short.out" || fail "short"
 grep -q "^not converged: after 1 epochs" "$D/short.out" || fail "says it did not converge: $(tail -2 "$D/short.out")"
 
 # predict scores the saved model as the last epoch's test did; --load resumes from it.
@@ -106,6 +113,8 @@ EXPECT="--algo scd" bad --data-path "$D/u/train.svm" --algo scd --loss hinge
 EXPECT="--exchange" bad --data-path "$D/u/train.svm" --exchange sparse
 EXPECT="--learning-rate is sgd's" bad --data-path "$D/u/train.svm" --learning-rate 0.1
 EXPECT="--mini-batch-size is sgd's" bad --data-path "$D/u/train.svm" --algo scd --mini-batch-size 10
+EXPECT="--coords is scd's" bad --data-path "$D/u/train.svm" --coords 10
+EXPECT="--algo newton minimises the logistic loss" bad --data-path "$D/u/train.svm" --algo newton --loss hinge
 EXPECT="--coords is scd's" bad --data-path "$D/u/train.svm" --algo sgd --coords 10
 EXPECT="--learning-rate" bad --data-path "$D/u/train.svm" --algo sgd --learning-rate 0
 EXPECT="--sgd-step" bad --data-path "$D/u/train.svm" --algo sgd --sgd-step adam
