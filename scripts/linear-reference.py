@@ -14,6 +14,7 @@ loss + l2/2 |w|^2, the same minimiser for l2 = 1/(C n). Both append a bias
 feature (-B 1, --bias) and regularise it.
 """
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -21,6 +22,13 @@ import subprocess
 import sys
 import tempfile
 import time
+
+# The training set in VW's format: linear-defaults.py's converter.
+_spec = importlib.util.spec_from_file_location("linear_defaults", os.path.join(os.path.dirname(__file__),
+                                                                                "linear-defaults.py"))
+_defaults = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_defaults)
+vw_text = _defaults.vw_text
 
 C = 1.0
 SPEED_PASSES = 5
@@ -82,16 +90,6 @@ def accuracy(args, data, tmp):
                                                 "seconds": secs, "command": cmd}})
         print(f"{rows[-1]['data']} {loss}: liblinear {ll['accuracy']:.3f} %, sparq {rows[-1]['sparq']['accuracy']:.3f} %")
     return rows
-
-
-def vw_text(data, tmp):
-    """The training set in VW's format (not timed): 'label | index:value ...'."""
-    path = os.path.join(tmp, "train.vw")
-    with open(f"{data}/train.svm") as src, open(path, "w") as dst:
-        for line in src:
-            label, _, feats = line.partition(" ")
-            dst.write(f"{1 if float(label) > 0 else -1} | {feats}")
-    return path
 
 
 def vw_seconds(text, cache, flags):

@@ -202,8 +202,145 @@ def memory_line(data):
             f"MiB a rank, the data's shards included (`{cmd}`)."] if m and feats else []
 
 
+def jsonl(path):
+    with open(path) as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+def first_within(run, target):
+    """Seconds from the process's start to the first epoch at or above target test accuracy (None: never)."""
+    return next((e["t"] for e in run["epochs"] if e["test_accuracy"] >= target), None)
+
+
+def defaults_tables(data):
+    """Today's defaults against liblinear's, per data set (defaults/<set>.jsonl)."""
+    d = os.path.join(data, "defaults")
+    if not os.path.isdir(d):
+        return []
+    rows = ["| data (train rows) | solver | ranks | epochs | objective | test accuracy | vs liblinear | "
+            "objective never rose | seconds to within 0.5 points | to converge | liblinear's time / sparq's to "
+            "within 0.5 |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    cmds = []
+    for path in sorted(glob.glob(os.path.join(d, "*.jsonl"))):
+        if os.path.basename(path).startswith("vw-"):
+            continue
+        runs = jsonl(path)
+        ll = [r for r in runs if r["tool"] == "liblinear"]
+        if not ll:
+            continue
+        ll_acc = statistics.median(r["test_accuracy"] for r in ll)
+        ll_s = statistics.median(r["wall_s"] for r in ll)
+        name = f"{runs[0]['data']} ({runs[0]['train_rows']})"
+        rows.append(f"| {name} | liblinear -s 0 -c 1 | 1 | - | {statistics.median(r['objective'] for r in ll):.6f} | "
+                    f"{ll_acc:.3f} % | - | - | - | {ll_s:.2f} | 1.00x |")
+        for p in sorted({r["ranks"] for r in runs if r["tool"] == "sparq"}):
+            mine = [r for r in runs if r["tool"] == "sparq" and r["ranks"] == p]
+            acc = statistics.median(r["epochs"][-1]["test_accuracy"] for r in mine)
+            within = [first_within(r, ll_acc - 0.5) for r in mine]
+            reached = [t for t in within if t is not None]
+            t05 = statistics.median(reached) if len(reached) == len(within) else None
+            mono = all(all(b["objective"] <= a["objective"] for a, b in zip(r["epochs"], r["epochs"][1:])) for r in mine)
+            conv = all(r["converged"] for r in mine)
+            rows.append(f"| | sparq (defaults) | {p} | {statistics.median(len(r['epochs']) for r in mine):.0f} | "
+                        f"{statistics.median(r['epochs'][-1]['objective'] for r in mine):.6f} | {acc:.3f} % | "
+                        f"{acc - ll_acc:+.2f} | {'yes' if mono else 'NO'} | "
+                        f"{f'{t05:.2f}' if t05 is not None else 'not reached'} | "
+                        f"{statistics.median(r['wall_s'] for r in mine):.2f}{'' if conv else ' (not converged)'} | "
+                        f"{f'{ll_s / t05:.2f}x' if t05 else '-'} |")
+        cmds.append(f"`{[r for r in runs if r['tool'] == 'sparq'][-1]['command']}`")
+        cmds.append(f"`{ll[-1]['command']}`")
+    n = max(len(jsonl(p)) for p in glob.glob(os.path.join(d, "*.jsonl"))) // 5
+    return rows + ["", f"Medians of {n} runs a configuration, interleaved; seconds from the process's start (data "
+                       "loading included), each epoch's line stamped as printed (`scripts/linear-defaults.py`). "
+                       "Commands (--ranks P varies): " + "; ".join(cmds) + f". Raw: `{d}`."]
+
+
+def defaults_cluster_table(data):
+    path = os.path.join(data, "defaults-cluster", "man.jsonl")
+    if not os.path.exists(path):
+        return []
+    runs = jsonl(path)
+    ll = [r for r in runs if r["tool"] == "liblinear"]
+    target = statistics.median(r["test_accuracy"] for r in ll) - 0.5
+    rows = ["| run | seconds to within 0.5 points of liblinear | to converge | test accuracy | against one rank |",
+            "|---|---|---|---|---|"]
+    groups = [("liblinear -s 0 -c 1 (one process)", ll, None),
+              ("sparq, one rank", [r for r in runs if r["tool"] == "sparq" and r["launch"] == "in-process"], None),
+              ("sparq, 8 hosts at 1 Gbit/s", [r for r in runs if r["tool"] == "sparq" and r["launch"] != "in-process"],
+               None)]
+    one = None
+    for name, rs, _ in groups:
+        if not rs:
+            continue
+        if rs[0]["tool"] == "liblinear":
+            rows.append(f"| {name} | - | {statistics.median(r['wall_s'] for r in rs):.2f} | "
+                        f"{statistics.median(r['test_accuracy'] for r in rs):.3f} % | - |")
+            continue
+        t = statistics.median(first_within(r, target) for r in rs)
+        one = one or t
+        rows.append(f"| {name} | {t:.2f} | {statistics.median(r['wall_s'] for r in rs):.2f} | "
+                    f"{statistics.median(r['epochs'][-1]['test_accuracy'] for r in rs):.3f} % | {one / t:.2f}x |")
+    cmd = [r for r in runs if r["tool"] == "sparq"][-1]["command"]
+    return rows + ["", f"The manual pages, medians of {len(ll)} interleaved rounds (`{cmd}`; raw: "
+                       f"`{os.path.dirname(path)}`)."]
+
+
+def blocks_table(data):
+    d = os.path.join(data, "block-size")
+    if not os.path.isdir(d):
+        return []
+    rows = ["| data | features of a block a row holds | block | epochs to --tol 0.001 | objective | test accuracy |",
+            "|---|---|---|---|---|---|"]
+    with open(os.path.join(d, "runs.tsv")) as f:
+        runs = [l.rstrip("\n").split("\t") for l in f if l.strip()]
+    for name, c, cmd in runs:
+        ev = events(os.path.join(d, f"{name}-x{c}.jsonl"))
+        block = re.search(r"--coords (\d+)", cmd).group(1)
+        rows.append(f"| {name} | {c}{' (auto)' if c == '2' else ''} | {block} | {len(ev)} | "
+                    f"{ev[-1]['objective']:.6f} | {100 * ev[-1]['test_accuracy']:.3f} % |")
+    return rows + ["", f"One rank, `--algo scd --coords B` (`{runs[-1][2]}`; raw: `{d}`)."]
+
+
+def vw_table(data):
+    rows = ["| data | pair | sparq, s (median) | VW, s (median) | VW / sparq |", "|---|---|---|---|---|"]
+    cmds = []
+    for path in sorted(glob.glob(os.path.join(data, "defaults", "vw-*.jsonl"))):
+        runs = jsonl(path)
+        for pair in dict.fromkeys(r["pair"] for r in runs):
+            sp = statistics.median(r["wall_s"] for r in runs if r["pair"] == pair and r["tool"] == "sparq")
+            vw = statistics.median(r["wall_s"] for r in runs if r["pair"] == pair and r["tool"] == "vw")
+            rows.append(f"| {runs[0]['data']} | {pair} | {sp:.2f} | {vw:.2f} | {vw / sp:.2f}x |")
+            cmds += [f"`{r['command']}`" for r in runs if r["pair"] == pair][:2]
+    if len(rows) == 2:
+        return []
+    return rows + ["", "5 passes each, wall to wall (sparq: process start to model written; VW: workspace created to "
+                       "model written, its text read and cached in the first pass). Commands: " + "; ".join(cmds) + "."]
+
+
+def write_block(md, name, body):
+    text = open(md).read()
+    begin, end = text.find(f"<!-- {name}:begin -->"), text.find(f"<!-- {name}:end -->")
+    if begin < 0 or end < 0:
+        sys.exit(f"summarize-linear: no {name}:begin/end block in " + md)
+    text = text[:begin] + "\n".join(body) + text[end + len(f"<!-- {name}:end -->"):]
+    with open(md, "w") as f:
+        f.write(text)
+
+
+def defaults_block(data):
+    body = ["<!-- linear-defaults:begin -->",
+            "<!-- written by scripts/summarize-linear.py from docs/data/linear; re-run scripts/reproduce-linear to refresh -->",
+            ""]
+    body += defaults_tables(data) + [""]
+    body += ["#### 8 hosts at 1 Gbit/s against one rank", ""] + defaults_cluster_table(data) + [""]
+    body += ["#### Coordinate descent's block size", ""] + blocks_table(data) + [""]
+    body += ["#### Against Vowpal Wabbit, wall to wall", ""] + vw_table(data) + [""]
+    return body + ["<!-- linear-defaults:end -->"]
+
+
 def main():
     data, md = sys.argv[1], sys.argv[2]
+    write_block(md, "linear-defaults", defaults_block(data))
     body = ["<!-- linear:begin -->",
             "<!-- written by scripts/summarize-linear.py from docs/data/linear; re-run scripts/reproduce-linear to refresh -->",
             ""]
@@ -216,13 +353,7 @@ def main():
     body += ["#### The sparse exchange gives the dense exchange's model", ""] + exact_table(data) + [""]
     body += ["#### Against liblinear and Vowpal Wabbit", ""] + reference_tables(data) + [""] + memory_line(data)
     body += ["", "<!-- linear:end -->"]
-    text = open(md).read()
-    begin, end = text.find("<!-- linear:begin -->"), text.find("<!-- linear:end -->")
-    if begin < 0 or end < 0:
-        sys.exit("summarize-linear: no linear:begin/end block in " + md)
-    text = text[:begin] + "\n".join(body) + text[end + len("<!-- linear:end -->"):]
-    with open(md, "w") as f:
-        f.write(text)
+    write_block(md, "linear", body)
 
 
 if __name__ == "__main__":

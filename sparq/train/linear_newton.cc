@@ -10,7 +10,7 @@
 #include "sparq/coll/allreduce.h"
 #include "sparq/coll/sparse_allreduce.h"
 #include "sparq/core/error.h"
-#include "sparq/train/linear_line_search.h"
+#include "sparq/train/linear_second_order.h"
 
 namespace sparq {
 
@@ -130,31 +130,15 @@ class NewtonSteps final : public LinearSteps {
     const auto pairs = local_.start_pairs(dim_, acc_.capacity());
     local_.finish_pairs(acc_.drain(pairs.indices, pairs.values));
     const double t0 = clock_.now();
-    CollStats st;
-    dense_.assign(dim_, 0.0f);
-    if (o_.exchange.dense) {
-      local_.to_dense(dense_);
-      AllreduceOptions ao;
-      ao.algo = o_.exchange.dense_algo;
-      ao.timeout = o_.timeout;
-      st = allreduce(t_, std::span<float>(dense_), ao);
-      st.algo = "dense/" + st.algo;
-      tally.summed_nnz += dim_;
-    } else {
-      SparseAllreduceOptions so;
-      so.algo = o_.exchange.sparse;
-      so.timeout = o_.timeout;
-      so.auto_rule = o_.auto_rule;
-      so.history = &history_;
-      st = sparse_allreduce(t_, local_, sum_, so);
-      sum_.to_dense(dense_);
-      tally.summed_nnz += sum_.is_dense() ? dim_ : sum_.nnz();
-    }
+    dense_.resize(dim_);
+    std::size_t nnz = 0;
+    const CollStats st = sum_to_dense(t_, o_, local_, dense_, &history_, nnz);
     exchange_s_ += clock_.now() - t0;
     std::copy(dense_.begin(), dense_.end(), out.begin());
     tally.sent += st.wire.bytes_sent;
     const auto p = static_cast<std::uint64_t>(t_.size());
     tally.dense_sent += 2 * (p - 1) * dim_ * sizeof(float) / p;
+    tally.summed_nnz += nnz;
     tally.summed_dim += dim_;
     ++tally.algos[st.algo];
     ++tally.steps;
@@ -168,7 +152,7 @@ class NewtonSteps final : public LinearSteps {
   double n_ = 0;                   // rows over every rank
   double exchange_s_ = 0;          // this epoch's time in exchanges
   SparseGradient acc_;             // X^T u over my rows
-  SparseStream local_, sum_;
+  SparseStream local_;
   SparseAutoHistory history_;
   std::vector<float> dense_;
   std::vector<double> margins_, loss_, curv_, dz_;

@@ -1,6 +1,6 @@
 // Distributed block coordinate descent on the regularised logistic loss,
 // with a line search that makes every iteration decrease the objective
-// (linear_trainer.h has the algorithm; docs/linear.md why it is built so).
+// (linear_trainer.h has the algorithm; docs/model.md why it is built so).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,7 +11,7 @@
 #include "sparq/coll/sparse_allreduce.h"
 #include "sparq/core/error.h"
 #include "sparq/core/rng.h"
-#include "sparq/train/linear_line_search.h"
+#include "sparq/train/linear_second_order.h"
 
 namespace sparq {
 
@@ -171,31 +171,13 @@ class ScdSteps final : public LinearSteps {
 
   CollStats exchange() {
     const std::size_t nb = block_.size();
-    if (!o_.exchange.dense) {
-      std::vector<std::uint32_t> idx(idx_);
-      for (std::uint32_t k : idx_) idx.push_back(static_cast<std::uint32_t>(nb + k));
-      std::vector<float> val(g_);
-      val.insert(val.end(), h_.begin(), h_.end());
-      SparseAllreduceOptions so;
-      so.algo = o_.exchange.sparse;
-      so.timeout = o_.timeout;
-      so.auto_rule = o_.auto_rule;
-      SparseStream sum;
-      CollStats st = sparse_allreduce(t_, SparseStream::sparse(2 * nb, std::move(idx), std::move(val)), sum, so);
-      summed_.assign(2 * nb, 0.0f);
-      sum.to_dense(summed_);
-      summed_nnz_ = sum.is_dense() ? 2 * nb : sum.nnz();
-      return st;
-    }
-    summed_.assign(2 * nb, 0.0f);
-    for (std::size_t q = 0; q < idx_.size(); ++q) summed_[idx_[q]] = g_[q], summed_[nb + idx_[q]] = h_[q];
-    AllreduceOptions ao;
-    ao.algo = o_.exchange.dense_algo;
-    ao.timeout = o_.timeout;
-    CollStats st = allreduce(t_, std::span<float>(summed_), ao);
-    st.algo = "dense/" + st.algo;
-    summed_nnz_ = 2 * nb;
-    return st;
+    std::vector<std::uint32_t> idx(idx_);
+    for (std::uint32_t k : idx_) idx.push_back(static_cast<std::uint32_t>(nb + k));
+    std::vector<float> val(g_);
+    val.insert(val.end(), h_.begin(), h_.end());
+    summed_.resize(2 * nb);
+    return sum_to_dense(t_, o_, SparseStream::sparse(2 * nb, std::move(idx), std::move(val)), summed_, nullptr,
+                        summed_nnz_);
   }
 
   // Each block feature's Newton step on the whole objective, at most

@@ -16,7 +16,7 @@
 //    lr_t = lr / (1 + lr_decay e), e the epochs done (fractional).
 //  - scd: block coordinate descent on the logistic loss (Newton steps with a
 //    line search, after Tseng and Yun's block coordinate gradient descent;
-//    sparq's, not SparCML's, see docs/linear.md). Each iteration every rank
+//    sparq's, not SparCML's, see docs/model.md). Each iteration every rank
 //    takes the same block of `coords` features (the next of a permutation of
 //    the features some rank holds, drawn from the seed), sums the block's
 //    gradient and curvature over its rows, and a sparse allreduce adds them
@@ -27,6 +27,11 @@
 //    rank's loss change at four alphas summed by one 32-byte allreduce. So
 //    F decreases every iteration on any data, at any P, and the model does
 //    not depend on P (up to the order of float sums).
+//  - newton (the default for the logistic loss): truncated Newton. An epoch
+//    is one step: the gradient over every rank's rows (a sparse allreduce),
+//    conjugate gradients on the Hessian until the residual is 0.1 of the
+//    gradient (each product one pass over the rows and one sparse
+//    allreduce), then the same line search.
 //
 // Per epoch rank 0 prints a line: the objective F, the training loss and
 // accuracy of the epoch's final model, the test loss, accuracy and AUC over

@@ -143,9 +143,47 @@ double objective(const SparseRows& all, std::span<const double> w, double l2) {
   return f / static_cast<double>(all.rows()) + l2 / 2 * sq;
 }
 
+double row_dot(const SparseRows& all, std::size_t i, const std::vector<double>& v) {
+  double z = 0;
+  for (std::size_t k = 0; k < all.row_indices(i).size(); ++k) z += v[all.row_indices(i)[k]] * all.row_values(i)[k];
+  return z;
+}
+
+// Over every row at w, by feature: sum (p - y01) x and sum p (1 - p) x^2;
+// and each row's p (1 - p).
+struct Sums {
+  std::vector<double> g, h, curv;
+};
+Sums sums_at(const SparseRows& all, const std::vector<double>& w) {
+  Sums s{std::vector<double>(all.num_features), std::vector<double>(all.num_features), {}};
+  for (std::size_t i = 0; i < all.rows(); ++i) {
+    const double p = 1 / (1 + std::exp(-row_dot(all, i, w))), y01 = all.labels[i] > 0 ? 1 : 0;
+    s.curv.push_back(p * (1 - p));
+    for (std::size_t k = 0; k < all.row_indices(i).size(); ++k) {
+      const double x = all.row_values(i)[k];
+      s.g[all.row_indices(i)[k]] += (p - y01) * x;
+      s.h[all.row_indices(i)[k]] += p * (1 - p) * x * x;
+    }
+  }
+  return s;
+}
+
+// w + alpha d for the largest alpha of 1, 1/2, ... with
+// F(w + alpha d) - F(w) <= 0.01 alpha slope (w itself if none).
+std::vector<double> armijo(const SparseRows& all, const std::vector<double>& w, const std::vector<double>& d,
+                           double slope, double l2) {
+  const double f0 = objective(all, w, l2);
+  for (double alpha = 1; alpha > 1e-9; alpha /= 2) {
+    std::vector<double> next(w);
+    for (std::size_t j = 0; j < w.size(); ++j) next[j] += alpha * d[j];
+    if (objective(all, next, l2) - f0 <= 0.01 * alpha * slope) return next;
+  }
+  return w;
+}
+
 // The reference: one rank, every block's Newton steps from all the rows,
-// capped at 1, scaled by the largest of 1, 1/2, ... with F(w + a d) - F(w)
-// <= 0.01 a g.d; the blocks in the order of the trainer's seed.
+// capped at 1, then the line search; the blocks in the order of the
+// trainer's seed.
 std::vector<double> sequential_scd(const SparseRows& all, const LinearTrainOptions& o) {
   std::vector<std::size_t> held;
   for (std::size_t j = 0; j < all.num_features; ++j)
@@ -160,33 +198,16 @@ std::vector<double> sequential_scd(const SparseRows& all, const LinearTrainOptio
     std::vector<std::size_t> order = held;
     for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
     for (std::size_t a = 0; a < order.size(); a += o.coords) {
-      std::vector<double> g(all.num_features, 0.0), h(all.num_features, 0.0), d(all.num_features, 0.0);
-      for (std::size_t i = 0; i < all.rows(); ++i) {
-        double z = 0;
-        for (std::size_t k = 0; k < all.row_indices(i).size(); ++k) z += w[all.row_indices(i)[k]] * all.row_values(i)[k];
-        const double prob = 1 / (1 + std::exp(-z)), y01 = all.labels[i] > 0 ? 1 : 0;
-        for (std::size_t k = 0; k < all.row_indices(i).size(); ++k) {
-          const double x = all.row_values(i)[k];
-          g[all.row_indices(i)[k]] += (prob - y01) * x;
-          h[all.row_indices(i)[k]] += prob * (1 - prob) * x * x;
-        }
-      }
+      const Sums s = sums_at(all, w);
+      std::vector<double> d(all.num_features, 0.0);
       double slope = 0;
       for (std::size_t q = a; q < std::min(a + o.coords, order.size()); ++q) {
         const std::size_t j = order[q];
-        const double gj = g[j] / kRows + o.l2 * w[j];
-        d[j] = -std::clamp(gj / (h[j] / kRows + o.l2), -1.0, 1.0);
+        const double gj = s.g[j] / kRows + o.l2 * w[j];
+        d[j] = -std::clamp(gj / (s.h[j] / kRows + o.l2), -1.0, 1.0);
         slope += gj * d[j];
       }
-      const double f0 = objective(all, w, o.l2);
-      for (double alpha = 1; alpha > 1e-9; alpha /= 2) {
-        std::vector<double> next(w);
-        for (std::size_t j = 0; j < w.size(); ++j) next[j] += alpha * d[j];
-        if (objective(all, next, o.l2) - f0 <= 0.01 * alpha * slope) {
-          w = next;
-          break;
-        }
-      }
+      w = armijo(all, w, d, slope, o.l2);
     }
   }
   return w;
@@ -213,35 +234,23 @@ TEST(LinearScd, EqualsTheSequentialBlockCoordinateDescentAtEveryP) {
 // 1, 1/2, ... with F(w + alpha s) - F(w) <= 0.01 alpha g.s.
 std::vector<double> sequential_newton(const SparseRows& all, const LinearTrainOptions& o) {
   const std::size_t d = all.num_features;
-  std::vector<double> w(d, 0.0);
-  const auto row_dot = [&](std::size_t i, const std::vector<double>& v) {
-    double z = 0;
-    for (std::size_t k = 0; k < all.row_indices(i).size(); ++k) z += v[all.row_indices(i)[k]] * all.row_values(i)[k];
-    return z;
-  };
   const auto dot = [](const std::vector<double>& a, const std::vector<double>& b) {
     double x = 0;
     for (std::size_t j = 0; j < a.size(); ++j) x += a[j] * b[j];
     return x;
   };
+  std::vector<double> w(d, 0.0);
   for (std::size_t e = 0; e < o.epochs; ++e) {
-    std::vector<double> g(d, 0.0), curv(all.rows());
-    for (std::size_t i = 0; i < all.rows(); ++i) {
-      const double p = 1 / (1 + std::exp(-row_dot(i, w)));
-      curv[i] = p * (1 - p);
-      for (std::size_t k = 0; k < all.row_indices(i).size(); ++k)
-        g[all.row_indices(i)[k]] += (p - (all.labels[i] > 0 ? 1 : 0)) * all.row_values(i)[k];
-    }
-    for (std::size_t j = 0; j < d; ++j) g[j] = g[j] / kRows + o.l2 * w[j];
-    std::vector<double> s(d, 0.0), r(d), dir(d), hd(d);
-    for (std::size_t j = 0; j < d; ++j) r[j] = -g[j];
+    const Sums sums = sums_at(all, w);
+    std::vector<double> g(d), s(d, 0.0), r(d), dir(d), hd(d);
+    for (std::size_t j = 0; j < d; ++j) g[j] = sums.g[j] / kRows + o.l2 * w[j], r[j] = -g[j];
     dir = r;
     double rr = dot(r, r);
     const double stop = 0.01 * rr;
     for (int k = 0; k < 100 && rr > stop; ++k) {
       std::fill(hd.begin(), hd.end(), 0.0);
       for (std::size_t i = 0; i < all.rows(); ++i) {
-        const double u = curv[i] * row_dot(i, dir);
+        const double u = sums.curv[i] * row_dot(all, i, dir);
         for (std::size_t q = 0; q < all.row_indices(i).size(); ++q) hd[all.row_indices(i)[q]] += u * all.row_values(i)[q];
       }
       for (std::size_t j = 0; j < d; ++j) hd[j] = hd[j] / kRows + o.l2 * dir[j];
@@ -251,15 +260,7 @@ std::vector<double> sequential_newton(const SparseRows& all, const LinearTrainOp
       for (std::size_t j = 0; j < d; ++j) dir[j] = r[j] + next / rr * dir[j];
       rr = next;
     }
-    const double f0 = objective(all, w, o.l2), slope = dot(g, s);
-    for (double alpha = 1; alpha > 1e-9; alpha /= 2) {
-      std::vector<double> next(w);
-      for (std::size_t j = 0; j < d; ++j) next[j] += alpha * s[j];
-      if (objective(all, next, o.l2) - f0 <= 0.01 * alpha * slope) {
-        w = next;
-        break;
-      }
-    }
+    w = armijo(all, w, s, dot(g, s), o.l2);
   }
   return w;
 }

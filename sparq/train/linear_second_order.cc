@@ -1,4 +1,4 @@
-#include "sparq/train/linear_line_search.h"
+#include "sparq/train/linear_second_order.h"
 
 #include "sparq/coll/allreduce.h"
 
@@ -14,6 +14,30 @@ std::vector<double> margins_in_double(const LinearModel& m, const SparseRows& ro
     z[i] = s;
   }
   return z;
+}
+
+CollStats sum_to_dense(Transport& t, const LinearTrainOptions& o, const compress::SparseStream& mine,
+                       std::span<float> out, SparseAutoHistory* history, std::size_t& nnz) {
+  if (o.exchange.dense) {
+    mine.to_dense(out);
+    AllreduceOptions ao;
+    ao.algo = o.exchange.dense_algo;
+    ao.timeout = o.timeout;
+    CollStats st = allreduce(t, out, ao);
+    st.algo = "dense/" + st.algo;
+    nnz = out.size();
+    return st;
+  }
+  SparseAllreduceOptions so;
+  so.algo = o.exchange.sparse;
+  so.timeout = o.timeout;
+  so.auto_rule = o.auto_rule;
+  so.history = history;
+  compress::SparseStream sum;
+  const CollStats st = sparse_allreduce(t, mine, sum, so);
+  sum.to_dense(out);
+  nnz = sum.is_dense() ? out.size() : sum.nnz();
+  return st;
 }
 
 double armijo_step(Transport& t, const LineSearch& s, Millis timeout, const RunClock& clock, double& exchange_s,

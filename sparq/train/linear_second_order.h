@@ -1,13 +1,14 @@
 #pragma once
 // What the linear trainer's second-order algorithms share (linear_scd.cc,
-// linear_newton.cc): the logistic loss at a double margin, and Armijo's
-// backtracking line search on the objective along a direction, its loss
-// part summed over every rank's rows.
+// linear_newton.cc): the logistic loss at a double margin, sums over the
+// ranks by the chosen exchange, and Armijo's backtracking line search on the
+// objective along a direction, its loss part summed over every rank's rows.
 #include <cmath>
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "sparq/coll/sparse_allreduce.h"
 #include "sparq/data/sparse_rows.h"
 #include "sparq/train/linear_steps.h"
 
@@ -19,6 +20,12 @@ inline double label_sign(float y) { return y > 0 ? 1 : -1; }
 
 // Every row's margin, in double (a margin then takes many increments).
 std::vector<double> margins_in_double(const LinearModel& m, const SparseRows& rows);
+
+// Every rank's `mine` summed into `out` (mine's dimension) by o.exchange: a
+// sparse allreduce (history: auto's plan from the last sum, or null), or
+// densified and a dense allreduce. `nnz`: the sum's entries as exchanged.
+CollStats sum_to_dense(Transport& t, const LinearTrainOptions& o, const compress::SparseStream& mine,
+                       std::span<float> out, SparseAutoHistory* history, std::size_t& nnz);
 
 // Where the search stands: my rows' margins and their loss now, the rows a
 // direction d moves and by how much (dz_i = x_i . d), and what every rank
