@@ -220,7 +220,7 @@ def defaults_tables(data):
     rows = ["| data (train rows) | solver | ranks | epochs | objective | test accuracy | vs liblinear | "
             "objective never rose | seconds to within 0.5 points | to converge | liblinear's time / sparq's to "
             "within 0.5 |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    cmds = []
+    cmds, reps = [], {}
     for path in sorted(glob.glob(os.path.join(d, "*.jsonl"))):
         if os.path.basename(path).startswith("vw-"):
             continue
@@ -232,7 +232,8 @@ def defaults_tables(data):
         ll_s = statistics.median(r["wall_s"] for r in ll)
         name = f"{runs[0]['data']} ({runs[0]['train_rows']})"
         rows.append(f"| {name} | liblinear -s 0 -c 1 | 1 | - | {statistics.median(r['objective'] for r in ll):.6f} | "
-                    f"{ll_acc:.3f} % | - | - | - | {ll_s:.2f} | 1.00x |")
+                    f"{ll_acc:.3f} % | - | - | - | {ll_s:.2f} | - |")
+        reps[runs[0]["data"]] = max(r["rep"] for r in runs)
         for p in sorted({r["ranks"] for r in runs if r["tool"] == "sparq"}):
             mine = [r for r in runs if r["tool"] == "sparq" and r["ranks"] == p]
             acc = statistics.median(r["epochs"][-1]["test_accuracy"] for r in mine)
@@ -249,8 +250,8 @@ def defaults_tables(data):
                         f"{f'{ll_s / t05:.2f}x' if t05 else '-'} |")
         cmds.append(f"`{[r for r in runs if r['tool'] == 'sparq'][-1]['command']}`")
         cmds.append(f"`{ll[-1]['command']}`")
-    n = max(len(jsonl(p)) for p in glob.glob(os.path.join(d, "*.jsonl"))) // 5
-    return rows + ["", f"Medians of {n} runs a configuration, interleaved; seconds from the process's start (data "
+    n = ", ".join(f"{k} {v}" for k, v in reps.items())
+    return rows + ["", f"Medians of the runs of each configuration ({n}), interleaved; seconds from the process's start (data "
                        "loading included), each epoch's line stamped as printed (`scripts/linear-defaults.py`). "
                        "Commands (--ranks P varies): " + "; ".join(cmds) + f". Raw: `{d}`."]
 
@@ -283,6 +284,31 @@ def defaults_cluster_table(data):
     cmd = [r for r in runs if r["tool"] == "sparq"][-1]["command"]
     return rows + ["", f"The manual pages, medians of {len(ll)} interleaved rounds (`{cmd}`; raw: "
                        f"`{os.path.dirname(path)}`)."]
+
+
+def virtual_defaults_table(data):
+    d = os.path.join(data, "defaults-virtual")
+    if not os.path.isdir(d):
+        return []
+    rows = ["| data | ranks | clock | training seconds to within 0.5 points of liblinear | to converge | test accuracy "
+            "| against one rank |", "|---|---|---|---|---|---|---|"]
+    with open(os.path.join(d, "runs.tsv")) as f:
+        runs = [l.rstrip("\n").split("\t") for l in f if l.strip()]
+    one = {}
+    for name, p, cmd in runs:
+        ll = [r for r in jsonl(os.path.join(data, "defaults", f"{name}.jsonl")) if r["tool"] == "liblinear"]
+        target = statistics.median(r["test_accuracy"] for r in ll) - 0.5
+        ev = events(os.path.join(d, f"{name}-p{p}.jsonl"))
+        t, reached = 0.0, None
+        for e in ev:
+            t += e["ms"] / 1e3
+            if reached is None and 100 * e["test_accuracy"] >= target:
+                reached = t
+        one.setdefault(name, reached)
+        rows.append(f"| {name} | {p} | {'modelled, 1 Gbit/s, 50 us' if p != '1' else 'measured'} | "
+                    f"{reached:.2f} | {t:.2f} | {100 * ev[-1]['test_accuracy']:.3f} % | {one[name] / reached:.2f}x |")
+    return rows + ["", f"Epoch times summed (data loading not included; the virtual clock does not model it): "
+                       f"`{runs[-1][2]}` (raw: `{d}`)."]
 
 
 def blocks_table(data):
@@ -333,6 +359,7 @@ def defaults_block(data):
             ""]
     body += defaults_tables(data) + [""]
     body += ["#### 8 hosts at 1 Gbit/s against one rank", ""] + defaults_cluster_table(data) + [""]
+    body += ["#### 8 ranks on the virtual clock, a core each", ""] + virtual_defaults_table(data) + [""]
     body += ["#### Coordinate descent's block size", ""] + blocks_table(data) + [""]
     body += ["#### Against Vowpal Wabbit, wall to wall", ""] + vw_table(data) + [""]
     return body + ["<!-- linear-defaults:end -->"]
