@@ -9,7 +9,6 @@
 
 #include "sparq/coll/allreduce.h"
 #include "sparq/coll/sparse_allreduce.h"
-#include "sparq/core/error.h"
 #include "sparq/train/linear_second_order.h"
 
 namespace sparq {
@@ -163,8 +162,6 @@ class NewtonSteps final : public LinearSteps {
 
 std::unique_ptr<LinearSteps> make_newton_steps(Transport& t, const LinearModel& m, const SparseRows& rows,
                                                const LinearTrainOptions& o) {
-  SPARQ_CHECK_AS(InputError, o.loss == LinearLoss::Logistic,
-                 "--algo newton minimises the logistic loss; --loss hinge needs --algo sgd");
   return std::make_unique<NewtonSteps>(t, m, rows, o);
 }
 

@@ -264,8 +264,6 @@ class ScdSteps final : public LinearSteps {
 
 std::unique_ptr<LinearSteps> make_scd_steps(Transport& t, const LinearModel& m, const SparseRows& rows,
                                             const LinearTrainOptions& o) {
-  SPARQ_CHECK_AS(InputError, o.loss == LinearLoss::Logistic,
-                 "--algo scd minimises the logistic loss; --loss hinge needs --algo sgd");
   return std::make_unique<ScdSteps>(t, m, rows, o);
 }
 

@@ -158,6 +158,9 @@ LinearTrainResult train_linear(Transport& t, LinearModel& model, const SparseRow
                                const LinearTrainOptions& o, TrainerSink& sink) {
   SPARQ_CHECK_AS(InputError, model.dim() == train.num_features, "the model has {} weights, the data {} features",
                  model.dim(), train.num_features);
+  SPARQ_CHECK_AS(InputError, o.algo == LinearAlgo::Sgd || o.loss == LinearLoss::Logistic,
+                 "--algo {} minimises the logistic loss; --loss hinge needs --algo sgd",
+                 o.algo == LinearAlgo::Scd ? "scd" : "newton");
   std::unique_ptr<LinearSteps> steps = o.algo == LinearAlgo::Sgd   ? make_sgd_steps(t, train, o)
                                        : o.algo == LinearAlgo::Scd ? make_scd_steps(t, model, train, o)
                                                                    : make_newton_steps(t, model, train, o);
