@@ -233,7 +233,7 @@ def defaults_tables(data):
         name = f"{runs[0]['data']} ({runs[0]['train_rows']})"
         rows.append(f"| {name} | liblinear -s 0 -c 1 | 1 | - | {statistics.median(r['objective'] for r in ll):.6f} | "
                     f"{ll_acc:.3f} % | - | - | - | {ll_s:.2f} | - |")
-        reps[runs[0]["data"]] = max(r["rep"] for r in runs)
+        reps[runs[0]["data"]] = len(ll)
         for p in sorted({r["ranks"] for r in runs if r["tool"] == "sparq"}):
             mine = [r for r in runs if r["tool"] == "sparq" and r["ranks"] == p]
             acc = statistics.median(r["epochs"][-1]["test_accuracy"] for r in mine)
