@@ -42,7 +42,7 @@ PLAIN_SGD = ["--algo", "sgd", "--sgd-step", "plain", "--tol", "0"]  # the fixed-
 ACCURACY = {
     "url-0.1": [("logistic", 0, [*PLAIN_SGD, "--epochs", "10", "--mini-batch-size", "100", "--learning-rate", "1"]),
                 ("hinge", 3, [*PLAIN_SGD, "--epochs", "10", "--mini-batch-size", "100", "--learning-rate", "0.1"])],
-    "webspam": [("logistic", 0, ["--algo", "scd", "--tol", "0", "--epochs", "5", "--threads", "2"])],
+    "webspam": [("logistic", 0, ["--algo", "scd", "--tol", "0", "--epochs", "5"])],
 }
 
 

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <optional>
+#include <utility>
 
 #include "sparq/coll/allgather.h"
 #include "sparq/coll/allreduce.h"
@@ -49,27 +50,29 @@ struct LinearArgs {
 // The defaults: logistic regression by truncated Newton (as liblinear's
 // default solver; it needs no step size, and on URL-like rows, whose dense
 // real-valued features coordinate descent zig-zags on, it converged in 9
-// epochs where scd took 65), the hinge loss by AdaGrad SGD; liblinear's
+// epochs where scd took 50: docs/results.md), the hinge loss by AdaGrad SGD; liblinear's
 // regularisation (C = 1: l2 = 1/n, set once n is known) and a tolerance on
 // the objective.
 constexpr double kAdagradLr = 0.5, kPlainLr = 1.0;
 
-// The option of the other algorithm, if one was given.
+// An option of another algorithm than the one that runs: an error, not ignored.
 void refuse_other_algorithm(const LinearArgs& a, LinearAlgo algo) {
-  const auto given = [](const auto& opt, const char* name) {
-    return opt ? std::string(name) : std::string();
-  };
-  std::string wrong;
+  const std::string_view name = linear_algo_name(algo);
   SPARQ_CHECK_AS(InputError, !a.coords || algo == LinearAlgo::Scd, "--coords is scd's block size; --algo {} takes none",
-                 algo == LinearAlgo::Sgd ? "sgd" : "newton");
-  if (algo != LinearAlgo::Sgd) {
-    for (const std::string& n : {given(a.sgd_step, "--sgd-step"), given(a.batch, "--mini-batch-size"),
-                                 given(a.lr, "--learning-rate"), given(a.lr_decay, "--lr-decay")})
-      if (!n.empty()) wrong = n;
-    SPARQ_CHECK_AS(InputError, wrong.empty(),
-                   "{} is sgd's; --algo {} takes Newton steps with a line search (give --algo sgd to use it)", wrong,
-                   algo == LinearAlgo::Scd ? "scd" : "newton");
-  }
+                 name);
+  if (algo == LinearAlgo::Sgd) return;
+  const std::pair<bool, const char*> sgd_only[] = {{a.sgd_step.has_value(), "--sgd-step"},
+                                                   {a.batch.has_value(), "--mini-batch-size"},
+                                                   {a.lr.has_value(), "--learning-rate"},
+                                                   {a.lr_decay.has_value(), "--lr-decay"},
+                                                   {a.threads > 1, "--threads"}};
+  for (const auto& [given, flag] : sgd_only)
+    SPARQ_CHECK_AS(InputError, !given,
+                   "{} is sgd's; --algo {} takes Newton steps with a line search (give --algo sgd to use it)", flag,
+                   name);
+  SPARQ_CHECK_AS(InputError, algo == LinearAlgo::Scd || a.num_batches == 0,
+                 "--num-batches times part of a pass (sgd's steps, scd's blocks); --algo newton takes whole Newton "
+                 "steps");
 }
 
 LinearTrainOptions train_options(const LinearArgs& a) {
@@ -94,8 +97,7 @@ LinearTrainOptions train_options(const LinearArgs& a) {
   const std::string plan = !a.auto_net.empty() ? a.auto_net : a.net;
   if (!plan.empty()) o.auto_rule.net = parse_net_model(plan);
   o.save = a.save;
-  o.save_meta = {{"model", "linear"}, {"loss", a.loss}, {"algo", o.algo == LinearAlgo::Scd ? "scd" : o.algo == LinearAlgo::Newton ? "newton" : "sgd"},
-                 {"bias", a.bias}};
+  o.save_meta = {{"model", "linear"}, {"loss", a.loss}, {"algo", linear_algo_name(o.algo)}, {"bias", a.bias}};
   return o;
 }
 
@@ -312,7 +314,7 @@ void add_linear(CLI::App& app, Run& run) {
                 "ssar-recursive-double, ssar-split-allgather, dsar-split-allgather, dense[:ring|rabenseifner|"
                 "recursive-doubling|native]")
       ->capture_default_str();
-  c->add_option("--threads", a->threads, "Threads per rank (one rank: margins in parallel)")->capture_default_str();
+  c->add_option("--threads", a->threads, "sgd: threads per rank (one rank: margins in parallel)")->capture_default_str();
   c->add_option("--ranks", a->ranks, "In-process ranks (0: 1, or the mpiexec world)")->capture_default_str();
   c->add_option("--net", a->net, "Virtual clock for in-process ranks: a network such as 10gbit,20us");
   c->add_option("--auto-net", a->auto_net, "The network `auto` plans for (default: --net, else 10gbit,20us)");

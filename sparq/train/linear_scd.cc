@@ -19,7 +19,6 @@ namespace {
 
 using compress::SparseStream;
 
-
 // The rows' columns (compressed sparse columns): which rows hold feature j.
 // 32-bit offsets: a rank's shard must have fewer than 2^32 non-zeros.
 struct Columns {

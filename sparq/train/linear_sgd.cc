@@ -23,8 +23,8 @@ class SgdSteps final : public LinearSteps {
     auto n = static_cast<std::int64_t>(rows.rows());
     allreduce(t, std::span<std::int64_t>(&n, 1), AllreduceOptions{.op = ReduceOp::Max});
     // Auto: at least kAutoSteps steps an epoch, at most 1000 rows a rank
-    // (SparCML's batch): 1000 rows a step left a 4,800-row URL-like set 5
-    // steps an epoch, 12 points of test accuracy short after 30 epochs.
+    // (SparCML's batch): 1000 rows a step would leave a 4,800-row set 5
+    // steps an epoch.
     batch_ = o.batch ? o.batch : std::clamp<std::size_t>(static_cast<std::size_t>(n) / kAutoSteps, 1, 1000);
     steps_ = (static_cast<std::size_t>(n) + batch_ - 1) / batch_;  // every rank takes as many steps; a short shard's last batches are empty
   }

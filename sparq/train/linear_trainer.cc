@@ -23,6 +23,15 @@ LinearAlgo parse_linear_algo(std::string_view s) {
   SPARQ_THROW(InputError, "--algo must be auto, newton, scd or sgd, got '{}'", s);
 }
 
+std::string_view linear_algo_name(LinearAlgo a) {
+  switch (a) {
+    case LinearAlgo::Sgd: return "sgd";
+    case LinearAlgo::Scd: return "scd";
+    case LinearAlgo::Newton: return "newton";
+  }
+  return "?";
+}
+
 SgdStep parse_sgd_step(std::string_view s) {
   if (s == "adagrad") return SgdStep::Adagrad;
   if (s == "plain") return SgdStep::Plain;
@@ -159,8 +168,7 @@ LinearTrainResult train_linear(Transport& t, LinearModel& model, const SparseRow
   SPARQ_CHECK_AS(InputError, model.dim() == train.num_features, "the model has {} weights, the data {} features",
                  model.dim(), train.num_features);
   SPARQ_CHECK_AS(InputError, o.algo == LinearAlgo::Sgd || o.loss == LinearLoss::Logistic,
-                 "--algo {} minimises the logistic loss; --loss hinge needs --algo sgd",
-                 o.algo == LinearAlgo::Scd ? "scd" : "newton");
+                 "--algo {} minimises the logistic loss; --loss hinge needs --algo sgd", linear_algo_name(o.algo));
   std::unique_ptr<LinearSteps> steps = o.algo == LinearAlgo::Sgd   ? make_sgd_steps(t, train, o)
                                        : o.algo == LinearAlgo::Scd ? make_scd_steps(t, model, train, o)
                                                                    : make_newton_steps(t, model, train, o);

@@ -58,6 +58,7 @@ namespace sparq {
 
 enum class LinearAlgo { Sgd, Scd, Newton };
 LinearAlgo parse_linear_algo(std::string_view s);  // "sgd" | "scd" | "newton"
+std::string_view linear_algo_name(LinearAlgo a);
 enum class SgdStep { Adagrad, Plain };
 SgdStep parse_sgd_step(std::string_view s);  // "adagrad" | "plain"
 
