@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   sparq::cli::add_predict(app, run);
   sparq::cli::add_export(app, run);
   sparq::cli::add_linear(app, run);
+  sparq::cli::add_plan(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -26,6 +26,7 @@
 #include "sparq/train/trainer.h"
 #include "sparq/transport/launch.h"
 #include "tools/cli_sink.h"
+#include "tools/plan.h"
 #include "tools/train_data.h"
 #include "tools/train_options.h"
 
@@ -53,16 +54,26 @@ nlohmann::json config_event(const TrainArgs& a, int ranks, std::string_view tran
 
 }  // namespace
 
-void run_train(const TrainArgs& a) {
+void run_train(const TrainArgs& given) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines appear as they happen, also when piped
+  TrainArgs a = given;
   check_run_flags(a);
+  const int world = a.ranks > 0 ? a.ranks : mpiexec_world_size();
+  std::optional<plan::PlanFile> chosen;
+  if (!a.plan.empty()) {
+    chosen = a.plan == "auto" ? plan_for(a, world) : plan::read_plan_file(a.plan);
+    apply_plan(*chosen, a.plan, world, a.given, a);
+    std::printf("plan %s: %s (for %d ranks on %s: modelled %.2f ms/step, %.2fx the fastest fp32 plan)\n",
+                a.plan.c_str(), chosen->knobs.label().c_str(), chosen->ranks, chosen->net.c_str(),
+                chosen->modelled_ms, chosen->fp32_ms / chosen->modelled_ms);
+  }
   set_blas_threads(a.threads);
   set_compute_threads(a.threads);
-  const int world = a.ranks > 0 ? a.ranks : mpiexec_world_size();
   const PlanOptions plan = plan_options(a, world);
   const LaunchOptions lo = launch_options(a);
   check_train_memory(a, plan, world);
   TrainerOptions to = trainer_options(a, plan);
+  if (chosen) to.plan_ms = chosen->modelled_ms;
   // In-process ranks are threads of this process: one core each. With --net
   // a rank's computation is its one thread's CPU time.
   if (a.ranks > 1 || lo.net) {

@@ -87,6 +87,8 @@ struct TrainArgs {
   // Every flag by name with its value, as given or by default (the first
   // line of --metrics); filled from the parser, so no flag is left out.
   std::vector<std::pair<std::string, std::string>> flag_values;
+  std::vector<std::string> given;  // the flags set on the command line, by name
+  std::string plan;                // --plan: a plan file of sparq plan, or "auto"
 };
 
 }  // namespace sparq::cli

@@ -6,12 +6,11 @@
 
 #include "tools/commands.h"
 #include "tools/train.h"
+#include "tools/train_flags.h"
 
 namespace sparq::cli {
 
-namespace {
-
-// The model, the optimizers and the epochs.
+// The model, its batch and its optimizers.
 void add_model_flags(CLI::App* c, TrainArgs& a) {
   c->add_option("--arch-sparse-feature-size", a.emb_dim, "Embedding dimension")->capture_default_str();
   c->add_option("--arch-mlp-bot", a.mlp_bot, "Bottom MLP widths, input first")->capture_default_str();
@@ -34,6 +33,12 @@ void add_model_flags(CLI::App* c, TrainArgs& a) {
   c->add_option("--lr-num-decay-steps", a.lr_num_decay_steps,
                 "LR schedule: decay over this many steps to at least 1e-7, then hold (0: no decay)")
       ->capture_default_str();
+}
+
+namespace {
+
+// How long the loop runs, what it prints and how many threads a rank's step has.
+void add_loop_flags(CLI::App* c, TrainArgs& a) {
   c->add_option("--nepochs", a.nepochs, "Epochs")->capture_default_str();
   c->add_option("--num-batches", a.num_batches, "Batches per epoch (0 = the whole training set)")->capture_default_str();
   c->add_option("--print-freq", a.print_freq, "Print every N iterations")->capture_default_str()->check(kPositive);
@@ -41,7 +46,13 @@ void add_model_flags(CLI::App* c, TrainArgs& a) {
                 "Test every N iterations and at the end of each epoch (0: only at the end of each epoch; -1: never, as "
                 "the reference's default)")
       ->capture_default_str();
+  c->add_option("--threads", a.threads,
+                 "Threads of the step: each large GEMM is split over them, and the interaction, embedding and "
+                 "SGD loops")
+      ->capture_default_str();
 }
+
+}  // namespace
 
 // Where the samples come from, and how they are read.
 void add_data_flags(CLI::App* c, TrainArgs& a) {
@@ -69,10 +80,6 @@ void add_data_flags(CLI::App* c, TrainArgs& a) {
   c->add_option("--zipf", a.zipf, "Synthetic: Zipf exponent")->capture_default_str();
   c->add_option("--cardinalities", a.cardinalities, "Synthetic: distinct values per table");
   c->add_option("--seed", a.seed, "Seed of model init, data order and synthetic data")->capture_default_str();
-  c->add_option("--threads", a.threads,
-                 "Threads of the step: each large GEMM is split over them, and the interaction, embedding and "
-                 "SGD loops")
-      ->capture_default_str();
   c->add_option("--mlp-precision", a.mlp_precision,
                 "Operands of the MLPs' GEMMs: fp32, or bf16 (rounded to bfloat16, accumulated in fp32; weights, "
                 "gradients and optimizer stay fp32; needs a CPU with AVX512_BF16)")
@@ -84,6 +91,8 @@ void add_data_flags(CLI::App* c, TrainArgs& a) {
               "Stream a TSV training file each epoch (background parser + shuffle buffer) instead of loading it");
   c->add_option("--shuffle-buffer", a.shuffle_buffer, "--stream: shuffle buffer in records")->capture_default_str();
 }
+
+namespace {
 
 // What a run writes and reads: metrics and checkpoints.
 void add_output_flags(CLI::App* c, TrainArgs& a) {
@@ -102,6 +111,10 @@ void add_parallel_flags(CLI::App* c, TrainArgs& a) {
                 "Data parallel over N in-process ranks (threads); under mpiexec every process is a rank. "
                 "--mini-batch-size is the global batch")
       ->check(kPositive);
+  c->add_option("--plan", a.plan,
+                "Train with the plan sparq plan chose (a plan file), or auto: choose it now on the virtual clock for "
+                "--ranks on --net; sets --emb-placement, --dp-codec, --dp-allreduce, --emb-codec-fwd/bwd and "
+                "--fuse-bytes");
   c->add_option("--dp-codec", a.dp_codec,
                 "Dense gradient exchange: none, dct:ETA,L (DCT-DP), topk:K/B, q8|q4|q2[+ec|+ec-skip-first], qsgd:BITS "
                 "(+ec: error compensation on every hop; +ec-skip-first: not on a ring chunk's first hop, as in "
@@ -203,6 +216,19 @@ void add_run_flags(CLI::App* c, TrainArgs& a) {
 
 }  // namespace
 
+std::vector<std::pair<std::string, std::string>> flag_values(const CLI::App& c) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const CLI::Option* o : c.get_options()) {
+    if (o->get_lnames().empty() || o->get_lnames().front() == "help") continue;
+    std::string v;
+    if (o->get_type_size() == 0) v = o->count() > 0 ? "true" : "false";  // a flag
+    else if (o->count() > 0) v = o->results().back();
+    else v = o->get_default_str();
+    out.emplace_back(o->get_lnames().front(), v);
+  }
+  return out;
+}
+
 void add_train(CLI::App& app, Run& run) {
   auto a = std::make_shared<TrainArgs>();
   auto* c = app.add_subcommand("train", "Train DLRM with the reference's flags, on one rank or distributed");
@@ -225,19 +251,15 @@ synthetic|random. --stream reads TSV as it trains, each rank its own shard.
 Checkpoints (--save, --save-every, --load) hold the model, the optimizer and every rank's
 codec state: a resumed run continues bit for bit.)");
   add_model_flags(c, *a);
+  add_loop_flags(c, *a);
   add_data_flags(c, *a);
   add_output_flags(c, *a);
   add_parallel_flags(c, *a);
   add_run_flags(c, *a);
   c->callback([a, c, &run] {
-    for (const CLI::Option* o : c->get_options()) {
-      if (o->get_lnames().empty() || o->get_lnames().front() == "help") continue;
-      std::string v;
-      if (o->get_type_size() == 0) v = o->count() > 0 ? "true" : "false";  // a flag
-      else if (o->count() > 0) v = o->results().back();
-      else v = o->get_default_str();
-      a->flag_values.emplace_back(o->get_lnames().front(), v);
-    }
+    a->flag_values = flag_values(*c);
+    for (const CLI::Option* o : c->get_options())
+      if (o->count() > 0 && !o->get_lnames().empty()) a->given.push_back(o->get_lnames().front());
     run = [a] { run_train(*a); };
   });
 }

@@ -460,6 +460,12 @@ void Trainer::summarize() {
                          {"ms_per_it", 1e3 * w.iter / its}, {"load_s", data_.load_secs},
                          {"bad_lines", data_.bad_lines}, {"skipped_steps", skipped_}};
     if (modeled) ev["modeled_ms_per_it"] = 1e3 * w.v_iter / its;
+    if (o_.plan_ms > 0) {
+      const double ms = 1e3 * (modeled ? w.v_iter : w.iter) / its;
+      out_.line(fmt::format("plan: {} {:.2f} ms/it against the {:.2f} ms/it sparq plan modelled ({:.2f}x)\n",
+                            modeled ? "modelled" : "measured", ms, o_.plan_ms, ms / o_.plan_ms));
+      ev["plan_ms_per_it"] = o_.plan_ms;
+    }
     out_.event(ev);
   }
   if (data_.teacher && evaluated_)

@@ -46,6 +46,7 @@ struct TrainerOptions {
   std::string net;                      // the emulated network's text, for the modelled times' lines
   int ranks_here = 1;                   // ranks in this process (the memory line)
   nlohmann::json config;                // the first metrics event (none when null)
+  double plan_ms = 0;                   // the step sparq plan modelled for this run's plan (0: none)
 };
 
 // Trains `plan` on `data` as `o` says; every rank of the plan's transport

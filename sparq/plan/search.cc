@@ -1,0 +1,49 @@
+#include "sparq/plan/search.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace sparq::plan {
+
+std::vector<Candidate> search(std::vector<Candidate> all, const std::function<Measured(const PlanKnobs&)>& run,
+                              const SearchOptions& o) {
+  // The fp32 plans first (every speed-up is against the fastest of them),
+  // then by bound.
+  std::stable_sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
+    return a.knobs.fp32() != b.knobs.fp32() ? a.knobs.fp32() : a.bound_ms < b.bound_ms;
+  });
+  double best = std::numeric_limits<double>::infinity();
+  double least_compute = std::numeric_limits<double>::infinity();
+  for (Candidate& c : all) {
+    if (!c.verdict.admitted) {
+      c.skipped = "accuracy: " + c.verdict.why;
+      continue;
+    }
+    const double bound = std::max(c.bound_ms, std::isfinite(least_compute) ? o.compute_floor * least_compute : 0.0);
+    if (!o.exhaustive && !c.knobs.fp32() && bound >= best) {
+      c.skipped = fmt::format("cannot win: at least {:.2f} ms a step, the fastest run took {:.2f}", bound, best);
+      continue;
+    }
+    c.run = run(c.knobs);
+    if (o.judge_run) c.verdict = o.judge_run(c.knobs, *c.run);
+    if (c.verdict.admitted) best = std::min(best, c.run->ms_per_step);
+    if (c.run->compute_ms > 0) least_compute = std::min(least_compute, c.run->compute_ms);
+  }
+  std::stable_sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.run.has_value() != b.run.has_value()) return a.run.has_value();
+    return a.run && a.run->ms_per_step < b.run->ms_per_step;
+  });
+  return all;
+}
+
+const Candidate* fastest(const std::vector<Candidate>& c, bool fp32_only) {
+  const Candidate* best = nullptr;
+  for (const Candidate& x : c)
+    if (x.run && x.verdict.admitted && (!fp32_only || x.knobs.fp32()) && (!best || x.run->ms_per_step < best->run->ms_per_step)) best = &x;
+  return best;
+}
+
+}  // namespace sparq::plan

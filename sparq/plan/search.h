@@ -1,0 +1,52 @@
+#pragma once
+// The search of `sparq plan`: every plan of the space is judged for accuracy
+// (evidence.h), bounded (bounds.h), and the admitted ones are run on the
+// virtual clock in the order of their bounds; a plan whose bound is slower
+// than the fastest plan run so far is skipped (it cannot win), unless the
+// search is exhaustive. The caller supplies the run.
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sparq/plan/evidence.h"
+#include "sparq/plan/space.h"
+
+namespace sparq::plan {
+
+struct Measured {
+  double ms_per_step = 0;                      // modelled, the median of the timed steps
+  double compute_ms = 0;                       // of it, forward + backward + optimizer on rank 0's training thread
+  std::map<std::string, double> bytes_per_step;  // rank 0's, by entity (W_grad, emb_fwd, ...)
+  std::optional<double> test_loss;             // after the run (a pilot)
+};
+
+struct Candidate {
+  PlanKnobs knobs;
+  Verdict verdict;
+  double bound_ms = 0;          // bytes_bound x the network's time a byte, and the compute floor
+  std::optional<Measured> run;  // absent: not run (see skipped)
+  std::string skipped;          // why it was not run
+};
+
+struct SearchOptions {
+  bool exhaustive = false;  // run every admitted plan
+  // With pilots: a run plan's verdict from its run (the fp32 plans run
+  // first); a plan it leaves out does not count as the fastest.
+  std::function<Verdict(const PlanKnobs&, const Measured&)> judge_run;
+  // Any plan's computation is at least this fraction of the least any run
+  // plan's took (codecs add work; a plan never removes the MLPs').
+  double compute_floor = 0.9;
+};
+
+// `wire_ms(k)`: the plan's wire bound; `run(k)`: a run on the virtual clock.
+// Returns every candidate, the ones run first, fastest first.
+std::vector<Candidate> search(std::vector<Candidate> all, const std::function<Measured(const PlanKnobs&)>& run,
+                              const SearchOptions& o);
+
+// The fastest admitted candidate run (nullptr when none); `fp32_only`: of
+// the plans without a codec.
+const Candidate* fastest(const std::vector<Candidate>& c, bool fp32_only = false);
+
+}  // namespace sparq::plan

@@ -1,0 +1,68 @@
+#include "sparq/plan/space.h"
+
+#include <fmt/format.h>
+
+#include "sparq/core/error.h"
+
+namespace sparq::plan {
+
+namespace {
+
+struct DenseChoice {
+  const char* codec;
+  const char* allreduce;
+};
+
+// DCT-DP at the rates the project measured, its values in fp32 and in sparq's
+// low-precision streams; the quantized allreduces on the ring (with and
+// without error compensation) and recursive doubling.
+constexpr DenseChoice kDense[] = {
+    {"none", "auto"},          {"dct:0.95,1000", "auto"},      {"dct:0.98,1000", "auto"},
+    {"dct:0.98,1000+bf16", "auto"}, {"dct:0.98,1000+fp8", "auto"}, {"q4", "ring"},
+    {"q4+ec", "ring"},         {"q4", "recursive-doubling"},
+};
+constexpr const char* kEmb[][2] = {{"fp32", "fp32"}, {"q8", "q8"}, {"q8", "q4"}, {"q4", "q4"}, {"q4", "q2"}, {"q2", "q2"}};
+constexpr const char* kFuse[] = {"0", "1MiB", "4MiB"};
+
+}  // namespace
+
+Flags PlanKnobs::flags() const {
+  return {{"emb-placement", placement}, {"dp-codec", dp_codec},   {"dp-allreduce", dp_allreduce},
+          {"emb-codec-fwd", emb_fwd},   {"emb-codec-bwd", emb_bwd}, {"fuse-bytes", fuse}};
+}
+
+std::string PlanKnobs::label() const {
+  std::string s = placement;
+  if (placement == "table-wise") s += fmt::format(" {}/{}", emb_fwd, emb_bwd);
+  s += ", " + dp_codec;
+  if (dp_allreduce != "auto") s += "@" + dp_allreduce;
+  return s + ", fuse " + fuse;
+}
+
+std::vector<PlanKnobs> plan_space(int ranks) {
+  if (ranks <= 1) return {PlanKnobs{}};
+  std::vector<PlanKnobs> out;
+  for (const std::string placement : {"replicated", "table-wise"})
+    for (const DenseChoice& d : kDense)
+      for (const auto& [fwd, bwd] : kEmb) {
+        if (placement == "replicated" && fwd != std::string("fp32")) break;  // the alltoall codecs are table-wise's
+        for (const char* fuse : kFuse) out.push_back({placement, d.codec, d.allreduce, fwd, bwd, fuse});
+      }
+  return out;
+}
+
+PlanKnobs knobs_from_flags(const Flags& flags) {
+  PlanKnobs k;
+  for (const auto& [name, value] : flags) {
+    if (name == "emb-placement") k.placement = value;
+    else if (name == "dp-codec") k.dp_codec = value;
+    else if (name == "dp-allreduce") k.dp_allreduce = value;
+    else if (name == "emb-codec-fwd") k.emb_fwd = value;
+    else if (name == "emb-codec-bwd") k.emb_bwd = value;
+    else if (name == "fuse-bytes") k.fuse = value;
+    else SPARQ_THROW(InputError, "--{} is not a flag a plan sets", name);
+  }
+  return k;
+}
+
+}  // namespace sparq::plan

@@ -1,0 +1,69 @@
+#include "sparq/plan/evidence.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace sparq::plan {
+
+namespace {
+
+PlanKnobs knobs(std::string placement, std::string dp, std::string allreduce, std::string fwd, std::string bwd) {
+  return {placement, dp, allreduce, fwd, bwd, "0"};
+}
+
+const EvidenceRow& row(const std::string& codec, int ranks) {
+  for (const EvidenceRow& r : evidence_rows())
+    if (codec == r.codec && r.ranks == ranks) return r;
+  throw std::runtime_error("no row " + codec);
+}
+
+}  // namespace
+
+TEST(Evidence, Fp32NeedsNone) {
+  const Verdict v = judge(PlanKnobs{}, 128, 0);
+  EXPECT_TRUE(v.admitted);
+  EXPECT_EQ(v.expected_change, 0);
+}
+
+TEST(Evidence, ACodecIsBackedByItsStoredRunsWithinTwiceTheRanks) {
+  const PlanKnobs dct = knobs("replicated", "dct:0.98,1000", "auto", "fp32", "fp32");
+  for (int p : {2, 4, 8}) {
+    const Verdict v = judge(dct, p, 0.1);
+    EXPECT_TRUE(v.admitted) << p << ": " << v.why;
+    EXPECT_NE(v.why.find("docs/data/dp/t2_dct0.98_s*.jsonl"), std::string::npos) << v.why;
+  }
+  const Verdict far = judge(dct, 16, 0.1);  // measured at 4 ranks only
+  EXPECT_FALSE(far.admitted);
+  EXPECT_NE(far.why.find("no stored run within 2x of 16 ranks"), std::string::npos) << far.why;
+}
+
+TEST(Evidence, OneSeedIsNotEnough) {
+  ASSERT_EQ(row("q8/q8", 4).seeds, 1);
+  const Verdict v = judge(knobs("table-wise", "none", "auto", "q8", "q8"), 4, 1.0);
+  EXPECT_FALSE(v.admitted);
+  EXPECT_NE(v.why.find("1 seed"), std::string::npos) << v.why;
+}
+
+TEST(Evidence, TheCodecsChangesAddUpAgainstTheBudget) {
+  // q4+ec on the ring at 8 ranks and q4/q2 alltoalls: both above zero.
+  const double ring = row("q4+ec@ring", 8).mean_change, emb = row("q4/q2", 4).mean_change;
+  ASSERT_GT(ring, 0);
+  ASSERT_GT(emb, 0);
+  const PlanKnobs k = knobs("table-wise", "q4+ec", "ring", "q4", "q2");
+  const Verdict in = judge(k, 8, ring + emb + 1e-6);
+  EXPECT_TRUE(in.admitted) << in.why;
+  EXPECT_NEAR(in.expected_change, ring + emb, 1e-12);
+  const Verdict out = judge(k, 8, ring + emb - 1e-6);
+  EXPECT_FALSE(out.admitted);
+  EXPECT_NE(out.why.find("over the budget"), std::string::npos) << out.why;
+}
+
+TEST(Evidence, ANegativeChangeEarnsNoCredit) {
+  ASSERT_LT(row("q4@ring", 8).mean_change, 0);
+  const Verdict v = judge(knobs("table-wise", "q4", "ring", "q4", "q2"), 8, 1.0);
+  EXPECT_TRUE(v.admitted);
+  EXPECT_NEAR(v.expected_change, row("q4/q2", 4).mean_change, 1e-12);
+}
+
+}  // namespace sparq::plan

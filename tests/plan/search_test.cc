@@ -1,0 +1,101 @@
+#include "sparq/plan/search.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+namespace sparq::plan {
+
+namespace {
+
+// The space of 8 ranks with a random step for each plan and a random lower
+// bound below it; every tenth plan left out for accuracy.
+struct World {
+  std::vector<Candidate> all;
+  std::map<std::string, double> step;
+  int runs = 0;
+
+  explicit World(unsigned seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> u(0, 1);
+    int i = 0;
+    for (const PlanKnobs& k : plan_space(8)) {
+      const double ms = 5 + 50 * u(rng);
+      step[k.label()] = ms;
+      const bool admitted = k.fp32() || ++i % 10 != 0;
+      all.push_back({k, {admitted, 0, admitted ? "" : "left out"}, ms * u(rng), {}, ""});
+    }
+  }
+  Measured run(const PlanKnobs& k) {
+    ++runs;
+    return {step.at(k.label()), 0, {}, {}};
+  }
+  // The reference: the fastest admitted plan of them all, by brute force.
+  std::string fastest_admitted() const {
+    std::string best;
+    for (const Candidate& c : all)
+      if (c.verdict.admitted && (best.empty() || step.at(c.knobs.label()) < step.at(best))) best = c.knobs.label();
+    return best;
+  }
+};
+
+}  // namespace
+
+TEST(PlanSearch, PruningByLowerBoundsFindsTheExhaustiveWinner) {
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    World w(seed);
+    const std::string expect = w.fastest_admitted();
+    const auto got = search(w.all, [&](const PlanKnobs& k) { return w.run(k); }, {});
+    ASSERT_NE(fastest(got), nullptr);
+    EXPECT_EQ(fastest(got)->knobs.label(), expect) << "seed " << seed;
+    EXPECT_LT(w.runs, static_cast<int>(w.all.size()));  // the bounds pruned some
+    for (const Candidate& c : got)
+      if (!c.run) {
+        EXPECT_FALSE(c.skipped.empty()) << c.knobs.label();
+      }
+  }
+}
+
+TEST(PlanSearch, ExhaustiveRunsEveryAdmittedPlanAndSortsThemFastestFirst) {
+  World w(7);
+  const auto got = search(w.all, [&](const PlanKnobs& k) { return w.run(k); }, {true, {}});
+  int admitted = 0;
+  for (const Candidate& c : w.all) admitted += c.verdict.admitted;
+  EXPECT_EQ(w.runs, admitted);
+  for (std::size_t i = 1; i < got.size() && got[i].run; ++i)
+    EXPECT_LE(got[i - 1].run->ms_per_step, got[i].run->ms_per_step);
+  for (const Candidate& c : got)
+    if (!c.verdict.admitted) {
+      EXPECT_EQ(c.skipped, "accuracy: left out");
+    }
+}
+
+TEST(PlanSearch, APlanItsPilotLeavesOutIsNeitherChosenNorABarToOthers) {
+  World w(3);
+  for (Candidate& c : w.all) c.verdict = {true, 0, ""};
+  // The fastest plan of all fails its pilot.
+  std::string fastest_label;
+  for (const auto& [label, ms] : w.step)
+    if (fastest_label.empty() || ms < w.step[fastest_label]) fastest_label = label;
+  const std::string fp32_best = [&] {
+    std::string b;
+    for (const Candidate& c : w.all)
+      if (c.knobs.fp32() && (b.empty() || w.step[c.knobs.label()] < w.step[b])) b = c.knobs.label();
+    return b;
+  }();
+  SearchOptions o;
+  o.judge_run = [&](const PlanKnobs& k, const Measured&) {
+    return Verdict{k.label() != fastest_label, 0, k.label() != fastest_label ? "pilot ok" : "pilot failed"};
+  };
+  const auto got = search(w.all, [&](const PlanKnobs& k) { return w.run(k); }, o);
+  w.all = got;
+  for (Candidate& c : w.all)
+    if (c.knobs.label() == fastest_label) c.verdict.admitted = false;
+  ASSERT_NE(fastest(got), nullptr);
+  EXPECT_NE(fastest(got)->knobs.label(), fastest_label);
+  EXPECT_EQ(fastest(got)->knobs.label(), w.fastest_admitted());
+  EXPECT_EQ(fastest(got, true)->knobs.label(), fp32_best);
+}
+
+}  // namespace sparq::plan

@@ -1,0 +1,41 @@
+#include "sparq/plan/space.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "sparq/core/error.h"
+
+namespace sparq::plan {
+
+TEST(PlanSpace, OneRankHasOnePlanAndNoCodec) {
+  const auto s = plan_space(1);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_TRUE(s[0].fp32());
+}
+
+TEST(PlanSpace, EveryPlanIsDistinctAndTheAlltoallCodecsAreTableWise) {
+  const auto s = plan_space(8);
+  std::set<std::string> labels;
+  int fp32 = 0;
+  for (const PlanKnobs& k : s) {
+    EXPECT_TRUE(labels.insert(k.label()).second) << k.label();
+    if (k.placement == "replicated") {
+      EXPECT_TRUE(k.emb_fwd == "fp32" && k.emb_bwd == "fp32") << k.label();
+    }
+    fp32 += k.fp32();
+  }
+  // 8 dense choices x 3 fusions replicated, x 6 alltoall pairs table-wise.
+  EXPECT_EQ(s.size(), 8u * 3 + 8u * 6 * 3);
+  EXPECT_EQ(fp32, 6);  // none x {replicated, table-wise fp32/fp32} x 3 fusions
+}
+
+TEST(PlanSpace, FlagsGiveTheKnobsBack) {
+  for (const PlanKnobs& k : plan_space(4)) EXPECT_EQ(knobs_from_flags(k.flags()), k) << k.label();
+}
+
+TEST(PlanSpace, AFlagThatIsNotAKnobIsRefused) {
+  EXPECT_THROW(knobs_from_flags({{"learning-rate", "0.1"}}), InputError);
+}
+
+}  // namespace sparq::plan

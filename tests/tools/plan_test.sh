@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# `sparq plan` end to end on a small model: it runs the plans on the virtual
+# clock, prints them fastest first with their evidence, writes the fastest
+# admitted one, and `sparq train --plan` trains with it and compares its
+# step with the modelled one; every plan it printed as run was run (its
+# --metrics lines hold a modelled step); bad input gets one-line errors.
+#   tests/tools/plan_test.sh path/to/sparq
+set -uo pipefail
+SPARQ=$1
+D=$(mktemp -d)
+trap 'rm -rf "$D"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+MODEL=(--arch-embedding-size 2000 --arch-mlp-bot 13-64-16 --arch-mlp-top 64-1 --mini-batch-size 256)
+
+"$SPARQ" gen-data --out "$D/data" --num-samples 20000 --num-test 2000 --cardinalities 2000 > /dev/null 2> "$D/err" ||
+  fail "gen-data: $(cat "$D/err")"
+"$SPARQ" plan --data-path "$D/data" "${MODEL[@]}" --hosts 4 --net 1gbit,50us --steps 5 --out "$D/plan.json" \
+  --metrics "$D/plans.jsonl" > "$D/out" 2> "$D/err" || fail "plan: $(cat "$D/err")"
+grep -q "^chosen: .*x the fastest fp32 plan" "$D/out" || fail "no choice: $(cat "$D/out")"
+grep -q '"format": "sparq-plan"' "$D/plan.json" || fail "plan file: $(cat "$D/plan.json")"
+python3 - "$D/plans.jsonl" "$D/plan.json" <<'PY' || fail "plans: $(cat "$D/out")"
+import json, sys
+plans = [json.loads(l) for l in open(sys.argv[1])]
+chosen = json.load(open(sys.argv[2]))
+run = [p for p in plans if "modelled_ms_per_step" in p]
+assert run and all(p["skipped"] == "" for p in run), "a plan run and skipped"
+assert all(p["skipped"] for p in plans if "modelled_ms_per_step" not in p), "a plan neither run nor skipped"
+best = min((p for p in run if p["admitted"]), key=lambda p: p["modelled_ms_per_step"])
+assert best["flags"] == chosen["flags"], (best["flags"], chosen["flags"])
+assert chosen["modelled_ms_per_step"] == best["modelled_ms_per_step"]
+fp32 = min(p["modelled_ms_per_step"] for p in run if p["flags"]["dp-codec"] == "none"
+           and p["flags"]["emb-codec-fwd"] == "fp32" and p["flags"]["emb-codec-bwd"] == "fp32")
+assert chosen["fp32_ms_per_step"] == fp32
+assert all(p["accuracy"] for p in plans), "a plan without its evidence"
+print(f"ok: {len(run)} of {len(plans)} plans run, chosen {chosen['flags']}")
+PY
+
+# Training with the plan: the plan's flags, and its modelled step against the run's.
+"$SPARQ" train --data-path "$D/data" "${MODEL[@]}" --ranks 4 --net 1gbit,50us --num-batches 8 --print-freq 4 \
+  --plan "$D/plan.json" --metrics "$D/train.jsonl" > "$D/out" 2> "$D/err" || fail "train --plan: $(cat "$D/err")"
+grep -q "^plan $D/plan.json: " "$D/out" || fail "no plan line: $(head -3 "$D/out")"
+grep -q "^plan: modelled .* ms/it against the .* ms/it sparq plan modelled" "$D/out" || fail "no comparison: $(cat "$D/out")"
+python3 - "$D/train.jsonl" "$D/plan.json" <<'PY' || fail "train ran another plan"
+import json, sys
+config = json.loads(open(sys.argv[1]).readline())["flags"]
+for name, value in json.load(open(sys.argv[2]))["flags"].items():
+    assert str(config[name]) == value, (name, config[name], value)
+PY
+echo "ok: train --plan"
+
+one_line() {  # WHAT ARGS...: must fail with one line matching WHAT
+  local what=$1
+  shift
+  timeout 120 "$SPARQ" "$@" > /dev/null 2> "$D/err" && fail "$*: must fail"
+  [ "$(wc -l < "$D/err")" -eq 1 ] && grep -q -- "$what" "$D/err" || fail "$*: $(cat "$D/err")"
+  echo "ok: $(cat "$D/err")"
+}
+TRAIN=(train --data-path "$D/data" --ranks 4 --num-batches 2)
+one_line "a plan for another model" "${TRAIN[@]}" --arch-mlp-bot 13-64-16 --arch-mlp-top 64-1 --mini-batch-size 256 \
+  --plan "$D/plan.json"
+one_line "a plan for 4 ranks, this run has 2" train --data-path "$D/data" "${MODEL[@]}" --ranks 2 --plan "$D/plan.json"
+one_line "a plan for a global batch of 256, this run has 512" train --data-path "$D/data" \
+  --arch-embedding-size 2000 --arch-mlp-bot 13-64-16 --arch-mlp-top 64-1 --mini-batch-size 512 --ranks 4 --plan "$D/plan.json"
+one_line "\-\-dp-codec is set by the plan" "${TRAIN[@]}" "${MODEL[@]}" --dp-codec q8 --plan "$D/plan.json"
+echo '{"format": "sparq-plan", "format_version": 1}' > "$D/bad.json"
+one_line "bad.json: not a plan of sparq plan: no" "${TRAIN[@]}" "${MODEL[@]}" --plan "$D/bad.json"
+one_line "plan auto plans for --ranks P in-process ranks on the --net network" "${TRAIN[@]}" "${MODEL[@]}" --plan auto
+one_line "max-loss-change must be >= 0" plan --data-path "$D/data" "${MODEL[@]}" --hosts 4 --net 1gbit,50us \
+  --max-loss-change -1
+one_line "no plan fits: memory" plan --data-path "$D/data" "${MODEL[@]}" --hosts 4 --net 1gbit,50us --host-memory 1KiB

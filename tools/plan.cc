@@ -1,0 +1,285 @@
+// `sparq plan`: runs the plans of sparq/plan/'s space on the virtual clock
+// for the user's model, data, rank count and network, prints them fastest
+// first, and writes the fastest that the accuracy budget admits as a plan
+// file for `sparq train --plan`.
+#include "tools/plan.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <memory>
+
+#include "sparq/core/error.h"
+#include "sparq/core/memory.h"
+#include "sparq/core/units.h"
+#include "sparq/plan/bounds.h"
+#include "sparq/plan/search.h"
+#include "sparq/train/trainer.h"
+#include "sparq/transport/launch.h"
+#include "tools/commands.h"
+#include "tools/train_data.h"
+#include "tools/train_flags.h"
+#include "tools/train_options.h"
+
+namespace sparq::cli {
+
+namespace {
+
+struct PlanArgs {
+  TrainArgs t;
+  int hosts = 0;
+  std::size_t steps = 12, pilot = 0;
+  double budget = 0.1;  // %
+  bool exhaustive = false;
+  std::string host_memory = "0", out = "plan.json", metrics;
+};
+
+constexpr std::size_t kWarmupSteps = 2;  // not timed: first touches of the tables and buffers
+
+TrainArgs with_knobs(TrainArgs t, const plan::PlanKnobs& k) {
+  t.emb_placement = k.placement, t.dp_codec = k.dp_codec, t.dp_allreduce = k.dp_allreduce;
+  t.emb_codec_fwd = k.emb_fwd, t.emb_codec_bwd = k.emb_bwd, t.fuse_bytes = k.fuse;
+  return t;
+}
+
+// Collects what rank 0 reports of a run: each step's modelled time, the
+// bytes by entity, the final test loss.
+class RunSink final : public TrainerSink {
+ public:
+  void line(const std::string&) override {}
+  void event(const nlohmann::json& e) override {
+    if (e["event"] == "test") loss = e["loss"].get<double>();
+    if (e["event"] != "train" || e["step"].get<std::size_t>() <= kWarmupSteps) return;
+    steps.push_back(e.value("modeled_ms_per_it", 0.0));
+    if (e.contains("modeled_phase_ms")) {
+      const auto& p = e["modeled_phase_ms"];
+      compute.push_back(p["forward"].get<double>() + p["backward"].get<double>() + p["optimizer"].get<double>());
+    }
+    for (const auto& [name, x] : e["traffic"].items()) bytes[name] += x["bytes_per_step"].get<double>();
+  }
+  std::vector<double> steps, compute;
+  std::map<std::string, double> bytes;
+  std::optional<double> loss;
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+plan::Measured run_on_clock(const PlanArgs& a, const TrainData& data, const plan::PlanKnobs& k) {
+  TrainArgs t = with_knobs(a.t, k);
+  t.ranks = a.hosts, t.nepochs = 1, t.print_freq = 1;
+  t.num_batches = a.pilot ? a.pilot : a.steps;
+  t.test_freq = a.pilot ? 0 : -1;  // a pilot ends with a test
+  const PlanOptions po = plan_options(t, a.hosts);
+  check_train_memory(t, po, a.hosts);
+  const TrainerOptions to = trainer_options(t, po);
+  RunSink sink;
+  launch(launch_options(t), [&](Transport& tr) {
+    const std::unique_ptr<Plan> p = make_plan(tr, po);
+    train(*p, data, to, sink);
+  });
+  plan::Measured m{median(sink.steps), median(sink.compute), {}, sink.loss};
+  for (auto& [name, b] : sink.bytes) m.bytes_per_step[name] = b / static_cast<double>(sink.steps.size());
+  return m;
+}
+
+std::size_t dense_params(const DlrmConfig& cfg) {
+  std::size_t n = 0;
+  auto mlp = [&n](std::size_t in, const std::vector<std::size_t>& widths) {
+    for (std::size_t w : widths) n += in * w + w, in = w;
+  };
+  mlp(cfg.bot_mlp.front(), {cfg.bot_mlp.begin() + 1, cfg.bot_mlp.end()});
+  mlp(cfg.interaction_width(), cfg.top_mlp);
+  return n;
+}
+
+// The tables' bytes on the rank that holds the most of them (at least).
+double table_bytes_per_rank(const plan::PlanKnobs& k, const DlrmConfig& cfg, int ranks) {
+  std::vector<double> bytes;
+  for (std::size_t r : cfg.table_rows) bytes.push_back(static_cast<double>(r * cfg.emb_dim) * 4);
+  std::sort(bytes.rbegin(), bytes.rend());
+  const std::size_t held = k.placement == "replicated" ? bytes.size() : (bytes.size() + ranks - 1) / ranks;
+  double sum = 0;
+  for (std::size_t i = 0; i < held; ++i) sum += bytes[i];
+  return sum;
+}
+
+std::string format_bytes(double b) {
+  return b >= 1 << 30 ? fmt::format("{:.1f} GiB", b / (1 << 30))
+         : b >= 1 << 20 ? fmt::format("{:.2f} MiB", b / (1 << 20))
+                        : fmt::format("{:.1f} KiB", b / 1024);
+}
+
+std::string bytes_text(const std::map<std::string, double>& b) {
+  std::string s;
+  for (const auto& [name, x] : b) s += fmt::format("{}{} {}", s.empty() ? "" : ", ", name, format_bytes(x));
+  return s;
+}
+
+void print_table(const std::vector<plan::Candidate>& all, double fp32_ms) {
+  fmt::print("{:>4}  {:<52} {:>9} {:>8}  {}\n", "rank", "plan", "ms/step", "vs fp32", "bytes/step (rank 0)");
+  int rank = 0;
+  for (const plan::Candidate& c : all) {
+    if (!c.run) continue;
+    fmt::print("{:>4}  {:<52} {:>9.2f} {:>7.2f}x  {}\n", ++rank, c.knobs.label(), c.run->ms_per_step,
+               fp32_ms / c.run->ms_per_step, bytes_text(c.run->bytes_per_step));
+    fmt::print("      accuracy: {}{}\n", c.verdict.admitted ? "" : "LEFT OUT: ", c.verdict.why);
+  }
+  std::map<std::string, int> reasons;
+  for (const plan::Candidate& c : all)
+    if (!c.run) ++reasons[c.skipped.substr(0, c.skipped.find(':'))];
+  for (const auto& [why, n] : reasons) fmt::print("not run: {} plan{} ({})\n", n, n > 1 ? "s" : "", why);
+}
+
+void write_metrics(const std::string& path, const std::vector<plan::Candidate>& all) {
+  if (path.empty()) return;
+  std::ofstream f(path);
+  SPARQ_CHECK_AS(InputError, f.good(), "cannot create '{}'", path);
+  for (const plan::Candidate& c : all) {
+    nlohmann::json j = {{"event", "plan"}, {"label", c.knobs.label()}, {"admitted", c.verdict.admitted},
+                        {"expected_change", c.verdict.expected_change}, {"accuracy", c.verdict.why},
+                        {"bound_ms", c.bound_ms}, {"skipped", c.skipped}};
+    for (const auto& [name, value] : c.knobs.flags()) j["flags"][name] = value;
+    if (c.run) {
+      j["modelled_ms_per_step"] = c.run->ms_per_step, j["compute_ms"] = c.run->compute_ms;
+      j["bytes_per_step"] = c.run->bytes_per_step;
+      if (c.run->test_loss) j["test_loss"] = *c.run->test_loss;
+    }
+    f << j.dump() << '\n';
+  }
+}
+
+plan::PlanFile choose_plan(const PlanArgs& a) {
+  const auto start = std::chrono::steady_clock::now();
+  SPARQ_CHECK_AS(InputError, a.budget >= 0, "--max-loss-change must be >= 0 (a change of the test loss, %), got {}",
+                 a.budget);
+  SPARQ_CHECK_AS(InputError, a.steps > kWarmupSteps + 1, "--steps must be > {}", kWarmupSteps + 1);
+  SPARQ_CHECK_AS(InputError, a.pilot == 0 || a.pilot > kWarmupSteps + 1, "--pilot must be 0 or > {}",
+                 kWarmupSteps + 1);
+  const NetModel net = parse_net_model(a.t.net);
+  const PlanOptions base = plan_options(a.t, a.hosts);
+  const double memory = a.host_memory == "0" ? static_cast<double>(available_memory())
+                                             : static_cast<double>(parse_bytes(a.host_memory));
+  const plan::PlanShape shape{dense_params(base.cfg), base.cfg.num_tables(), base.cfg.emb_dim, a.t.batch, a.hosts};
+  fmt::print("sparq plan: {} ranks on {}, global batch {}, {}; budget {:+.3f} % test loss; {}\n", a.hosts,
+             net.describe(), a.t.batch, base.cfg.describe(), a.budget,
+             a.pilot ? fmt::format("pilots of {} steps", a.pilot) : "accuracy from the stored runs");
+  fmt::print("space: data parallel (replicated or table-wise tables), dense codecs, alltoall codecs, fusion; not yet "
+             "searched: model parallelism, the parameter server, bf16 MLPs, threads a rank\n");
+  const TrainData data = load_data(a.t);
+  SPARQ_CHECK_AS(InputError, !a.pilot || data.test.size() > 0, "--pilot needs test data (a test set to compare losses)");
+  std::vector<plan::Candidate> all;
+  for (const plan::PlanKnobs& k : plan::plan_space(a.hosts)) {
+    plan::Candidate c{k, plan::judge(k, a.hosts, a.budget), 0, {}, ""};
+    if (a.pilot) c.verdict = {true, 0, "pilot"};
+    c.bound_ms = 1e3 * plan::min_bytes_sent(k, shape) * net.beta_s_per_b;
+    const double tables = table_bytes_per_rank(k, base.cfg, a.hosts);
+    if (tables > memory) c.verdict = {false, 0, fmt::format("memory: {} of tables a rank, {} a host",
+                                                            format_bytes(tables), format_bytes(memory))};
+    all.push_back(std::move(c));
+  }
+  SPARQ_CHECK_AS(InputError, std::any_of(all.begin(), all.end(), [](const auto& c) { return c.verdict.admitted; }),
+                 "no plan fits: {}", all.front().verdict.why);
+  plan::SearchOptions so{a.exhaustive, {}};
+  std::optional<double> fp32_loss;  // the first fp32 plan's: every pilot starts where it did
+  if (a.pilot)
+    so.judge_run = [&](const plan::PlanKnobs& k, const plan::Measured& m) {
+      if (!fp32_loss) fp32_loss = m.test_loss;
+      const double change = 100 * (*m.test_loss / *fp32_loss - 1);
+      return plan::Verdict{k.fp32() || change <= a.budget, change,
+                           k.fp32() ? "fp32: no codec"
+                                    : fmt::format("pilot: {:+.3f} % test loss against fp32 after {} steps on this data",
+                                                  change, a.pilot)};
+    };
+  all = plan::search(std::move(all), [&](const plan::PlanKnobs& k) { return run_on_clock(a, data, k); }, so);
+  write_metrics(a.metrics, all);
+  const plan::Candidate* fp32 = plan::fastest(all, true);
+  const plan::Candidate* best = plan::fastest(all);
+  SPARQ_CHECK_AS(InputError, fp32, "no fp32 plan ran ({}): nothing to compare with", all.back().skipped);
+  SPARQ_CHECK_AS(InputError, best, "no plan meets the budget of {:+.3f} %", a.budget);
+  print_table(all, fp32->run->ms_per_step);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fmt::print("chosen: {} — modelled {:.2f} ms/step, {:.2f}x the fastest fp32 plan ({}); planned in {:.1f} s\n",
+             best->knobs.label(), best->run->ms_per_step, fp32->run->ms_per_step / best->run->ms_per_step,
+             fp32->knobs.label(), secs);
+  return {best->knobs,           plan_model(a.t),        a.hosts,           a.t.batch,    net.describe(),
+          best->run->ms_per_step, fp32->run->ms_per_step, best->verdict.why, SPARQ_VERSION};
+}
+
+void run_plan(const PlanArgs& a) {
+  plan::write_plan_file(a.out, choose_plan(a));
+  fmt::print("wrote {} (sparq train --plan {})\n", a.out, a.out);
+}
+
+}  // namespace
+
+plan::PlanFile plan_for(const TrainArgs& a, int world) {
+  SPARQ_CHECK_AS(InputError, !a.net.empty() && a.ranks > 1,
+                 "--plan auto plans for --ranks P in-process ranks on the --net network (or run sparq plan on the "
+                 "cluster's network and pass its file)");
+  PlanArgs p;
+  p.t = a, p.hosts = world;
+  return choose_plan(p);
+}
+
+std::string plan_model(const TrainArgs& a) {
+  const std::vector<std::size_t>& rows = plan_options(a, 1).cfg.table_rows;
+  const bool same = std::all_of(rows.begin(), rows.end(), [&](std::size_t r) { return r == rows.front(); });
+  return fmt::format("{}, rows {}", plan_options(a, 1).cfg.describe(),
+                     same ? fmt::format("{} each", rows.front()) : join_dash_list(rows));
+}
+
+void apply_plan(const plan::PlanFile& p, const std::string& path, int world, const std::vector<std::string>& given,
+                TrainArgs& a) {
+  const std::string model = plan_model(a);
+  SPARQ_CHECK_AS(InputError, p.model == model, "{}: a plan for another model ({}), not this one ({})", path, p.model,
+                 model);
+  SPARQ_CHECK_AS(InputError, p.ranks == world, "{}: a plan for {} ranks, this run has {}", path, p.ranks, world);
+  SPARQ_CHECK_AS(InputError, p.global_batch == a.batch, "{}: a plan for a global batch of {}, this run has {}", path,
+                 p.global_batch, a.batch);
+  for (const auto& [name, value] : p.knobs.flags())
+    SPARQ_CHECK_AS(InputError, std::find(given.begin(), given.end(), name) == given.end(),
+                   "--{} is set by the plan {} ({}): give one or the other", name, path, value);
+  a = with_knobs(std::move(a), p.knobs);
+  for (auto& [name, value] : a.flag_values)  // the run's config line says what it ran
+    for (const auto& [knob, v] : p.knobs.flags())
+      if (name == knob) value = v;
+}
+
+void add_plan(CLI::App& app, Run& run) {
+  auto a = std::make_shared<PlanArgs>();
+  auto* c = app.add_subcommand("plan", "Choose the plan and codecs for P ranks on a network, on the virtual clock");
+  add_model_flags(c, a->t);
+  add_data_flags(c, a->t);
+  c->add_option("--hosts", a->hosts, "Ranks (hosts) to plan for")->required()->check(kPositive);
+  c->add_option("--net", a->t.net, "The network, BW,LAT[,CPU_PER_BYTE[,CPU_PER_MESSAGE]] (as sparq train --net)")
+      ->required();
+  c->add_option("--compute-scale", a->t.compute_scale, "A host's computation against this machine's core (as train)")
+      ->capture_default_str();
+  c->add_option("--host-cores", a->t.host_cores, "Cores a rank's threads compute on (as train; 0: one each)")
+      ->capture_default_str();
+  c->add_option("--host-memory", a->host_memory, "Memory a host has for the tables (e.g. 64GiB; 0: this machine's)")
+      ->capture_default_str();
+  c->add_option("--max-loss-change", a->budget, "The accuracy budget: the test loss may rise this many % over fp32's")
+      ->capture_default_str();
+  c->add_option("--steps", a->steps, "Steps a plan runs on the virtual clock (the first 2 not timed)")
+      ->capture_default_str();
+  c->add_option("--pilot", a->pilot,
+                "Judge accuracy on this data instead of the stored runs: every plan run N steps from the same start "
+                "as fp32, then tested (0: the stored runs)")
+      ->capture_default_str();
+  c->add_flag("--exhaustive", a->exhaustive, "Run every admitted plan, also those whose bound cannot win");
+  c->add_option("--out", a->out, "The plan file to write")->capture_default_str();
+  c->add_option("--metrics", a->metrics, "Write every plan (flags, bound, modelled step, bytes, verdict) as JSON lines");
+  c->add_option("--timeout", a->t.timeout_s, "Seconds a rank waits for a peer")->capture_default_str();
+  c->callback([a, &run] { run = [a] { run_plan(*a); }; });
+}
+
+}  // namespace sparq::cli

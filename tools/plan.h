@@ -1,0 +1,20 @@
+#pragma once
+// `sparq plan`: the plan for P ranks on a network, chosen on the virtual
+// clock (sparq/plan/), and what `sparq train --plan` takes from it.
+#include "sparq/plan/plan_file.h"
+#include "tools/train_args.h"
+
+namespace sparq::cli {
+
+// `sparq train --plan auto`: the plan for a's model, data, in-process
+// ranks and --net, chosen as `sparq plan` chooses it.
+plan::PlanFile plan_for(const TrainArgs& a, int world);
+// The model a plan was chosen for: the MLPs, the tables and their rows.
+std::string plan_model(const TrainArgs& a);
+// Sets a's flags to the plan's after checking that it was chosen for this
+// model, rank count and global batch, and that no flag it sets was given
+// (`given`: the flags set on the command line).
+void apply_plan(const plan::PlanFile& p, const std::string& path, int world,
+                const std::vector<std::string>& given, TrainArgs& a);
+
+}  // namespace sparq::cli
