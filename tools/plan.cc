@@ -32,17 +32,19 @@ namespace {
 struct PlanArgs {
   TrainArgs t;
   int hosts = 0;
-  std::size_t steps = 12, pilot = 0;
+  std::size_t steps = 10, pilot = 0;
+  std::string threads = "1,2";  // the thread counts a leader is run with
   double budget = 0.1;  // %
   bool exhaustive = false;
   std::string host_memory = "0", out = "plan.json", metrics;
 };
 
 constexpr std::size_t kWarmupSteps = 2;  // not timed: first touches of the tables and buffers
+constexpr std::size_t kRefineRuns = 3;   // a leader's refining run is this many times --steps
 
 TrainArgs with_knobs(TrainArgs t, const plan::PlanKnobs& k) {
   t.emb_placement = k.placement, t.dp_codec = k.dp_codec, t.dp_allreduce = k.dp_allreduce;
-  t.emb_codec_fwd = k.emb_fwd, t.emb_codec_bwd = k.emb_bwd, t.fuse_bytes = k.fuse;
+  t.emb_codec_fwd = k.emb_fwd, t.emb_codec_bwd = k.emb_bwd, t.fuse_bytes = k.fuse, t.threads = k.threads;
   return t;
 }
 
@@ -72,11 +74,12 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-plan::Measured run_on_clock(const PlanArgs& a, const TrainData& data, const plan::PlanKnobs& k) {
+// `steps` steps of the plan on the virtual clock, tested at the end if `test`.
+plan::Measured run_on_clock(const PlanArgs& a, const TrainData& data, const plan::PlanKnobs& k, std::size_t steps,
+                            bool test) {
   TrainArgs t = with_knobs(a.t, k);
-  t.ranks = a.hosts, t.nepochs = 1, t.print_freq = 1;
-  t.num_batches = a.pilot ? a.pilot : a.steps;
-  t.test_freq = a.pilot ? 0 : -1;  // a pilot ends with a test
+  t.ranks = a.hosts, t.nepochs = 1, t.print_freq = 1, t.num_batches = steps;
+  t.test_freq = test ? 0 : -1;
   const PlanOptions po = plan_options(t, a.hosts);
   check_train_memory(t, po, a.hosts);
   const TrainerOptions to = trainer_options(t, po);
@@ -124,11 +127,12 @@ std::string bytes_text(const std::map<std::string, double>& b) {
 }
 
 void print_table(const std::vector<plan::Candidate>& all, double fp32_ms) {
-  fmt::print("{:>4}  {:<52} {:>9} {:>8}  {}\n", "rank", "plan", "ms/step", "vs fp32", "bytes/step (rank 0)");
+  fmt::print("{:>4}  {:<60} {:>9} {:>8}  {}\n", "rank", "plan (*: a leader's longer run)", "ms/step", "vs fp32",
+             "bytes/step (rank 0)");
   int rank = 0;
   for (const plan::Candidate& c : all) {
     if (!c.run) continue;
-    fmt::print("{:>4}  {:<52} {:>9.2f} {:>7.2f}x  {}\n", ++rank, c.knobs.label(), c.run->ms_per_step,
+    fmt::print("{:>4}{} {:<60} {:>9.2f} {:>7.2f}x  {}\n", ++rank, c.refined ? "*" : " ", c.knobs.label(), c.run->ms_per_step,
                fp32_ms / c.run->ms_per_step, bytes_text(c.run->bytes_per_step));
     fmt::print("      accuracy: {}{}\n", c.verdict.admitted ? "" : "LEFT OUT: ", c.verdict.why);
   }
@@ -143,7 +147,7 @@ void write_metrics(const std::string& path, const std::vector<plan::Candidate>& 
   std::ofstream f(path);
   SPARQ_CHECK_AS(InputError, f.good(), "cannot create '{}'", path);
   for (const plan::Candidate& c : all) {
-    nlohmann::json j = {{"event", "plan"}, {"label", c.knobs.label()}, {"admitted", c.verdict.admitted},
+    nlohmann::json j = {{"event", "plan"}, {"label", c.knobs.label()}, {"refined", c.refined}, {"admitted", c.verdict.admitted},
                         {"expected_change", c.verdict.expected_change}, {"accuracy", c.verdict.why},
                         {"bound_ms", c.bound_ms}, {"skipped", c.skipped}};
     for (const auto& [name, value] : c.knobs.flags()) j["flags"][name] = value;
@@ -156,6 +160,57 @@ void write_metrics(const std::string& path, const std::vector<plan::Candidate>& 
   }
 }
 
+// Every plan of the space with its accuracy verdict, its bound, and left
+// out where its tables do not fit a host.
+std::vector<plan::Candidate> candidates(const PlanArgs& a, const DlrmConfig& cfg, const NetModel& net) {
+  const double memory = a.host_memory == "0" ? static_cast<double>(available_memory())
+                                             : static_cast<double>(parse_bytes(a.host_memory));
+  const plan::PlanShape shape{dense_params(cfg), cfg.num_tables(), cfg.emb_dim, a.t.batch, a.hosts};
+  std::vector<plan::Candidate> all;
+  for (const plan::PlanKnobs& k : plan::plan_space(a.hosts)) {
+    plan::Candidate c{k, a.pilot ? plan::Verdict{true, 0, "pilot"} : plan::judge(k, a.hosts, a.budget), 0, {}, ""};
+    c.bound_ms = 1e3 * plan::min_bytes_sent(k, shape) * net.beta_s_per_b;
+    const double tables = table_bytes_per_rank(k, cfg, a.hosts);
+    if (tables > memory)
+      c.verdict = {false, 0, fmt::format("memory: {} of tables a rank, {} a host", format_bytes(tables),
+                                         format_bytes(memory))};
+    all.push_back(std::move(c));
+  }
+  SPARQ_CHECK_AS(InputError, std::any_of(all.begin(), all.end(), [](const auto& c) { return c.verdict.admitted; }),
+                 "no plan fits: {}", all.front().verdict.why);
+  return all;
+}
+
+// The leaders' longer runs, at every thread count of --threads-choices; with
+// --pilot, a plan's verdict from its test loss against the first fp32 plan's
+// (every pilot starts from the same weights and data order).
+plan::SearchOptions search_options(const PlanArgs& a, const TrainData& data, std::optional<double>& fp32_loss) {
+  plan::SearchOptions so;
+  so.exhaustive = a.exhaustive;
+  std::vector<int> threads;
+  for (std::size_t at = 0; at <= a.threads.size();) {
+    const std::size_t comma = std::min(a.threads.find(',', at), a.threads.size());
+    threads.push_back(plan::knobs_from_flags({{"threads", a.threads.substr(at, comma - at)}}).threads);
+    at = comma + 1;
+  }
+  so.variants = [threads](const plan::PlanKnobs& k) {
+    std::vector<plan::PlanKnobs> out;
+    for (int t : threads) out.push_back(k), out.back().threads = t;
+    return out;
+  };
+  so.refine = [&a, &data](const plan::PlanKnobs& k) { return run_on_clock(a, data, k, kRefineRuns * a.steps, false); };
+  if (!a.pilot) return so;
+  so.judge_run = [&a, &fp32_loss](const plan::PlanKnobs& k, const plan::Measured& m) {
+    if (!fp32_loss) fp32_loss = m.test_loss;
+    const double change = 100 * (*m.test_loss / *fp32_loss - 1);
+    if (k.fp32()) return plan::Verdict{true, change, "fp32: no codec"};
+    return plan::Verdict{change <= a.budget, change,
+                         fmt::format("pilot: {:+.3f} % test loss against fp32 after {} steps on this data", change,
+                                     a.pilot)};
+  };
+  return so;
+}
+
 plan::PlanFile choose_plan(const PlanArgs& a) {
   const auto start = std::chrono::steady_clock::now();
   SPARQ_CHECK_AS(InputError, a.budget >= 0, "--max-loss-change must be >= 0 (a change of the test loss, %), got {}",
@@ -164,41 +219,22 @@ plan::PlanFile choose_plan(const PlanArgs& a) {
   SPARQ_CHECK_AS(InputError, a.pilot == 0 || a.pilot > kWarmupSteps + 1, "--pilot must be 0 or > {}",
                  kWarmupSteps + 1);
   const NetModel net = parse_net_model(a.t.net);
-  const PlanOptions base = plan_options(a.t, a.hosts);
-  const double memory = a.host_memory == "0" ? static_cast<double>(available_memory())
-                                             : static_cast<double>(parse_bytes(a.host_memory));
-  const plan::PlanShape shape{dense_params(base.cfg), base.cfg.num_tables(), base.cfg.emb_dim, a.t.batch, a.hosts};
+  const DlrmConfig cfg = plan_options(a.t, a.hosts).cfg;
   fmt::print("sparq plan: {} ranks on {}, global batch {}, {}; budget {:+.3f} % test loss; {}\n", a.hosts,
-             net.describe(), a.t.batch, base.cfg.describe(), a.budget,
+             net.describe(), a.t.batch, cfg.describe(), a.budget,
              a.pilot ? fmt::format("pilots of {} steps", a.pilot) : "accuracy from the stored runs");
-  fmt::print("space: data parallel (replicated or table-wise tables), dense codecs, alltoall codecs, fusion; not yet "
-             "searched: model parallelism, the parameter server, bf16 MLPs, threads a rank\n");
+  fmt::print("space: data parallel (replicated or table-wise tables), dense codecs, alltoall codecs, fusion, on one "
+             "thread a rank; the leaders again at {} threads; not yet searched: model parallelism, the parameter "
+             "server, bf16 MLPs\n", a.threads);
+  std::vector<plan::Candidate> all = candidates(a, cfg, net);
   const TrainData data = load_data(a.t);
   SPARQ_CHECK_AS(InputError, !a.pilot || data.test.size() > 0, "--pilot needs test data (a test set to compare losses)");
-  std::vector<plan::Candidate> all;
-  for (const plan::PlanKnobs& k : plan::plan_space(a.hosts)) {
-    plan::Candidate c{k, plan::judge(k, a.hosts, a.budget), 0, {}, ""};
-    if (a.pilot) c.verdict = {true, 0, "pilot"};
-    c.bound_ms = 1e3 * plan::min_bytes_sent(k, shape) * net.beta_s_per_b;
-    const double tables = table_bytes_per_rank(k, base.cfg, a.hosts);
-    if (tables > memory) c.verdict = {false, 0, fmt::format("memory: {} of tables a rank, {} a host",
-                                                            format_bytes(tables), format_bytes(memory))};
-    all.push_back(std::move(c));
-  }
-  SPARQ_CHECK_AS(InputError, std::any_of(all.begin(), all.end(), [](const auto& c) { return c.verdict.admitted; }),
-                 "no plan fits: {}", all.front().verdict.why);
-  plan::SearchOptions so{a.exhaustive, {}};
-  std::optional<double> fp32_loss;  // the first fp32 plan's: every pilot starts where it did
-  if (a.pilot)
-    so.judge_run = [&](const plan::PlanKnobs& k, const plan::Measured& m) {
-      if (!fp32_loss) fp32_loss = m.test_loss;
-      const double change = 100 * (*m.test_loss / *fp32_loss - 1);
-      return plan::Verdict{k.fp32() || change <= a.budget, change,
-                           k.fp32() ? "fp32: no codec"
-                                    : fmt::format("pilot: {:+.3f} % test loss against fp32 after {} steps on this data",
-                                                  change, a.pilot)};
-    };
-  all = plan::search(std::move(all), [&](const plan::PlanKnobs& k) { return run_on_clock(a, data, k); }, so);
+  std::optional<double> fp32_loss;
+  const plan::SearchOptions so = search_options(a, data, fp32_loss);
+  all = plan::search(
+      std::move(all),
+      [&](const plan::PlanKnobs& k) { return run_on_clock(a, data, k, a.pilot ? a.pilot : a.steps, a.pilot > 0); },
+      so);
   write_metrics(a.metrics, all);
   const plan::Candidate* fp32 = plan::fastest(all, true);
   const plan::Candidate* best = plan::fastest(all);
@@ -269,7 +305,12 @@ void add_plan(CLI::App& app, Run& run) {
       ->capture_default_str();
   c->add_option("--max-loss-change", a->budget, "The accuracy budget: the test loss may rise this many % over fp32's")
       ->capture_default_str();
-  c->add_option("--steps", a->steps, "Steps a plan runs on the virtual clock (the first 2 not timed)")
+  c->add_option("--steps", a->steps, "Steps a plan runs on the virtual clock (the first 2 not timed); the leaders run "
+                "again for 3 times as many")
+      ->capture_default_str();
+  c->add_option("--threads-choices", a->threads,
+                "Threads a rank the leaders are run with (comma-separated; each rank's threads are emulated on the "
+                "clock, on --host-cores cores)")
       ->capture_default_str();
   c->add_option("--pilot", a->pilot,
                 "Judge accuracy on this data instead of the stored runs: every plan run N steps from the same start "

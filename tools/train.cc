@@ -75,7 +75,8 @@ void run_train(const TrainArgs& given) {
   TrainerOptions to = trainer_options(a, plan);
   if (chosen) to.plan_ms = chosen->modelled_ms;
   // In-process ranks are threads of this process: one core each. With --net
-  // a rank's computation is its one thread's CPU time.
+  // a rank's computation is its thread's CPU time, its --threads emulated
+  // (LaunchOptions::threads).
   if (a.ranks > 1 || lo.net) {
     set_blas_threads(1);
     set_compute_threads(1);

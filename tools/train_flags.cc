@@ -113,8 +113,8 @@ void add_parallel_flags(CLI::App* c, TrainArgs& a) {
       ->check(kPositive);
   c->add_option("--plan", a.plan,
                 "Train with the plan sparq plan chose (a plan file), or auto: choose it now on the virtual clock for "
-                "--ranks on --net; sets --emb-placement, --dp-codec, --dp-allreduce, --emb-codec-fwd/bwd and "
-                "--fuse-bytes");
+                "--ranks on --net; sets --emb-placement, --dp-codec, --dp-allreduce, --emb-codec-fwd/bwd, "
+                "--fuse-bytes and --threads");
   c->add_option("--dp-codec", a.dp_codec,
                 "Dense gradient exchange: none, dct:ETA,L (DCT-DP), topk:K/B, q8|q4|q2[+ec|+ec-skip-first], qsgd:BITS "
                 "(+ec: error compensation on every hop; +ec-skip-first: not on a ring chunk's first hop, as in "
@@ -199,8 +199,9 @@ void add_run_flags(CLI::App* c, TrainArgs& a) {
       ->capture_default_str();
   c->add_option("--net", a.net,
                 "Emulate a network for the --ranks in-process ranks, e.g. 10gbit,20us (bandwidth per link, latency "
-                "per message): every message is timed by an alpha-beta model and each rank computes on one thread, "
-                "timed by that thread's CPU time; progress lines, metrics and the summary add the modelled times");
+                "per message): every message is timed by an alpha-beta model and each rank's computation by its "
+                "thread's CPU time (--threads emulated: the parts run in turn, charged as if side by side); progress "
+                "lines, metrics and the summary add the modelled times");
   c->add_option("--compute-scale", a.compute_scale,
                 "With --net: a rank's modelled computation is its thread's CPU time times this (2: hosts half as "
                 "fast as this machine's cores)")

@@ -178,6 +178,7 @@ LaunchOptions launch_options(const TrainArgs& a) {
   lo.timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
   lo.cpu_scale = lo.net ? a.compute_scale : 0;
   lo.host_cores = a.host_cores;
+  lo.threads = a.threads;  // with --net: emulated on each rank's thread
   return lo;
 }
 

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "sparq/core/error.h"
+#include "sparq/core/parallel_clock.h"
 #include "sparq/model/bf16_matmul.h"
 #include "sparq/model/parallel.h"
 
@@ -82,7 +83,8 @@ namespace {
 template <class A, class B, class C, class Call>
 void split_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, const A* a, std::size_t lda,
                 const B* b, std::size_t ldb, C* c, std::size_t ldc, const Call& call) {
-  if (g_threads.load(std::memory_order_relaxed) < 2 || m * n * k < kMinParallelMacs) {
+  const EmulatedThreads& e = emulated_threads();  // a rank on the virtual clock splits as its threads would
+  if ((e.clock ? e.threads : g_threads.load(std::memory_order_relaxed)) < 2 || m * n * k < kMinParallelMacs) {
     call(m, n, a, b, c);
     return;
   }

@@ -1,5 +1,7 @@
 #include "sparq/model/parallel.h"
 
+#include "sparq/core/parallel_clock.h"
+
 #include <sched.h>
 
 #include <algorithm>
@@ -116,7 +118,39 @@ int compute_threads() { return g_pool ? g_pool->size() : 1; }
 // whoever finds the pool taken runs its loop inline instead of waiting.
 std::atomic<bool> g_busy{false};
 
+namespace {
+
+// A rank on the virtual clock with T threads (parallel_clock.h): the parts
+// the pool would run side by side run here one after another, each timed.
+// A section inside a part runs inline, as a nested call finds the pool busy.
+thread_local bool t_in_section = false;
+
+void emulated_for(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& f) {
+  const EmulatedThreads& e = emulated_threads();
+  const std::size_t parts = std::min<std::size_t>(static_cast<std::size_t>(e.threads), n / std::max<std::size_t>(grain, 1));
+  if (parts <= 1 || t_in_section) {
+    if (n) f(0, n);
+    return;
+  }
+  std::vector<double> cpu(parts);
+  e.clock->begin_parallel();
+  t_in_section = true;
+  struct Leave {
+    ~Leave() { t_in_section = false; }
+  } leave;
+  for (std::size_t p = 0; p < parts; ++p) {
+    const double before = thread_cpu_seconds();
+    const std::size_t begin = n * p / parts, end = n * (p + 1) / parts;
+    if (begin < end) f(begin, end);
+    cpu[p] = thread_cpu_seconds() - before;
+  }
+  e.clock->end_parallel(cpu);
+}
+
+}  // namespace
+
 void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& f) {
+  if (emulated_threads().clock) return emulated_for(n, grain, f);
   bool expected = false;
   if (!g_pool || !g_busy.compare_exchange_strong(expected, true, std::memory_order_acquire)) {
     if (n) f(0, n);

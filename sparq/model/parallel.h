@@ -23,6 +23,9 @@ int compute_threads();
 // are done. Safe from several threads at once: a caller that finds the pool
 // busy (another model replica, or a nested call) runs f(0, n) inline.
 // set_compute_threads() must not run concurrently with parallel_for().
+// A thread with emulated threads (parallel_clock.h) runs the parts itself,
+// one after another, and its clock charges them as if side by side; the
+// results are the same (the parts are the same ranges).
 void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& f);
 
 }  // namespace sparq

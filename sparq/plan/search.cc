@@ -8,6 +8,31 @@
 
 namespace sparq::plan {
 
+namespace {
+
+void refine_leaders(std::vector<Candidate>& all, const SearchOptions& o) {
+  std::vector<const Candidate*> leaders;
+  for (const Candidate& c : all)
+    if (c.run && c.verdict.admitted) leaders.push_back(&c);
+  std::sort(leaders.begin(), leaders.end(),
+            [](const Candidate* a, const Candidate* b) { return a->run->ms_per_step < b->run->ms_per_step; });
+  if (leaders.empty()) return;
+  const double limit = leaders.front()->run->ms_per_step * (1 + o.refine_within);
+  std::vector<const Candidate*> chosen;
+  for (std::size_t i = 0; i < leaders.size() && i < o.refine_max && leaders[i]->run->ms_per_step <= limit; ++i)
+    chosen.push_back(leaders[i]);
+  // And the fastest fp32 plan, so that the speed-up is of two refined runs.
+  const auto fp32 = std::find_if(leaders.begin(), leaders.end(), [](const Candidate* c) { return c->knobs.fp32(); });
+  if (fp32 != leaders.end() && std::find(chosen.begin(), chosen.end(), *fp32) == chosen.end()) chosen.push_back(*fp32);
+  std::vector<Candidate> refined;
+  for (const Candidate* l : chosen)
+    for (const PlanKnobs& k : o.variants ? o.variants(l->knobs) : std::vector{l->knobs})
+      refined.push_back({k, l->verdict, l->bound_ms, o.refine(k), "", true});
+  all.insert(all.end(), refined.begin(), refined.end());
+}
+
+}  // namespace
+
 std::vector<Candidate> search(std::vector<Candidate> all, const std::function<Measured(const PlanKnobs&)>& run,
                               const SearchOptions& o) {
   // The fp32 plans first (every speed-up is against the fastest of them),
@@ -32,17 +57,24 @@ std::vector<Candidate> search(std::vector<Candidate> all, const std::function<Me
     if (c.verdict.admitted) best = std::min(best, c.run->ms_per_step);
     if (c.run->compute_ms > 0) least_compute = std::min(least_compute, c.run->compute_ms);
   }
+  if (o.refine) refine_leaders(all, o);
   std::stable_sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
     if (a.run.has_value() != b.run.has_value()) return a.run.has_value();
+    if (a.refined != b.refined) return a.refined;
     return a.run && a.run->ms_per_step < b.run->ms_per_step;
   });
   return all;
 }
 
 const Candidate* fastest(const std::vector<Candidate>& c, bool fp32_only) {
+  const bool refined = std::any_of(c.begin(), c.end(), [&](const Candidate& x) {
+    return x.refined && x.run && x.verdict.admitted && (!fp32_only || x.knobs.fp32());
+  });
   const Candidate* best = nullptr;
   for (const Candidate& x : c)
-    if (x.run && x.verdict.admitted && (!fp32_only || x.knobs.fp32()) && (!best || x.run->ms_per_step < best->run->ms_per_step)) best = &x;
+    if (x.run && x.verdict.admitted && x.refined == refined && (!fp32_only || x.knobs.fp32()) &&
+        (!best || x.run->ms_per_step < best->run->ms_per_step))
+      best = &x;
   return best;
 }
 

@@ -28,6 +28,7 @@ struct Candidate {
   double bound_ms = 0;          // bytes_bound x the network's time a byte, and the compute floor
   std::optional<Measured> run;  // absent: not run (see skipped)
   std::string skipped;          // why it was not run
+  bool refined = false;         // a leader's longer run (SearchOptions::refine)
 };
 
 struct SearchOptions {
@@ -38,6 +39,15 @@ struct SearchOptions {
   // Any plan's computation is at least this fraction of the least any run
   // plan's took (codecs add work; a plan never removes the MLPs').
   double compute_floor = 0.9;
+  // The leaders (the admitted plans within refine_within of the fastest, at
+  // most refine_max) run again by refine(), longer, once for each of
+  // variants(k) (k itself and, e.g., other thread counts), and so does the
+  // fastest fp32 plan; the choices are then among these runs: a short run's
+  // luck does not decide them.
+  std::function<Measured(const PlanKnobs&)> refine;
+  std::function<std::vector<PlanKnobs>(const PlanKnobs&)> variants;
+  double refine_within = 0.1;
+  std::size_t refine_max = 3;
 };
 
 // `wire_ms(k)`: the plan's wire bound; `run(k)`: a run on the virtual clock.
@@ -45,8 +55,9 @@ struct SearchOptions {
 std::vector<Candidate> search(std::vector<Candidate> all, const std::function<Measured(const PlanKnobs&)>& run,
                               const SearchOptions& o);
 
-// The fastest admitted candidate run (nullptr when none); `fp32_only`: of
-// the plans without a codec.
+// The fastest admitted candidate run (nullptr when none), among the refined
+// runs where there are any; `fp32_only`: of the plans without a codec (what
+// every speed-up is against).
 const Candidate* fastest(const std::vector<Candidate>& c, bool fp32_only = false);
 
 }  // namespace sparq::plan

@@ -24,11 +24,23 @@ constexpr DenseChoice kDense[] = {
 constexpr const char* kEmb[][2] = {{"fp32", "fp32"}, {"q8", "q8"}, {"q8", "q4"}, {"q4", "q4"}, {"q4", "q2"}, {"q2", "q2"}};
 constexpr const char* kFuse[] = {"0", "1MiB", "4MiB"};
 
+int parse_threads(const std::string& s) {
+  std::size_t used = 0;
+  int t = 0;
+  try {
+    t = std::stoi(s, &used);
+  } catch (const std::exception&) {
+  }
+  SPARQ_CHECK_AS(InputError, used == s.size() && t >= 1 && t <= 1024, "threads '{}': expected 1 to 1024", s);
+  return t;
+}
+
 }  // namespace
 
 Flags PlanKnobs::flags() const {
   return {{"emb-placement", placement}, {"dp-codec", dp_codec},   {"dp-allreduce", dp_allreduce},
-          {"emb-codec-fwd", emb_fwd},   {"emb-codec-bwd", emb_bwd}, {"fuse-bytes", fuse}};
+          {"emb-codec-fwd", emb_fwd},   {"emb-codec-bwd", emb_bwd}, {"fuse-bytes", fuse},
+          {"threads", std::to_string(threads)}};
 }
 
 std::string PlanKnobs::label() const {
@@ -36,7 +48,8 @@ std::string PlanKnobs::label() const {
   if (placement == "table-wise") s += fmt::format(" {}/{}", emb_fwd, emb_bwd);
   s += ", " + dp_codec;
   if (dp_allreduce != "auto") s += "@" + dp_allreduce;
-  return s + ", fuse " + fuse;
+  s += ", fuse " + fuse;
+  return threads > 1 ? fmt::format("{}, {} threads", s, threads) : s;
 }
 
 std::vector<PlanKnobs> plan_space(int ranks) {
@@ -60,6 +73,7 @@ PlanKnobs knobs_from_flags(const Flags& flags) {
     else if (name == "emb-codec-fwd") k.emb_fwd = value;
     else if (name == "emb-codec-bwd") k.emb_bwd = value;
     else if (name == "fuse-bytes") k.fuse = value;
+    else if (name == "threads") k.threads = parse_threads(value);
     else SPARQ_THROW(InputError, "--{} is not a flag a plan sets", name);
   }
   return k;

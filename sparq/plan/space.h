@@ -4,9 +4,10 @@
 // dense gradients' codec and its collective, the tables' alltoall codecs
 // (table-wise only) and the fusion of the dense exchange.
 //
+// Threads a rank are not in the space: the search runs every plan on one
+// thread, and only its leaders again on other thread counts (search.h).
 // Not in the space yet: model parallelism (DCT-MP at the cuts), the
-// parameter server, bf16 MLPs and threads a rank (the virtual clock runs a
-// rank on one thread); `sparq plan` says so at the start.
+// parameter server and bf16 MLPs; `sparq plan` says so at the start.
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,10 +22,11 @@ struct PlanKnobs {
   std::string dp_allreduce = "auto";     // --dp-allreduce
   std::string emb_fwd = "fp32", emb_bwd = "fp32";
   std::string fuse = "0";                // --fuse-bytes
+  int threads = 1;                       // --threads a rank
 
   // The `sparq train` flags of this plan, every knob, in a fixed order.
   Flags flags() const;
-  // "table-wise q4/q2, dct:0.98,1000, fuse 1MiB"
+  // "table-wise q4/q2, dct:0.98,1000, fuse 1MiB[, 2 threads]"
   std::string label() const;
   // No codec anywhere: what every speed-up is against.
   bool fp32() const { return dp_codec == "none" && emb_fwd == "fp32" && emb_bwd == "fp32"; }

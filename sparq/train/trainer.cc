@@ -12,6 +12,7 @@
 #include "sparq/coll/allreduce.h"
 #include "sparq/core/error.h"
 #include "sparq/core/memory.h"
+#include "sparq/core/parallel_clock.h"
 #include "sparq/model/blas.h"
 #include "sparq/model/checkpoint.h"
 #include "sparq/model/parallel.h"
@@ -171,6 +172,17 @@ class Trainer {
 };
 
 // The config event, what the data is, and the model.
+namespace {
+
+// The model line's threads: as asked, or what in-process ranks get instead.
+std::string threads_text(int asked) {
+  if (emulated_threads().clock) return fmt::format("{} a rank (on the virtual clock: parts run in turn, timed as if side by side)", asked);
+  if (compute_threads() == asked) return fmt::format("{}", asked);
+  return fmt::format("{} a rank (one core each)", compute_threads());
+}
+
+}  // namespace
+
 void Trainer::announce() {
   if (!o_.config.is_null()) out_.event(o_.config);
   const TrainData& d = data_;
@@ -201,8 +213,7 @@ void Trainer::announce() {
       p.cfg.describe(), plan_.model().dense().size(), plan_.whole_mlps() ? "" : " on stage 0", rows, p.optimizer.lr,
       p.optimizer.schedule.active() ? " (" + p.optimizer.schedule.describe() + ")" : "", p.optimizer_name,
       p.embedding_optimizer_name,
-      compute_threads() == o_.threads ? fmt::format("{}", o_.threads)
-                                      : fmt::format("{} a rank (one core each)", compute_threads())));
+      threads_text(o_.threads)));
   out_.line(gemm_line(p.cfg.mlp_precision) + "\n");
 }
 

@@ -48,6 +48,10 @@ void launch(const LaunchOptions& opts, const std::function<void(Transport&)>& us
     if (!opts.net) return user_fn(t);
     SimTransport sim(t, *opts.net, opts.cpu_scale, opts.host_cores);
     sim.set_timeout(opts.timeout);
+    set_emulated_threads({opts.threads, opts.threads > 1 ? &sim : nullptr});
+    struct Reset {
+      ~Reset() { set_emulated_threads({}); }  // the clock dies with this scope
+    } reset;
     user_fn(sim);
   };
   SPARQ_CHECK_AS(InputError, opts.ranks >= 0, "--ranks must be >= 1, got {}", opts.ranks);

@@ -23,6 +23,9 @@ struct LaunchOptions {
   double cpu_scale = 0;
   // With net: the cores a rank's threads share (0: each thread its own).
   int host_cores = 0;
+  // With net: the threads a rank's step is split over, emulated on its
+  // training thread (parallel_clock.h).
+  int threads = 1;
 };
 
 // The launcher that started this process, as its environment tells it

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <ctime>
 
 #include <fmt/format.h>
 
@@ -15,11 +14,6 @@ namespace sparq {
 namespace {
 constexpr std::size_t kHeader = sizeof(double);  // the message's arrival time
 
-double thread_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
 // What reading the thread's CPU clock costs in thread CPU time: between two
 // readings that mark a stretch of work lies one reading's cost, which is the
 // emulation's (a syscall), not the work's. The smallest of a
@@ -170,6 +164,17 @@ void SimTransport::advance(double seconds) {
   std::lock_guard lk(mu_);
   Timeline& l = line();
   l.clock = compute(l.clock, seconds);
+}
+
+void SimTransport::begin_parallel() { charge_cpu(); }
+
+void SimTransport::end_parallel(std::span<const double> part_cpu_s) {
+  if (cpu_scale_ == 0) return;
+  std::lock_guard lk(mu_);
+  Timeline& l = lines_[std::this_thread::get_id()];
+  const double start = l.clock;
+  for (double cpu : part_cpu_s) l.clock = std::max(l.clock, compute(start, cpu_scale_ * std::max(0.0, cpu - probe_cost())));
+  l.cpu_mark = thread_cpu_seconds();  // the parts' CPU is charged above, not again
 }
 
 void SimTransport::virtual_wait_until(double t) {

@@ -40,13 +40,14 @@
 #include <thread>
 #include <unordered_map>
 
+#include "sparq/core/parallel_clock.h"
 #include "sparq/transport/host_cores.h"
 #include "sparq/transport/net_model.h"
 #include "sparq/transport/transport.h"
 
 namespace sparq {
 
-class SimTransport final : public Transport {
+class SimTransport final : public Transport, public ParallelClock {
  public:
   // cpu_scale > 0: computation takes the CPU time the thread really used,
   // times cpu_scale (sparq train --net; 2: hosts half as fast as this
@@ -66,6 +67,12 @@ class SimTransport final : public Transport {
   double now() const;
   // Adds modelled computation time to the calling thread's clock.
   void advance(double seconds);
+  // A parallel section of the calling thread (parallel_clock.h): its parts
+  // start together and each computes on a core of its own, or on the
+  // host's cores where they are limited; the thread's clock moves to the
+  // last part's end.
+  void begin_parallel() override;
+  void end_parallel(std::span<const double> part_cpu_s) override;
 
  protected:
   std::unique_ptr<RequestState> do_isend(int peer, int tag, Bytes data) override;

@@ -9,6 +9,7 @@
 
 #include "sparq/model/loss.h"
 #include "sparq/model/optimizer.h"
+#include "sparq/core/parallel_clock.h"
 #include "sparq/model/parallel.h"
 #include "tests/model/tiny.h"
 
@@ -105,6 +106,51 @@ TEST(Parallel, TrainingIsBitwiseIndependentOfThreads) {
     ASSERT_EQ(one.size(), many.size());
     EXPECT_EQ(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)), 0) << t << " threads";
   }
+}
+
+// A rank on the virtual clock with T threads: parallel_for runs the parts the
+// pool would, in turn on the calling thread, inside one section of its clock
+// (a nested call runs inline, inside the part); the GEMMs split too.
+struct RecordingClock final : ParallelClock {
+  int begins = 0;
+  std::vector<std::size_t> parts;
+  void begin_parallel() override { ++begins; }
+  void end_parallel(std::span<const double> cpu) override {
+    parts.push_back(cpu.size());
+    for (double c : cpu) EXPECT_GE(c, 0);
+  }
+};
+
+TEST(Parallel, EmulatedThreadsRunThePartsInTurnInsideOneSection) {
+  set_compute_threads(1);
+  RecordingClock clock;
+  set_emulated_threads({3, &clock});
+  const auto caller = std::this_thread::get_id();
+  std::vector<int> hits(1000);
+  parallel_for(1000, 10, [&](std::size_t a, std::size_t b) {
+    EXPECT_EQ(std::this_thread::get_id(), caller);
+    parallel_for(b - a, 1, [&](std::size_t c, std::size_t d) {  // nested: inline, in this part
+      for (std::size_t i = a + c; i < a + d; ++i) hits[i]++;
+    });
+  });
+  parallel_for(20, 10, [&](std::size_t a, std::size_t b) {  // two parts only: 20 items of grain 10
+    for (std::size_t i = a; i < b; ++i) hits[i]++;
+  });
+  set_emulated_threads({});
+  EXPECT_EQ(clock.begins, 2);
+  EXPECT_EQ(clock.parts, (std::vector<std::size_t>{3, 2}));
+  for (std::size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i], i < 20 ? 2 : 1) << i;
+}
+
+TEST(Parallel, EmulatedThreadsTrainBitwiseAsOneThread) {
+  const auto one = train_params(1, 0);
+  RecordingClock clock;
+  set_emulated_threads({3, &clock});
+  const auto emulated = train_params(1, 0);
+  set_emulated_threads({});
+  EXPECT_GT(clock.begins, 0);
+  ASSERT_EQ(one.size(), emulated.size());
+  EXPECT_EQ(std::memcmp(one.data(), emulated.data(), one.size() * sizeof(float)), 0);
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ std::string temp_path(const std::string& name) {
 }
 
 PlanFile example() {
-  return {{"table-wise", "dct:0.98,1000", "auto", "q4", "q2", "1MiB"},
+  return {{"table-wise", "dct:0.98,1000", "auto", "q4", "q2", "1MiB", 2},
           "bot 13-512-256-64-16, top 367-512-256-1, 26 tables x 16, rows 100000",
           4, 2048, "1gbit,50us", 13.5, 38.7, "stored runs", "0.1.0"};
 }
@@ -68,8 +68,8 @@ TEST(PlanFile, BadFilesAreRefusedNamingWhatIsWrong) {
   rewrite(path, [](nlohmann::json& j) { j.erase("ranks"); });
   EXPECT_NE(error_of(path).find("no \"ranks\""), std::string::npos) << error_of(path);
   write_plan_file(path, example());
-  rewrite(path, [](nlohmann::json& j) { j["flags"]["threads"] = "2"; });
-  EXPECT_NE(error_of(path).find("--threads is not a flag a plan sets"), std::string::npos) << error_of(path);
+  rewrite(path, [](nlohmann::json& j) { j["flags"]["seed"] = "2"; });
+  EXPECT_NE(error_of(path).find("--seed is not a flag a plan sets"), std::string::npos) << error_of(path);
   write_plan_file(path, example());
   rewrite(path, [](nlohmann::json& j) { j["ranks"] = "four"; });
   EXPECT_NE(error_of(path).find("\"ranks\" has the wrong type"), std::string::npos) << error_of(path);

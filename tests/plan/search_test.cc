@@ -59,7 +59,9 @@ TEST(PlanSearch, PruningByLowerBoundsFindsTheExhaustiveWinner) {
 
 TEST(PlanSearch, ExhaustiveRunsEveryAdmittedPlanAndSortsThemFastestFirst) {
   World w(7);
-  const auto got = search(w.all, [&](const PlanKnobs& k) { return w.run(k); }, {true, {}});
+  SearchOptions o;
+  o.exhaustive = true;
+  const auto got = search(w.all, [&](const PlanKnobs& k) { return w.run(k); }, o);
   int admitted = 0;
   for (const Candidate& c : w.all) admitted += c.verdict.admitted;
   EXPECT_EQ(w.runs, admitted);
@@ -96,6 +98,51 @@ TEST(PlanSearch, APlanItsPilotLeavesOutIsNeitherChosenNorABarToOthers) {
   EXPECT_NE(fastest(got)->knobs.label(), fastest_label);
   EXPECT_EQ(fastest(got)->knobs.label(), w.fastest_admitted());
   EXPECT_EQ(fastest(got, true)->knobs.label(), fp32_best);
+}
+
+TEST(PlanSearch, TheLeadersAndTheFastestFp32PlanAreRunAgainAndTheChoiceIsAmongThoseRuns) {
+  World w(11);
+  // The longer runs see each plan's true step; the short runs are off by
+  // up to 10 %, so the short runs' order among the leaders is noise.
+  std::map<std::string, double> truth;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> u(0.9, 1.1);
+  for (auto& [label, ms] : w.step) truth[label] = ms, ms *= u(rng);
+  SearchOptions o;
+  o.refine_within = 0.5;
+  o.refine_max = 1000;  // every leader within 50 %
+  std::vector<std::string> refined;
+  o.refine = [&](const PlanKnobs& k) {
+    refined.push_back(k.label());
+    return Measured{truth.at(k.label()), 0, {}, {}};
+  };
+  const auto got = search(w.all, [&](const PlanKnobs& k) { return w.run(k); }, o);
+  const Candidate* best = fastest(got);
+  ASSERT_NE(best, nullptr);
+  EXPECT_TRUE(best->refined);
+  for (const Candidate& c : got)
+    if (c.refined) {
+      EXPECT_LE(best->run->ms_per_step, c.run->ms_per_step);
+    }
+  EXPECT_EQ(best->run->ms_per_step, truth.at(best->knobs.label()));
+  const Candidate* fp32 = fastest(got, true);
+  ASSERT_NE(fp32, nullptr);
+  EXPECT_TRUE(fp32->refined && fp32->knobs.fp32());
+}
+
+TEST(PlanSearch, VariantsOfALeaderRunToo) {
+  World w(12);
+  SearchOptions o;
+  o.refine = [&](const PlanKnobs& k) { return Measured{k.threads == 2 ? 1.0 : 100.0, 0, {}, {}}; };
+  o.variants = [](const PlanKnobs& k) {
+    PlanKnobs two = k;
+    two.threads = 2;
+    return std::vector{k, two};
+  };
+  const auto got = search(w.all, [&](const PlanKnobs& k) { return w.run(k); }, o);
+  ASSERT_NE(fastest(got), nullptr);
+  EXPECT_EQ(fastest(got)->knobs.threads, 2);
+  EXPECT_EQ(fastest(got, true)->knobs.threads, 2);
 }
 
 }  // namespace sparq::plan

@@ -36,6 +36,8 @@ TEST(PlanSpace, FlagsGiveTheKnobsBack) {
 
 TEST(PlanSpace, AFlagThatIsNotAKnobIsRefused) {
   EXPECT_THROW(knobs_from_flags({{"learning-rate", "0.1"}}), InputError);
+  for (const char* bad : {"0", "two", "2x", ""}) EXPECT_THROW(knobs_from_flags({{"threads", bad}}), InputError) << bad;
+  EXPECT_EQ(knobs_from_flags({{"threads", "4"}}).threads, 4);
 }
 
 }  // namespace sparq::plan

@@ -341,3 +341,23 @@ TEST(SimTransport, PollingIsNotCharged) {
 
 }  // namespace
 }  // namespace sparq
+
+// A parallel section (parallel_clock.h): its parts start together, each on a
+// core of its own, so the thread's clock moves by the longest part; on one
+// core they queue, so by their sum. The CPU the thread used inside the
+// section is not charged again.
+namespace sparq {
+TEST(SimTransport, AParallelSectionCostsItsLongestPartOrTheirSumOnOneCore) {
+  for (const int cores : {0, 1}) run_local(1, [&](Transport& t) {
+    SimTransport sim(t, kNet, /*cpu_scale=*/2, cores);
+    const double t0 = sim.now();
+    sim.begin_parallel();
+    burn_cpu(0.02);  // what the parts really used: replaced by the parts' times below
+    const double parts[] = {0.010, 0.004};
+    sim.end_parallel(parts);
+    const double expect = 2 * (cores == 1 ? 0.014 : 0.010);
+    EXPECT_GE(sim.now() - t0, expect) << cores << " cores";
+    EXPECT_LT(sim.now() - t0, expect + 0.004) << cores << " cores";
+  });
+}
+}  // namespace sparq
