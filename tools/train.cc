@@ -15,6 +15,7 @@
 // reference's --data-generation=random: for speed measurements only).
 #include "tools/train.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -63,9 +64,6 @@ void run_train(const TrainArgs& given) {
   if (!a.plan.empty()) {
     chosen = a.plan == "auto" ? plan_for(a, world) : plan::read_plan_file(a.plan);
     apply_plan(*chosen, a.plan, world, a.given, a);
-    std::printf("plan %s: %s (for %d ranks on %s: modelled %.2f ms/step, %.2fx the fastest fp32 plan)\n",
-                a.plan.c_str(), chosen->knobs.label().c_str(), chosen->ranks, chosen->net.c_str(),
-                chosen->modelled_ms, chosen->fp32_ms / chosen->modelled_ms);
   }
   set_blas_threads(a.threads);
   set_compute_threads(a.threads);
@@ -73,7 +71,12 @@ void run_train(const TrainArgs& given) {
   const LaunchOptions lo = launch_options(a);
   check_train_memory(a, plan, world);
   TrainerOptions to = trainer_options(a, plan);
-  if (chosen) to.plan_ms = chosen->modelled_ms;
+  if (chosen) {
+    to.plan_ms = chosen->modelled_ms;
+    to.plan_line = fmt::format("plan {}: {} (for {} ranks on {}: modelled {:.2f} ms/step, {:.2f}x the fastest fp32 plan)",
+                               a.plan, chosen->knobs.label(), chosen->ranks, chosen->net, chosen->modelled_ms,
+                               chosen->fp32_ms / chosen->modelled_ms);
+  }
   // In-process ranks are threads of this process: one core each. With --net
   // a rank's computation is its thread's CPU time, its --threads emulated
   // (LaunchOptions::threads).

@@ -22,6 +22,11 @@ class ParallelClock {
   virtual void end_parallel(std::span<const double> part_cpu_s) = 0;
 };
 
+// After each job a pool worker spins this long for the next before it sleeps
+// (parallel.cc's 200000 polls): on a host with fewer cores than threads that
+// spin takes a core from the rank's other threads.
+inline constexpr double kWorkerSpinSeconds = 1e-4;
+
 struct EmulatedThreads {
   int threads = 1;
   ParallelClock* clock = nullptr;

@@ -68,7 +68,8 @@ class Pool {
       if (!error_) error_ = std::current_exception();
     }
   }
-  // A worker spins ~0.1 ms for the next job before it sleeps on the futex.
+  // A worker spins ~0.1 ms for the next job before it sleeps on the futex
+  // (kWorkerSpinSeconds, which the virtual clock charges).
   // A step at batch 128 runs dozens of jobs with short serial gaps between
   // them; with a 10x shorter spin the worker slept in most gaps and every job
   // paid a wake-up: one rank, 2 threads, 800 steps: 4200-6000 context

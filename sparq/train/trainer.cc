@@ -215,6 +215,7 @@ void Trainer::announce() {
       p.embedding_optimizer_name,
       threads_text(o_.threads)));
   out_.line(gemm_line(p.cfg.mlp_precision) + "\n");
+  if (!o_.plan_line.empty()) out_.line(o_.plan_line + "\n");
 }
 
 // --load: the model, the optimizer and the step; the codec states wait for

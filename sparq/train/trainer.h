@@ -47,6 +47,7 @@ struct TrainerOptions {
   int ranks_here = 1;                   // ranks in this process (the memory line)
   nlohmann::json config;                // the first metrics event (none when null)
   double plan_ms = 0;                   // the step sparq plan modelled for this run's plan (0: none)
+  std::string plan_line;                // what sparq plan chose, printed after the model (rank 0)
 };
 
 // Trains `plan` on `data` as `o` says; every rank of the plan's transport

@@ -174,6 +174,11 @@ void SimTransport::end_parallel(std::span<const double> part_cpu_s) {
   Timeline& l = lines_[std::this_thread::get_id()];
   const double start = l.clock;
   for (double cpu : part_cpu_s) l.clock = std::max(l.clock, compute(start, cpu_scale_ * std::max(0.0, cpu - probe_cost())));
+  // The workers (every part but the caller's) then spin for the next job,
+  // each on a core: where the host has cores to spare that costs nothing,
+  // where it has fewer than threads it delays the rank's other work.
+  if (cores_)
+    for (std::size_t w = 1; w < part_cpu_s.size(); ++w) cores_->run(l.clock, kWorkerSpinSeconds);
   l.cpu_mark = thread_cpu_seconds();  // the parts' CPU is charged above, not again
 }
 

@@ -70,7 +70,8 @@ class SimTransport final : public Transport, public ParallelClock {
   // A parallel section of the calling thread (parallel_clock.h): its parts
   // start together and each computes on a core of its own, or on the
   // host's cores where they are limited; the thread's clock moves to the
-  // last part's end.
+  // last part's end. On limited cores the workers' spin after the section
+  // (kWorkerSpinSeconds each) occupies them too.
   void begin_parallel() override;
   void end_parallel(std::span<const double> part_cpu_s) override;
 
