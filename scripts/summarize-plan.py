@@ -49,14 +49,17 @@ def main():
         key = lambda f: json.dumps(f, sort_keys=True)
         by_flags = {key(p["flags"]): p for p in first}
         by_flags.update({key(p["flags"]): p for p in longer})
-        mine = by_flags[key(chosen["flags"])]["modelled_ms_per_step"]
+        # The sweep ran the planner's plan at its thread count if it was one of
+        # the sweep's leaders too; else its first run (one thread) stands in.
+        same = by_flags.get(key(chosen["flags"])) or by_flags[key(dict(chosen["flags"], threads="1"))]
+        mine = same["modelled_ms_per_step"]
         best = min((p for p in longer if p["admitted"]), key=lambda p: p["modelled_ms_per_step"])
         default = by_flags[key(dict(DEFAULTS, threads="1"))]["modelled_ms_per_step"]
         best_fp32 = min(p["modelled_ms_per_step"] for p in longer if fp32(p))
         admitted = sum(p["admitted"] for p in sweep if not p.get("refined"))
         n_pruned = sum("modelled_ms_per_step" in p and not p.get("refined") for p in pruned)
         space = sum(not p.get("refined") for p in sweep)
-        print(f"| {name} | {space} ({admitted}) | {n_pruned} / {len(first)} | {secs} | {by_flags[key(chosen['flags'])]['label']} | {mine:.2f} "
+        print(f"| {name} | {space} ({admitted}) | {n_pruned} / {len(first)} | {secs} | {same['label']}{'' if same['flags'] == chosen['flags'] else ' (its ' + chosen['flags']['threads'] + ' threads not in the sweep)'} | {mine:.2f} "
               f"| {best['label']} | {best['modelled_ms_per_step']:.2f} | {mine / best['modelled_ms_per_step']:.3f} "
               f"| {default / mine:.2f}x | {best_fp32 / mine:.2f}x |")
 

@@ -32,7 +32,7 @@ namespace {
 struct PlanArgs {
   TrainArgs t;
   int hosts = 0;
-  std::size_t steps = 10, pilot = 0;
+  std::size_t steps = 8, pilot = 0;
   std::string threads = "1,2";  // the thread counts a leader is run with
   double budget = 0.1;  // %
   bool exhaustive = false;

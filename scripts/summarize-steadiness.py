@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+"""results.md's table of the virtual clock's steadiness: the runs of
+scripts/emulator-steadiness (docs/data/emulation/steadiness/PLACEMENT_pP_rR.jsonl),
+each run's modelled step (the median of its print intervals after the first),
+and the spread of the five runs of a configuration (max / min - 1).
+
+    python3 scripts/summarize-steadiness.py [docs/data/emulation/steadiness]"""
+import json
+import pathlib
+import re
+import statistics
+import sys
+
+
+def modelled_ms(path):
+    trains = [json.loads(l) for l in path.read_text().splitlines() if '"event":"train"' in l]
+    return statistics.median(e["modeled_ms_per_it"] for e in trains[1:])
+
+
+def main():
+    out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/emulation/steadiness")
+    runs = {}
+    for p in out.glob("*.jsonl"):
+        m = re.fullmatch(r"(.+)_p(\d+)_r(\d+)", p.stem)
+        runs.setdefault((m.group(1), int(m.group(2))), []).append((int(m.group(3)), modelled_ms(p)))
+    print("| tables | P | modelled ms/step, run by run | spread (max / min - 1) |")
+    print("|---|---|---|---|")
+    for (placement, p), rs in sorted(runs.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        ms = [x for _, x in sorted(rs)]
+        print(f"| {placement} | {p} | {', '.join(f'{x:.2f}' for x in ms)} | {100 * (max(ms) / min(ms) - 1):.1f} % |")
+
+
+if __name__ == "__main__":
+    main()
