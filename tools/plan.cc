@@ -45,6 +45,8 @@ constexpr std::size_t kRefineRuns = 3;   // a leader's refining run is this many
 TrainArgs with_knobs(TrainArgs t, const plan::PlanKnobs& k) {
   t.emb_placement = k.placement, t.dp_codec = k.dp_codec, t.dp_allreduce = k.dp_allreduce;
   t.emb_codec_fwd = k.emb_fwd, t.emb_codec_bwd = k.emb_bwd, t.fuse_bytes = k.fuse, t.threads = k.threads;
+  for (const auto& [name, value] : k.flags())  // set as if given: --threads is then emulated under --net
+    if (std::find(t.given.begin(), t.given.end(), name) == t.given.end()) t.given.push_back(name);
   return t;
 }
 

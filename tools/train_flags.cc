@@ -200,7 +200,8 @@ void add_run_flags(CLI::App* c, TrainArgs& a) {
   c->add_option("--net", a.net,
                 "Emulate a network for the --ranks in-process ranks, e.g. 10gbit,20us (bandwidth per link, latency "
                 "per message): every message is timed by an alpha-beta model and each rank's computation by its "
-                "thread's CPU time (--threads emulated: the parts run in turn, charged as if side by side); progress "
+                "thread's CPU time (one thread a rank; --threads, if given, emulated: the parts run in turn, charged "
+                "as if side by side); progress "
                 "lines, metrics and the summary add the modelled times");
   c->add_option("--compute-scale", a.compute_scale,
                 "With --net: a rank's modelled computation is its thread's CPU time times this (2: hosts half as "

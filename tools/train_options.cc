@@ -178,7 +178,10 @@ LaunchOptions launch_options(const TrainArgs& a) {
   lo.timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
   lo.cpu_scale = lo.net ? a.compute_scale : 0;
   lo.host_cores = a.host_cores;
-  lo.threads = a.threads;  // with --net: emulated on each rank's thread
+  // With --net a rank computes on one thread unless --threads is given (or a
+  // plan sets it): then its threads are emulated on the clock.
+  const bool threads_given = std::find(a.given.begin(), a.given.end(), "threads") != a.given.end();
+  lo.threads = threads_given ? a.threads : 1;
   return lo;
 }
 
