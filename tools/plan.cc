@@ -183,19 +183,24 @@ std::vector<plan::Candidate> candidates(const PlanArgs& a, const DlrmConfig& cfg
   return all;
 }
 
+// --threads-choices: "1,2" -> {1, 2}; throws InputError.
+std::vector<int> thread_choices(const std::string& list) {
+  std::vector<int> out;
+  for (std::size_t at = 0; at <= list.size();) {
+    const std::size_t comma = std::min(list.find(',', at), list.size());
+    out.push_back(plan::knobs_from_flags({{"threads", list.substr(at, comma - at)}}).threads);
+    at = comma + 1;
+  }
+  return out;
+}
+
 // The leaders' longer runs, at every thread count of --threads-choices; with
 // --pilot, a plan's verdict from its test loss against the first fp32 plan's
 // (every pilot starts from the same weights and data order).
 plan::SearchOptions search_options(const PlanArgs& a, const TrainData& data, std::optional<double>& fp32_loss) {
   plan::SearchOptions so;
   so.exhaustive = a.exhaustive;
-  std::vector<int> threads;
-  for (std::size_t at = 0; at <= a.threads.size();) {
-    const std::size_t comma = std::min(a.threads.find(',', at), a.threads.size());
-    threads.push_back(plan::knobs_from_flags({{"threads", a.threads.substr(at, comma - at)}}).threads);
-    at = comma + 1;
-  }
-  so.variants = [threads](const plan::PlanKnobs& k) {
+  so.variants = [threads = thread_choices(a.threads)](const plan::PlanKnobs& k) {
     std::vector<plan::PlanKnobs> out;
     for (int t : threads) out.push_back(k), out.back().threads = t;
     return out;
@@ -220,6 +225,7 @@ plan::PlanFile choose_plan(const PlanArgs& a) {
   SPARQ_CHECK_AS(InputError, a.steps > kWarmupSteps + 1, "--steps must be > {}", kWarmupSteps + 1);
   SPARQ_CHECK_AS(InputError, a.pilot == 0 || a.pilot > kWarmupSteps + 1, "--pilot must be 0 or > {}",
                  kWarmupSteps + 1);
+  thread_choices(a.threads);  // checked before anything runs
   const NetModel net = parse_net_model(a.t.net);
   const DlrmConfig cfg = plan_options(a.t, a.hosts).cfg;
   fmt::print("sparq plan: {} ranks on {}, global batch {}, {}; budget {:+.3f} % test loss; {}\n", a.hosts,

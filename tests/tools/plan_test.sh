@@ -86,4 +86,6 @@ one_line "bad.json: not a plan of sparq plan: no" "${TRAIN[@]}" "${MODEL[@]}" --
 one_line "plan auto plans for --ranks P in-process ranks on the --net network" "${TRAIN[@]}" "${MODEL[@]}" --plan auto
 one_line "max-loss-change must be >= 0" plan --data-path "$D/data" "${MODEL[@]}" --hosts 4 --net 1gbit,50us \
   --max-loss-change -1
+one_line "threads 'x': expected 1 to 1024" plan --data-path "$D/data" "${MODEL[@]}" --hosts 4 --net 1gbit,50us \
+  --threads-choices 1,x
 one_line "no plan fits: memory" plan --data-path "$D/data" "${MODEL[@]}" --hosts 4 --net 1gbit,50us --host-memory 1KiB
