@@ -82,7 +82,8 @@ plan::Measured run_on_clock(const PlanArgs& a, const TrainData& data, const plan
   TrainArgs t = with_knobs(a.t, k);
   t.ranks = a.hosts, t.nepochs = 1, t.print_freq = 1, t.num_batches = steps;
   t.test_freq = test ? 0 : -1;
-  const PlanOptions po = plan_options(t, a.hosts);
+  PlanOptions po = plan_options(t, a.hosts);
+  po.whole_model_on_rank0 = test;  // a timing run neither tests nor saves: rank 0 keeps its own tables only
   check_train_memory(t, po, a.hosts);
   const TrainerOptions to = trainer_options(t, po);
   RunSink sink;

@@ -29,7 +29,7 @@ std::vector<bool> tables_held(const Transport& t, const PlanOptions& o, std::siz
   // every rank is a replica; hybrid: rank = replica * stages + stage).
   std::vector<bool> hold;
   const int replica = t.rank() / static_cast<int>(stages);
-  if (o.dp.placement == EmbPlacement::TableWise && replica != 0) {
+  if (o.dp.placement == EmbPlacement::TableWise && (replica != 0 || (stages == 1 && !o.whole_model_on_rank0))) {
     const std::vector<int> owner = assign_tables(o.cfg.table_rows, t.size() / static_cast<int>(stages));
     for (int r : owner) hold.push_back(r == replica);
   }

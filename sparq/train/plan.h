@@ -39,6 +39,11 @@ namespace sparq {
 
 struct PlanOptions {
   DlrmConfig cfg;
+  // Table-wise data parallelism: replica 0 also holds every table, to test
+  // and checkpoint the whole model. false: runs that do neither (sparq
+  // plan's timing runs) save the copy, and testing or gathering the model is
+  // an error.
+  bool whole_model_on_rank0 = true;
   std::uint64_t seed = 1;  // the model's initial weights
   OptimizerOptions optimizer;
   std::string optimizer_name = "sgd", embedding_optimizer_name = "sgd";  // as given, for checkpoints and reports

@@ -39,6 +39,9 @@ class DataParallelPlan final : public Plan {
   void load_state(std::span<const std::byte> blob) override { dp_.load_state(blob); }
 
   WholeModel gather(std::uint64_t) override {
+    SPARQ_CHECK(o_.dp.placement != EmbPlacement::TableWise || o_.whole_model_on_rank0,
+                "table-wise run without the whole model on rank 0 (PlanOptions::whole_model_on_rank0): it cannot test "
+                "or checkpoint");
     dp_.gather_model(0);  // table-wise: the tables of the other ranks
     return t_.rank() == 0 ? WholeModel{&model_, &opt_} : WholeModel{};
   }

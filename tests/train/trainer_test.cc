@@ -154,6 +154,47 @@ TEST(Trainer, TwoRanksTrainAsOneSequentialModelAndReportThroughTheSink) {
   for (const auto& e : sink.events) EXPECT_TRUE(e.contains("wall_s") && e.contains("train_s")) << e.dump();
 }
 
+// sparq plan's timing runs: table-wise without the whole model on rank 0
+// train the same dense parameters, rank 0 holds only its own tables, and a
+// test (which gathers the model) is refused instead of reading tables that
+// are not there.
+TEST(Trainer, TableWiseWithoutTheWholeModelOnRankZeroTrainsTheSameAndCannotTest) {
+  set_blas_threads(1);
+  TrainData data;
+  data.train = RecordSet(make_records(256, 1));
+  data.test = RecordSet(make_records(100, 2));
+  TrainerOptions to;
+  to.batch = 32;
+  to.print_freq = 8;
+  to.test_freq = -1;
+  const auto dense_after = [&](bool whole, std::size_t* tables_held) {
+    PlanOptions po;
+    po.cfg = criteo_config();
+    po.dp.placement = EmbPlacement::TableWise;
+    po.whole_model_on_rank0 = whole;
+    std::vector<float> dense;
+    test::run_ranks(2, [&](Transport& t) {
+      RecordingSink sink;
+      const std::unique_ptr<Plan> plan = make_plan(t, po);
+      train(*plan, data, to, sink);
+      if (t.rank() != 0) return;
+      dense.assign(plan->model().dense().params().begin(), plan->model().dense().params().end());
+      *tables_held = 0;
+      for (const auto& table : plan->model().tables()) *tables_held += !table.weights().empty();
+      if (!whole) {
+        EXPECT_THROW(plan->gather(8), Error);
+      }
+    });
+    return dense;
+  };
+  std::size_t whole_tables = 0, own_tables = 0;
+  const std::vector<float> a = dense_after(true, &whole_tables), b = dense_after(false, &own_tables);
+  if (a.empty()) return;  // under mpiexec this process is not rank 0
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(whole_tables, kCriteoSparse);
+  EXPECT_EQ(own_tables, kCriteoSparse / 2);  // 26 tables of equal rows over 2 ranks
+}
+
 TEST(Trainer, StopsAtTheFirstTestThatReachesTheTarget) {
   SPARQ_NEED_RANKS(2);
   set_blas_threads(1);
