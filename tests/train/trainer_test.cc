@@ -159,6 +159,7 @@ TEST(Trainer, TwoRanksTrainAsOneSequentialModelAndReportThroughTheSink) {
 // test (which gathers the model) is refused instead of reading tables that
 // are not there.
 TEST(Trainer, TableWiseWithoutTheWholeModelOnRankZeroTrainsTheSameAndCannotTest) {
+  SPARQ_NEED_RANKS(2);
   set_blas_threads(1);
   TrainData data;
   data.train = RecordSet(make_records(256, 1));
