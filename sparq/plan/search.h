@@ -50,7 +50,7 @@ struct SearchOptions {
   std::size_t refine_max = 3;
 };
 
-// `wire_ms(k)`: the plan's wire bound; `run(k)`: a run on the virtual clock.
+// `run(k)`: a run of the plan on the virtual clock; each candidate carries its own bound.
 // Returns every candidate, the ones run first, fastest first.
 std::vector<Candidate> search(std::vector<Candidate> all, const std::function<Measured(const PlanKnobs&)>& run,
                               const SearchOptions& o);
