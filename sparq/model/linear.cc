@@ -96,6 +96,15 @@ void SparseGradient::add_row(std::span<const std::uint32_t> idx, std::span<const
   added_ += idx.size();
 }
 
+void SparseGradient::add_row_squares(std::span<const std::uint32_t> idx, std::span<const float> val, float coeff) {
+  for (std::size_t k = 0; k < idx.size(); ++k) {
+    const std::uint32_t j = idx[k];
+    bits_[j >> 6] |= std::uint64_t{1} << (j & 63);
+    acc_[j] += coeff * val[k] * val[k];
+  }
+  added_ += idx.size();
+}
+
 std::size_t SparseGradient::drain(std::span<std::uint32_t> indices, std::span<float> values) {
   SPARQ_CHECK(indices.size() >= capacity() && values.size() >= capacity(), "room for {} of {} pairs",
               std::min(indices.size(), values.size()), capacity());

@@ -73,6 +73,8 @@ class SparseGradient {
   explicit SparseGradient(std::size_t dim);
   std::size_t dim() const { return acc_.size(); }
   void add_row(std::span<const std::uint32_t> idx, std::span<const float> val, float coeff);
+  // coeff x_i^2, element-wise: a row's share of a Hessian's diagonal.
+  void add_row_squares(std::span<const std::uint32_t> idx, std::span<const float> val, float coeff);
   // Writes the touched features' sums in index order (each at most once)
   // and clears the scratch for the next batch; returns how many were written.
   // `indices` and `values` must hold at least capacity() entries.
