@@ -207,19 +207,25 @@ def paired_row(label, eta, pairs):
           + f" | {dauc:+.4f} | {ratio(rs, 'X_act'):.2f}x | {ratio(rs, 'X_grad'):.2f}x |")
 
 
-def others(g, prefix, title):
-    rows = sorted(k for k in g if k.startswith(prefix))
+def others(g, prefix, title, base, also=()):
+    """The runs whose key starts with prefix (and the keys in also), each
+    against the run of base with its seed."""
+    rows = sorted(k for k in g if k.startswith(prefix)) + [k for k in also if k in g]
     if not rows:
         return
-    print(f"\n| {title} | test loss | accuracy % | AUC | " + " | ".join(
+    by_seed = {r["seed"]: r for r in g.get(base, [])}
+    print(f"\n| {title} | test loss | vs {base} | accuracy % | AUC | " + " | ".join(
         f"{e} ratio" for e in ["X_act", "X_grad", "W_grad", "emb_grad"]) + " |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for key in rows:
         rs = g[key]
         cells = []
         for e in ["X_act", "X_grad", "W_grad", "emb_grad"]:
             cells.append(f"{ratio(rs, e):.2f}x" if all(e in r["acct"] for r in rs) else "-")
-        print(f"| {key} | {mean(rs, lambda r: r['test']['loss']):.6f} | {100 * mean(rs, lambda r: r['test']['accuracy']):.3f} | "
+        pairs = [change(r, by_seed[r["seed"]]) for r in rs if r["seed"] in by_seed]
+        vs = f"{statistics.fmean(pairs):+.2f} %" if pairs else "-"
+        print(f"| {key} | {mean(rs, lambda r: r['test']['loss']):.6f} | {vs} | "
+              f"{100 * mean(rs, lambda r: r['test']['accuracy']):.3f} | "
               f"{mean(rs, lambda r: r['test']['auc']):.4f} | " + " | ".join(cells) + " |")
 
 
@@ -232,9 +238,9 @@ def main():
     mp_table1(g)
     mp_table1_seeds(g)
     mp_map(g)
-    others(g, "neg_", "negative baseline (2 workers)")
-    others(g, "hy_", "hybrid run")
-    others(g, "ps_", "run")
+    others(g, "neg_", "negative baseline (2 workers)", "mp1_bot2_0", also=["mp1_bot2_0.90"])
+    others(g, "hy_", "hybrid run", "hy_none")
+    others(g, "ps_", "run", "ps_sync")
 
 
 if __name__ == "__main__":

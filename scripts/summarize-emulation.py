@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Tables and the plot of scripts/reproduce-emulation's runs.
 
-    summarize-emulation.py DATA_DIR RESULTS_MD FIGURES_DIR
+    summarize-emulation.py DATA_DIR RESULTS_MD FIGURES_DIR   ('' for FIGURES_DIR: no figures)
 
 Reads the runs under DATA_DIR (sparq train --metrics: <net>/ and
 <net>-steps/ for the tables, scaling/ and scaling-before/, fidelity/, flat/
@@ -337,7 +337,8 @@ def main():
     text = text[:begin] + "\n".join(block) + text[end + len("<!-- emulation:end -->"):]
     with open(results, "w") as fh:
         fh.write(text)
-    plot_scaling(data, figures)
+    if figures:  # '' (scripts/results-check): the page only
+        plot_scaling(data, figures)
 
 
 main()

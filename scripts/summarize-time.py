@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Tables and plots of scripts/reproduce-time's runs.
 
-    summarize-time.py DATA_DIR RESULTS_MD FIGURES_DIR
+    summarize-time.py DATA_DIR RESULTS_MD FIGURES_DIR   ('' for FIGURES_DIR: no figures)
 
 Reads DATA_DIR/<rate>/<plan>_s<seed>[_r<run>].jsonl (sparq train --metrics;
 <rate> 1gbit-bf16 holds the runs with --mlp-precision bf16)
@@ -274,7 +274,7 @@ def main():
     else:
         text += "\n## Time on a shaped cluster\n\n" + block + "\n"
     open(results, "w").write(text)
-    if runs:
+    if runs and figures:  # '' (scripts/results-check): the page only
         plots(runs, targets, figures)
     print(block)
 

@@ -8,7 +8,7 @@ Runs with the same seed share the initialisation and the batch order, so
 each configuration is compared with the baseline seed by seed: the mean of
 the paired differences and its 95 % t-interval.
 
-  summarize-translation.py DATA_DIR RESULTS_MD
+  summarize-translation.py DATA_DIR RESULTS_MD [--no-figure]
 """
 import json
 import math
@@ -198,7 +198,8 @@ def main():
         sys.exit(f"summarize-translation: no baseline runs in {data}/runs")
     one = by[base][min(by[base])]
     figure = pathlib.Path(md).parent / "figures" / "translation_loss.png"
-    plot(by, base, figure)
+    if sys.argv[3:] != ["--no-figure"]:  # scripts/results-check: the page only
+        plot(by, base, figure)
     body = ["<!-- translation:begin -->",
             "<!-- written by scripts/summarize-translation.py from docs/data/translation; "
             "re-run scripts/reproduce-translation to refresh -->",
