@@ -113,9 +113,9 @@ class NewtonSteps final : public LinearSteps {
   }
 
   // M = l2 I + kDiagonalShare (diag(H) - l2 I), H's diagonal mixed with the
-  // penalty's (Hsia, Chiang and Lin, ACML 2018, whose liblinear mixes the
-  // same 1 % of the diagonal with the identity of its C-scaled objective;
-  // a pure diagonal can be a worse preconditioner than none). On URL-like
+  // penalty's: Hsia, Chiang and Lin (ACML 2018) mix 1 % of the diagonal with
+  // the identity of their C-scaled objective, the same M here, because a
+  // pure diagonal can be a worse preconditioner than none. On URL-like
   // rows, whose real-valued columns and binary ones differ in scale, it
   // takes a fraction of the products (docs/model.md). A feature no row
   // holds, with l2 = 0, keeps M = 1.
