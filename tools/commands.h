@@ -38,6 +38,7 @@ void add_predict(CLI::App& app, Run& run);
 void add_export(CLI::App& app, Run& run);
 void add_linear(CLI::App& app, Run& run);
 void add_plan(CLI::App& app, Run& run);
+void add_launch(CLI::App& app, Run& run);
 
 // The cuts of a model trained with a cut codec that changes the forward pass
 // (dct, sketch), from its checkpoint's metadata; nothing for any other model.

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   sparq::cli::add_export(app, run);
   sparq::cli::add_linear(app, run);
   sparq::cli::add_plan(app, run);
+  sparq::cli::add_launch(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

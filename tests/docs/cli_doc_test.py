@@ -17,7 +17,8 @@ import sys
 
 FLAG = re.compile(r"--[a-z][a-z0-9-]*")
 OPTION_LINE = re.compile(r"^  (?:-[a-zA-Z],)?(--[a-z][a-z0-9-]*(?:,--[a-z][a-z0-9-]*)*)")
-LAUNCHERS = {"--oversubscribe", "--bind-to", "--mca", "--allow-run-as-root", "--nproc-per-node", "--standalone"}
+LAUNCHERS = {"--oversubscribe", "--bind-to", "--mca", "--allow-run-as-root", "--nproc-per-node", "--standalone",
+             "--host", "--hostfile"}
 
 
 def help_text(sparq, *cmd):
