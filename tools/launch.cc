@@ -211,12 +211,21 @@ void forward(int sig) {
   }
 }
 
-// One launch on the live hosts; its exit code.
+// The ranks train can run on: a multiple of its --mp-splits stages (one
+// more than its cuts, which commas part: `bot:2,top:2` makes 3).
+int rank_multiple(const std::vector<std::string>& train) {
+  const std::string splits = flag_value(train, "--mp-splits");
+  return splits.empty() ? 1 : 2 + static_cast<int>(std::count(splits.begin(), splits.end(), ','));
+}
+
+// One launch on the live hosts, on the most ranks train can run on (a
+// multiple of its stages; the other slots stay idle); its exit code.
 int launch_once(const LaunchArgs& a, const std::vector<HostLine>& live, const std::vector<std::string>& train,
                 const std::string& hostfile) {
   std::ofstream out(hostfile);
   int np = 0;
   for (const auto& h : live) out << h.line << "\n", np += h.slots;
+  np -= np % rank_multiple(train);
   out.close();
   SPARQ_CHECK(out.good(), "cannot write '{}'", hostfile);
   auto argv = split_words(a.mpiexec);
@@ -275,8 +284,17 @@ void run_launch(LaunchArgs a) {
     SPARQ_CHECK_AS(InputError, !lost.empty(),
                    "launch {} failed (exit {}) after {:.1f} s with every host answering: not a lost host, not "
                    "restarted", attempt + 1, rc, took);
-    SPARQ_CHECK_AS(InputError, !answering.empty(), "launch {} failed (exit {}): no host of '{}' answers", attempt + 1,
-                   rc, a.hosts);
+    // A restart that fails with no further host lost fails for another
+    // reason (the job refuses the hosts left, say): again would fail alike.
+    SPARQ_CHECK_AS(InputError, lost.size() > all.size() - live.size(),
+                   "launch {} failed (exit {}) after {:.1f} s with no host lost since launch {}: not restarted",
+                   attempt + 1, rc, took, attempt);
+    int slots = 0;
+    for (const auto& h : answering) slots += h.slots;
+    SPARQ_CHECK_AS(InputError, slots >= rank_multiple(a.train),
+                   "launch {} failed (exit {}): {} of the hosts of '{}' answer, too few for {} stages", attempt + 1,
+                   rc, answering.empty() ? "none" : std::to_string(answering.size()), a.hosts,
+                   rank_multiple(a.train));
     SPARQ_CHECK_AS(InputError, attempt < a.restarts, "launch {} failed (exit {}), lost {}; no restart left (--restarts {})",
                    attempt + 1, rc, names(lost), a.restarts);
     const Point from = newest_checkpoint(save);
@@ -284,8 +302,9 @@ void run_launch(LaunchArgs a) {
       train = without_load(a.train);
       train.insert(train.end(), {"--load", from.path});
     }
-    fmt::print(stderr, "sparq launch: launch {} failed (exit {}) after {:.1f} s; lost {}; restarting on {} ({} host(s)) "
-               "from {}\n", attempt + 1, rc, took, names(lost), names(answering), answering.size(),
+    fmt::print(stderr, "sparq launch: launch {} failed (exit {}) after {:.1f} s; lost {}; restarting on {} ({} host(s), "
+               "{} ranks) from {}\n", attempt + 1, rc, took, names(lost), names(answering), answering.size(),
+               slots - slots % rank_multiple(a.train),
                from.step >= 0 ? fmt::format("'{}' (step {})", from.path, from.step) : "where it began (no checkpoint yet)");
     live = answering;
   }

@@ -43,8 +43,9 @@ printf 'h0 slots=1\nh1 slots=1  # a comment\n\nh2\nh3 slots=1\n' > "$D/hosts"
 "$SPARQ" gen-data --out "$D/data" --num-samples 100000 --num-test 2000 --cardinalities 2000 > /dev/null 2> "$D/err" ||
   fail "gen-data: $(cat "$D/err")"
 # Steps of a few ms, so that the loss lands mid-run.
-TRAIN=(train --data-path "$D/data" --arch-embedding-size 2000 --arch-mlp-bot 13-256-64-16 --arch-mlp-top 256-64-1
-       --mini-batch-size 1000 --num-batches 100 --print-freq 20 --test-freq -1 --threads 1 --dp-codec dct:0.9,7)
+BASE=(train --data-path "$D/data" --arch-embedding-size 2000 --arch-mlp-bot 13-256-64-16 --arch-mlp-top 256-64-1
+      --mini-batch-size 1000 --num-batches 100 --print-freq 20 --test-freq -1 --threads 1)
+TRAIN=("${BASE[@]}" --dp-codec dct:0.9,7)
 LAUNCH=(launch --hosts "$D/hosts" --mpiexec "$D/mpiexec" --probe-timeout 2)
 
 # A host lost after step 40's checkpoint: restarted on 3 hosts from the newest checkpoint.
@@ -52,7 +53,7 @@ LOSE_AT=40 "$SPARQ" "${LAUNCH[@]}" --restarts 2 -- "${TRAIN[@]}" --save-every 20
   > "$D/out" 2> "$D/err" || fail "launch with a lost host: $(cat "$D/err")"
 [[ $(tr '\n' ' ' < "$D/launches") == "4 3 " ]] || fail "launches on $(cat "$D/launches") hosts, not 4 then 3"
 line=$(grep "launch 1 failed" "$D/err") || fail "no restart said: $(cat "$D/err")"
-[[ $line =~ lost\ h3\;\ restarting\ on\ h0\ h1\ h2\ \(3\ host\(s\)\)\ from\ \'([^\']+)\'\ \(step\ ([0-9]+)\) ]] ||
+[[ $line =~ lost\ h3\;\ restarting\ on\ h0\ h1\ h2\ \(3\ host\(s\),\ 3\ ranks\)\ from\ \'([^\']+)\'\ \(step\ ([0-9]+)\) ]] ||
   fail "restart line: $line"
 from=${BASH_REMATCH[1]} step=${BASH_REMATCH[2]}
 ((step >= 40 && step < 100)) || fail "restarted from step $step: not between the loss's checkpoint and the end"
@@ -62,6 +63,29 @@ grep -q "finished on 3 host(s) after 1 restart(s)" "$D/err" || fail "end: $(cat 
 "$SPARQ" "${TRAIN[@]}" --ranks 3 --load "$from" --save "$D/ref" > /dev/null 2> "$D/err" || fail "reference: $(cat "$D/err")"
 cmp -s "$D/ck_100" "$D/ref" || fail "the restarted job's model differs from a 3-host run resumed from step $step"
 echo "ok: lost h3 after step 40, restarted on 3 hosts from step $step, the same model as a 3-host resume"
+
+# Two model-parallel stages: 3 hosts left run 2 ranks, the most that are a multiple of the stages
+# (one replica: no --dp-codec, which acts between replicas).
+rm -f "$D/launches" "$D/lost" "$D/dead" "$D"/ck_*
+MP=(--mp-splits bot:1 --micro-batches 2)
+LOSE_AT=40 "$SPARQ" "${LAUNCH[@]}" --restarts 2 -- "${BASE[@]}" "${MP[@]}" --save-every 20 --save "$D/ck_{step}" \
+  > "$D/out" 2> "$D/err" || fail "launch of 2 stages with a lost host: $(cat "$D/err")"
+[[ $(tr '\n' ' ' < "$D/launches") == "4 2 " ]] || fail "2 stages: launches on $(cat "$D/launches") ranks, not 4 then 2"
+from=$(sed -n "s/.*(3 host(s), 2 ranks) from '\([^']*\)'.*/\1/p" "$D/err")
+[[ -n $from ]] || fail "2 stages: restart line: $(cat "$D/err")"
+"$SPARQ" "${BASE[@]}" "${MP[@]}" --ranks 2 --load "$from" --save "$D/ref" > /dev/null 2> "$D/err" ||
+  fail "2-stage reference: $(cat "$D/err")"
+cmp -s "$D/ck_100" "$D/ref" || fail "2 stages: the restarted job's model differs from a 2-rank resume"
+echo "ok: 2 stages, 3 hosts left: restarted on 2 ranks, the same model as a 2-rank resume"
+
+# A restart the job refuses (one replica left, and --dp-codec acts between replicas) fails once, not
+# again and again: no further host was lost.
+rm -f "$D/launches" "$D/lost" "$D/dead" "$D"/ck_*
+LOSE_AT=40 "$SPARQ" "${LAUNCH[@]}" --restarts 3 -- "${TRAIN[@]}" "${MP[@]}" --save-every 20 --save "$D/ck_{step}" \
+  > /dev/null 2> "$D/err" && fail "a refused restart was not an error"
+grep -q "launch 2 failed (exit 1) after .* s with no host lost since launch 1: not restarted" "$D/err" ||
+  fail "refused restart: $(cat "$D/err")"
+[[ $(tr '\n' ' ' < "$D/launches") == "4 2 " ]] || fail "refused restart: launches $(cat "$D/launches")"
 
 # A failure with every host answering (a bad flag fails the same way again): not restarted.
 rm -f "$D/launches" "$D/lost" "$D/dead"
@@ -94,5 +118,5 @@ printf 'h0\nh1\nh2\nh3\n' > "$D/dead"
 rm -f "$D/lost"
 "$SPARQ" "${LAUNCH[@]}" --restarts 2 -- "${TRAIN[@]}" --save-every 20 --save "$D/y" --optimizer nope > /dev/null \
   2> "$D/err" && fail "no host answering was not an error"
-grep -q "no host of '$D/hosts' answers" "$D/err" || fail "no host: $(cat "$D/err")"
+grep -q "none of the hosts of '$D/hosts' answer" "$D/err" || fail "no host: $(cat "$D/err")"
 echo "ok: bad input refused"
