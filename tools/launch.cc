@@ -26,7 +26,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -63,10 +62,13 @@ std::vector<HostLine> read_hosts(const std::string& path) {
     HostLine h{"", line};
     if (!(words >> h.name)) continue;
     for (std::string w; words >> w;) {
-      std::smatch m;
-      SPARQ_CHECK_AS(InputError, std::regex_match(w, m, std::regex(R"((?:slots|max_slots)=(\d+))")),
+      const auto eq = w.find('=');
+      const std::string key = w.substr(0, eq), value = eq == std::string::npos ? "" : w.substr(eq + 1);
+      SPARQ_CHECK_AS(InputError,
+                     (key == "slots" || key == "max_slots") && !value.empty() && value.size() <= 6 &&
+                         std::all_of(value.begin(), value.end(), ::isdigit),
                      "{}:{}: '{}' is not slots=N", path, n, w);
-      if (w.starts_with("slots=")) h.slots = std::stoi(m[1]);
+      if (key == "slots") h.slots = std::stoi(value);
       SPARQ_CHECK_AS(InputError, h.slots >= 1, "{}:{}: slots must be >= 1", path, n);
     }
     hosts.push_back(h);
