@@ -15,7 +15,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <signal.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -164,8 +163,7 @@ struct Point {
 Point newest_checkpoint(const std::string& save) {
   namespace fs = std::filesystem;
   std::vector<std::pair<long, std::string>> candidates;
-  const auto at = save.find("{step}");
-  if (at == std::string::npos) {
+  if (save.find("{step}") == std::string::npos) {
     if (fs::exists(save)) candidates.emplace_back(0, save);
   } else {
     const fs::path pattern(save);
@@ -220,14 +218,21 @@ int rank_multiple(const std::vector<std::string>& train) {
   return splits.empty() ? 1 : 2 + static_cast<int>(std::count(splits.begin(), splits.end(), ','));
 }
 
-// One launch on the live hosts, on the most ranks train can run on (a
-// multiple of its stages; the other slots stay idle); its exit code.
+// The most ranks train can run on these hosts: their slots, down to a
+// multiple of its stages (the other slots stay idle).
+int ranks_on(const std::vector<HostLine>& hosts, const std::vector<std::string>& train) {
+  int slots = 0;
+  for (const auto& h : hosts) slots += h.slots;
+  return slots - slots % rank_multiple(train);
+}
+
+// One launch on the live hosts, on the most ranks train can run on; its
+// exit code.
 int launch_once(const LaunchArgs& a, const std::vector<HostLine>& live, const std::vector<std::string>& train,
                 const std::string& hostfile) {
   std::ofstream out(hostfile);
-  int np = 0;
-  for (const auto& h : live) out << h.line << "\n", np += h.slots;
-  np -= np % rank_multiple(train);
+  for (const auto& h : live) out << h.line << "\n";
+  const int np = ranks_on(live, train);
   out.close();
   SPARQ_CHECK(out.good(), "cannot write '{}'", hostfile);
   auto argv = split_words(a.mpiexec);
@@ -291,9 +296,8 @@ void run_launch(LaunchArgs a) {
     SPARQ_CHECK_AS(InputError, lost.size() > all.size() - live.size(),
                    "launch {} failed (exit {}) after {:.1f} s with no host lost since launch {}: not restarted",
                    attempt + 1, rc, took, attempt);
-    int slots = 0;
-    for (const auto& h : answering) slots += h.slots;
-    SPARQ_CHECK_AS(InputError, slots >= rank_multiple(a.train),
+    const int ranks = ranks_on(answering, a.train);
+    SPARQ_CHECK_AS(InputError, ranks > 0,
                    "launch {} failed (exit {}): {} of the hosts of '{}' answer, too few for {} stages", attempt + 1,
                    rc, answering.empty() ? "none" : std::to_string(answering.size()), a.hosts,
                    rank_multiple(a.train));
@@ -306,7 +310,7 @@ void run_launch(LaunchArgs a) {
     }
     fmt::print(stderr, "sparq launch: launch {} failed (exit {}) after {:.1f} s; lost {}; restarting on {} ({} host(s), "
                "{} ranks) from {}\n", attempt + 1, rc, took, names(lost), names(answering), answering.size(),
-               slots - slots % rank_multiple(a.train),
+               ranks,
                from.step >= 0 ? fmt::format("'{}' (step {})", from.path, from.step) : "where it began (no checkpoint yet)");
     live = answering;
   }

@@ -87,8 +87,7 @@ class NewtonSteps final : public LinearSteps {
       const double dhd = dot(d, hd);
       if (!(dhd > 0)) break;
       const double a = rz / dhd;
-      for (std::size_t j = 0; j < dim_; ++j) s[j] += a * d[j], r[j] -= a * hd[j];
-      for (std::size_t j = 0; j < dim_; ++j) z[j] = r[j] / precond_[j];
+      for (std::size_t j = 0; j < dim_; ++j) s[j] += a * d[j], r[j] -= a * hd[j], z[j] = r[j] / precond_[j];
       const double next = dot(r, z);
       for (std::size_t j = 0; j < dim_; ++j) d[j] = z[j] + next / rz * d[j];
       rz = next;

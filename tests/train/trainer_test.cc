@@ -31,6 +31,14 @@ std::vector<CriteoRecord> make_records(std::size_t n, std::uint64_t seed) {
   return v;
 }
 
+// 256 training records and 100 test records, the same in every test.
+TrainData small_data() {
+  TrainData data;
+  data.train = RecordSet(make_records(256, 1));
+  data.test = RecordSet(make_records(100, 2));
+  return data;
+}
+
 DlrmConfig criteo_config() {
   DlrmConfig c;
   c.bot_mlp = {13, 8, 4};
@@ -98,9 +106,7 @@ Reference train_sequentially(const PlanOptions& po, const TrainData& data, const
 TEST(Trainer, TwoRanksTrainAsOneSequentialModelAndReportThroughTheSink) {
   SPARQ_NEED_RANKS(2);
   set_blas_threads(1);  // ranks are threads here
-  TrainData data;
-  data.train = RecordSet(make_records(256, 1));
-  data.test = RecordSet(make_records(100, 2));
+  const TrainData data = small_data();
   PlanOptions po;
   po.cfg = criteo_config();
   po.seed = 5;
@@ -161,9 +167,7 @@ TEST(Trainer, TwoRanksTrainAsOneSequentialModelAndReportThroughTheSink) {
 TEST(Trainer, TableWiseWithoutTheWholeModelOnRankZeroTrainsTheSameAndCannotTest) {
   SPARQ_NEED_RANKS(2);
   set_blas_threads(1);
-  TrainData data;
-  data.train = RecordSet(make_records(256, 1));
-  data.test = RecordSet(make_records(100, 2));
+  const TrainData data = small_data();
   TrainerOptions to;
   to.batch = 32;
   to.print_freq = 8;
@@ -199,9 +203,7 @@ TEST(Trainer, TableWiseWithoutTheWholeModelOnRankZeroTrainsTheSameAndCannotTest)
 TEST(Trainer, StopsAtTheFirstTestThatReachesTheTarget) {
   SPARQ_NEED_RANKS(2);
   set_blas_threads(1);
-  TrainData data;
-  data.train = RecordSet(make_records(256, 1));
-  data.test = RecordSet(make_records(100, 2));
+  const TrainData data = small_data();
   PlanOptions po;
   po.cfg = criteo_config();
   TrainerOptions to;
