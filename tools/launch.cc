@@ -158,8 +158,9 @@ struct Point {
 };
 
 // The newest checkpoint that `--save PATH` left and that reads whole (CRC
-// checked): PATH itself, or with {step} in PATH the highest step there.
-// A damaged one is skipped, saying so.
+// checked; for a delta, every link of its chain): PATH itself, or with
+// {step} in PATH the highest step there. A damaged one or a broken chain is
+// skipped, saying so.
 Point newest_checkpoint(const std::string& save) {
   namespace fs = std::filesystem;
   std::vector<std::pair<long, std::string>> candidates;
@@ -182,6 +183,7 @@ Point newest_checkpoint(const std::string& save) {
   }
   for (const auto& [step, path] : candidates) {
     try {
+      checkpoint_chain(path);
       const auto meta = nlohmann::json::parse(read_checkpoint_meta(path));
       return {path, meta.value("step", 0L)};
     } catch (const std::exception& e) {

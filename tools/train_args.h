@@ -51,6 +51,7 @@ struct TrainArgs {
   std::size_t shuffle_buffer = 100000;
   std::string metrics, save, load;
   std::size_t save_every = 0;  // steps; 0 = only at the end
+  std::size_t save_whole_every = 0;  // steps; 0 = every checkpoint whole
   // Data parallelism: --mini-batch-size is the global batch (the reference's
   // convention), split evenly over the ranks.
   int ranks = 0;

@@ -102,7 +102,11 @@ void add_output_flags(CLI::App* c, TrainArgs& a) {
                 "step)");
   c->add_option("--save-every", a.save_every, "Save a checkpoint every N steps (0: only at the end)")
       ->capture_default_str();
-  c->add_option("--load", a.load, "Resume from this checkpoint");
+  c->add_option("--save-whole-every", a.save_whole_every,
+                "Incremental checkpoints, written in the background: a whole one every N steps (and the first), "
+                "between them deltas of the table rows changed since the previous point (0: every one whole)")
+      ->capture_default_str();
+  c->add_option("--load", a.load, "Resume from this checkpoint (a delta: its whole chain)");
 }
 
 // The parallel plans and their codecs.

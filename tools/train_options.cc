@@ -120,6 +120,17 @@ void check_run_flags(const TrainArgs& a) {
   SPARQ_CHECK_AS(InputError, a.threads >= 1, "--threads must be >= 1");
   SPARQ_CHECK_AS(InputError, a.batch >= 1, "--mini-batch-size must be >= 1");
   SPARQ_CHECK_AS(InputError, a.save_every == 0 || !a.save.empty(), "--save-every needs --save PATH");
+  SPARQ_CHECK_AS(InputError,
+                 a.save_whole_every == 0 || (a.save_every > 0 && a.save_whole_every % a.save_every == 0 &&
+                                             a.save.find("{step}") != std::string::npos),
+                 "--save-whole-every N needs --save-every K dividing N and \"{{step}}\" in --save (deltas follow "
+                 "one another in files of their own)");
+  // Rank 0's optimizer sees every change only where it updates every table.
+  SPARQ_CHECK_AS(InputError,
+                 a.save_whole_every == 0 || (a.emb_placement == "replicated" && a.mp_splits.empty() &&
+                                             a.dp_mode == "allreduce"),
+                 "--save-whole-every is built for data-parallel runs with replicated tables; with --emb-placement "
+                 "table-wise, --mp-splits or --dp-mode ps every checkpoint is whole");
   SPARQ_CHECK_AS(InputError, a.test_freq >= -1, "--test-freq must be N > 0, 0 (each epoch's end) or -1 (never), got {}",
                  a.test_freq);
   SPARQ_CHECK_AS(InputError, a.test_freq >= 0 || (a.target_loss == 0 && a.target_auc == 0),
@@ -191,7 +202,7 @@ TrainerOptions trainer_options(const TrainArgs& a, const PlanOptions& p) {
   o.print_freq = a.print_freq, o.test_freq = a.test_freq, o.verify_freq = a.verify_freq;
   o.shuffle = !a.no_shuffle, o.shuffle_buffer = a.shuffle_buffer, o.skip_bad_lines = a.skip_bad_lines;
   o.seed = a.seed, o.target_loss = a.target_loss, o.target_auc = a.target_auc;
-  o.load = a.load, o.save = a.save, o.save_every = a.save_every;
+  o.load = a.load, o.save = a.save, o.save_every = a.save_every, o.save_whole_every = a.save_whole_every;
   nlohmann::json& meta = o.checkpoint_meta;
   meta["seed"] = a.seed;
   meta["model"] = p.cfg.describe();

@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
@@ -51,6 +52,49 @@ void save_weights_checkpoint(const std::string& path, std::span<const float> wei
 // Fills `weights` (resized to the file's count) and returns meta; a
 // checkpoint with tables or optimizer state is an InputError.
 std::string load_weights_checkpoint(const std::string& path, std::vector<float>& weights);
+
+// Incremental checkpoints. A delta holds the dense parameters, the dense
+// optimizer's state and the codec states whole, and of each table only the
+// rows changed since the point it follows (a whole checkpoint or another
+// delta), with their row-wise optimizer state:
+//
+//   char[8] "SPARQDL1"; u64 n, char[n] the point it follows (a path
+//   relative to the delta's folder); u32 that file's CRC; u64 meta bytes, meta;
+//   u64 n, float[n] dense parameters;
+//   u64 tables; per table: u64 rows, u64 dim, u64 k, u32[k] the changed rows
+//     (ascending), float[k*dim] their values;
+//   u64 states; per state: u64 n, float[n] (a table's: its k rows'; the dense
+//     optimizer's: whole)
+//   u64 ranks; per rank: u64 n, byte[n]          (codec state)
+//   u32 CRC-32 (zlib) of every byte before it
+//
+// load_checkpoint() of a delta loads its chain: the whole checkpoint, then
+// every delta in turn; the CRC a delta keeps of the point it follows pins
+// that file, so a link written again by another run is refused, not mixed in.
+
+// A checkpoint built in memory (CRC appended), to be written later: the
+// model may change once it is built.
+struct CheckpointImage {
+  std::vector<std::byte> bytes;
+  std::uint32_t crc = 0;
+};
+CheckpointImage whole_checkpoint_image(const Dlrm<float>& model, Optimizer<float>& opt, const std::string& meta,
+                                       std::span<const std::vector<std::byte>> rank_states);
+// The delta that `path` will hold: `changed[t]` are table t's rows changed
+// since `prev` (ascending: Optimizer::take_changed_rows), whose CRC is
+// `prev_crc`.
+CheckpointImage delta_checkpoint_image(const std::string& path, const std::string& prev, std::uint32_t prev_crc,
+                                       const Dlrm<float>& model, Optimizer<float>& opt,
+                                       std::span<const std::vector<std::uint32_t>> changed, const std::string& meta,
+                                       std::span<const std::vector<std::byte>> rank_states);
+// Atomic and durable, as save_checkpoint().
+void write_checkpoint_image(const std::string& path, const CheckpointImage& image);
+
+// The files that loading `path` reads, newest first: `path`, then for a
+// delta the point it follows, and so on to a whole checkpoint. Every file is
+// read whole (CRC checked) and must be the one its successor was written
+// after; a missing or replaced link is an InputError naming it.
+std::vector<std::string> checkpoint_chain(const std::string& path);
 
 // The metadata alone (for tools that need the configuration first).
 std::string read_checkpoint_meta(const std::string& path);

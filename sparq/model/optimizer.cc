@@ -1,6 +1,8 @@
 #include "sparq/model/optimizer.h"
 
+#include <bit>
 #include <cmath>
+#include <utility>
 
 #include "sparq/core/error.h"
 #include "sparq/model/kernels.h"
@@ -105,6 +107,17 @@ Optimizer<T>::Optimizer(const OptimizerOptions& opts, Dlrm<T>& model) : opts_(op
     for (const auto& t : model.tables()) state_.emplace_back(t.held() ? t.rows() : 0, T(0));  // none for another's table
   table_vectors_ = state_.size();
   for (std::size_t i = 0; i < dense_state_vectors(opts_.dense); ++i) state_.emplace_back(model.dense().size(), T(0));
+  for (const auto& t : model.tables()) changed_.emplace_back(t.held() ? (t.rows() + 63) / 64 : 0, 0);
+}
+
+template <class T>
+std::vector<std::uint32_t> Optimizer<T>::take_changed_rows(std::size_t t) {
+  std::vector<std::uint32_t> rows;
+  auto& bits = changed_.at(t);
+  for (std::size_t w = 0; w < bits.size(); ++w)
+    for (std::uint64_t b = std::exchange(bits[w], 0); b != 0; b &= b - 1)
+      rows.push_back(static_cast<std::uint32_t>(64 * w + static_cast<std::size_t>(std::countr_zero(b))));
+  return rows;
 }
 
 template <class T>
@@ -120,6 +133,7 @@ void Optimizer<T>::step() {
         SPARQ_CHECK(model_->sparse_grad(t).rows.empty(), "a gradient for table {}, which this rank does not hold", t);
         continue;
       }
+      for (const std::uint32_t r : model_->sparse_grad(t).rows) changed_[t][r / 64] |= std::uint64_t{1} << (r % 64);
       if (opts_.embedding == EmbeddingOptim::Sgd)
         sgd_rows(tables[t], model_->sparse_grad(t), elr);
       else

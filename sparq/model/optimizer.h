@@ -76,6 +76,10 @@ class Optimizer {
   std::vector<std::vector<T>>& state() { return state_; }
   std::span<std::vector<T>> table_state() { return std::span(state_).first(table_vectors_); }
   std::span<std::vector<T>> dense_state() { return std::span(state_).subspan(table_vectors_); }
+  // The rows of held table t that step() has updated since the last call
+  // (ascending), for checkpoints that write only what changed. step() marks
+  // them in a bitmap: one bit a row, set where the update writes the row.
+  std::vector<std::uint32_t> take_changed_rows(std::size_t t);
 
  private:
   OptimizerOptions opts_;
@@ -83,6 +87,7 @@ class Optimizer {
   std::vector<std::vector<T>> state_;
   std::size_t table_vectors_ = 0;
   std::uint64_t steps_ = 0;
+  std::vector<std::vector<std::uint64_t>> changed_;  // per table, a bit a row (none for another's table)
 };
 
 }  // namespace sparq

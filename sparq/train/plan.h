@@ -78,6 +78,9 @@ struct StepResult {
 struct WholeModel {
   const Dlrm<float>* model = nullptr;
   Optimizer<float>* optimizer = nullptr;
+  // Whether `optimizer` made every update of `model`'s tables, so that its
+  // changed rows are all that changed (incremental checkpoints need that).
+  bool tracks_changes = false;
 };
 
 class Plan {

@@ -43,7 +43,8 @@ class DataParallelPlan final : public Plan {
                 "table-wise run without the whole model on rank 0 (PlanOptions::whole_model_on_rank0): it cannot test "
                 "or checkpoint");
     dp_.gather_model(0);  // table-wise: the tables of the other ranks
-    return t_.rank() == 0 ? WholeModel{&model_, &opt_} : WholeModel{};
+    // Replicated tables: rank 0's optimizer updates them all.
+    return t_.rank() == 0 ? WholeModel{&model_, &opt_, o_.dp.placement == EmbPlacement::Replicated} : WholeModel{};
   }
 
   std::optional<EvalResult> test(const RecordSet& test, std::size_t batch, std::uint64_t steps) override {

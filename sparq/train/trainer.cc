@@ -15,6 +15,7 @@
 #include "sparq/core/parallel_clock.h"
 #include "sparq/model/blas.h"
 #include "sparq/model/checkpoint.h"
+#include "sparq/model/checkpoint_writer.h"
 #include "sparq/model/parallel.h"
 
 namespace sparq {
@@ -159,6 +160,7 @@ class Trainer {
   std::size_t step_ = 0;     // batches trained on (or skipped)
   std::size_t skipped_ = 0;  // --non-finite skip: steps skipped; the codecs and the optimizer count step_ - skipped_
   std::vector<Blob> loaded_states_;  // --load: every training rank's codec state
+  CheckpointWriter writer_;           // --save-whole-every: rank 0's incremental checkpoints
   std::unique_ptr<StreamBatches> streamer_;
   std::size_t stream_bad_ = 0;
   Batch batch_;
@@ -440,8 +442,20 @@ void Trainer::save() {
   meta["step"] = step_;
   meta["skipped_steps"] = skipped_;
   meta["state_ranks"] = plan_.peers().size();  // ranks whose codec state the file holds
-  save_checkpoint(path, *whole.model, *whole.optimizer, meta.dump(), states);
-  out_.line(fmt::format("saved {} at step {}\n", path, step_));
+  if (o_.save_whole_every == 0) {
+    save_checkpoint(path, *whole.model, *whole.optimizer, meta.dump(), states);
+    out_.line(fmt::format("saved {} at step {}\n", path, step_));
+    return;
+  }
+  SPARQ_CHECK(whole.tracks_changes, "incremental checkpoints of a plan whose changed rows are not tracked");
+  const auto s = writer_.save(path, *whole.model, *whole.optimizer, meta.dump(), states,
+                              step_ % o_.save_whole_every == 0);
+  constexpr double kMB = 1e6;
+  out_.line(s.prev.empty()
+                ? fmt::format("saving {} at step {} ({:.1f} MB, in the background)\n", path, step_, s.bytes / kMB)
+                : fmt::format("saving {} at step {}: a delta of {} ({} of {} table rows changed, {:.1f} MB, in the "
+                              "background)\n",
+                              path, step_, s.prev, s.changed, s.rows, s.bytes / kMB));
 }
 
 // The summary lines and event: throughput, the modelled times, the teacher gap.
@@ -501,6 +515,7 @@ void Trainer::finish() {
   plan_.report(traffic_, step_, out_);
   report_memory(plan_.peers(), o_.ranks_here, out_);
   if (!o_.save.empty() && (o_.save_every == 0 || step_ % o_.save_every != 0)) save();
+  writer_.wait();  // the last point is on disk before the run reports success
   plan_.finish();
 }
 

@@ -39,6 +39,9 @@ struct TrainerOptions {
   std::string load;                     // resume from this checkpoint
   std::string save;                     // checkpoint path ("{step}" becomes the step); empty: none
   std::size_t save_every = 0;           // steps (0: only at the end)
+  // > 0: incremental checkpoints, written behind training: a whole one every
+  // this many steps (and the first), deltas of the rows changed in between.
+  std::size_t save_whole_every = 0;
   nlohmann::json checkpoint_meta;       // written with every checkpoint, "step" and "state_ranks" added
   long fail_rank = -1;                  // testing: this rank stops at fail_step (mpi: dies)
   std::uint64_t fail_step = 0;

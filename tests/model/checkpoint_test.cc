@@ -13,22 +13,12 @@
 
 #include "sparq/core/error.h"
 #include "sparq/model/checkpoint.h"
-#include "sparq/model/loss.h"
 #include "tests/model/tiny.h"
 
 namespace sparq {
 namespace {
 
-void train(Dlrm<float>& m, Optimizer<float>& opt, int steps, int first) {
-  for (int s = first; s < first + steps; ++s) {
-    const Batch b = test::tiny_batch(static_cast<std::uint64_t>(s));
-    const auto z = m.forward(b);
-    std::vector<float> dz(b.size);
-    bce_with_logits<float>(z, b.labels, dz);
-    m.backward(dz);
-    opt.step();
-  }
-}
+using test::train;
 
 TEST(Checkpoint, ResumeIsBitwise) {
   const auto path = (std::filesystem::temp_directory_path() / ("sparq_ck_" + std::to_string(::getpid()))).string();

@@ -2,10 +2,13 @@
 // A tiny DLRM and a hand-built batch for the model tests: multi-hot bags, an
 // empty bag and a repeated id, so every path of the embedding code is hit.
 #include <cmath>
+#include <vector>
 
 #include "sparq/data/batch.h"
 #include "sparq/core/rng.h"
 #include "sparq/model/dlrm.h"
+#include "sparq/model/loss.h"
+#include "sparq/model/optimizer.h"
 
 namespace sparq::test {
 
@@ -51,6 +54,18 @@ inline Batch tiny_batch(std::uint64_t seed = 7) {
     b.sparse.push_back(s);
   }
   return b;
+}
+
+// `steps` SGD steps of `opt` on the tiny batches first, first + 1, ...
+inline void train(Dlrm<float>& m, Optimizer<float>& opt, int steps, int first) {
+  for (int s = first; s < first + steps; ++s) {
+    const Batch b = tiny_batch(static_cast<std::uint64_t>(s));
+    const auto z = m.forward(b);
+    std::vector<float> dz(b.size);
+    bce_with_logits<float>(z, b.labels, dz);
+    m.backward(dz);
+    opt.step();
+  }
 }
 
 }  // namespace sparq::test

@@ -54,6 +54,8 @@ in_process() {
   # order of the server's updates).
   resume ps -- --ranks 2 --dp-mode ps --dp-codec dct:0.9,7
 
+  incremental
+
   # The checkpoint holds each rank's residuals: a DCT run's is larger than
   # a plain one's by at least the dense gradient of both ranks.
   local dense
@@ -83,6 +85,32 @@ in_process() {
   run "$SPARQ" train "${common[@]}" --ranks 2 --dp-codec dct:0.9,7 --load "$D/cut.ck" && fail "truncated must fail"
   [ "$(wc -l < "$D/err")" -eq 1 ] && grep -q "cut.ck': checksum mismatch" "$D/err" || fail "truncated: $(cat "$D/err")"
   ls "$D"/*.tmp 2> /dev/null && fail "temporary checkpoint files left behind"
+}
+
+# Incremental checkpoints (the flags of the adagrad run): whole at 13 (the
+# first) and 26, deltas at 39 and 40. Resumed from the delta at 39, the run
+# ends with the bytes of the uninterrupted one; a gap in the chain and the
+# plans it is not built for are one-line errors.
+incremental() {
+  local inc=("${common[@]}" --ranks 2 --embedding-optimizer rowwise-adagrad --dp-codec dct:0.9,7)
+  run "$SPARQ" train "${inc[@]}" --save "$D/inc.{step}" --save-every 13 --save-whole-every 26 ||
+    fail "incremental: $(cat "$D/err")"
+  grep -q "^saving $D/inc.39 at step 39: a delta of $D/inc.26 (" "$D/out" &&
+    grep -q "^saving $D/inc.26 at step 26 (" "$D/out" || fail "incremental saves: $(cat "$D/out")"
+  [ "$(stat -c %s "$D/inc.39")" -lt "$(stat -c %s "$D/inc.26")" ] || fail "a delta must be smaller than a whole checkpoint"
+  run "$SPARQ" train "${inc[@]}" --load "$D/inc.39" --save "$D/inc.resumed" || fail "from a delta: $(cat "$D/err")"
+  grep -q "restart from zero" "$D/out" && fail "incremental: the codec state must be restored: $(cat "$D/out")"
+  cmp -s "$D/adagrad.40" "$D/inc.resumed" || fail "resumed from a delta, the run must equal the uninterrupted one bitwise"
+  mv "$D/inc.26" "$D/inc.moved"
+  run "$SPARQ" train "${inc[@]}" --load "$D/inc.39" && fail "a broken chain must fail"
+  [ "$(wc -l < "$D/err")" -eq 1 ] && grep -q "'$D/inc.39' follows '$D/inc.26', which is missing" "$D/err" ||
+    fail "broken chain: $(cat "$D/err")"
+  run "$SPARQ" train "${inc[@]}" --save "$D/i.{step}" --save-every 13 --save-whole-every 20 && fail "20 is not 13k"
+  grep -q "needs --save-every K dividing N" "$D/err" || fail "--save-whole-every 20: $(cat "$D/err")"
+  run "$SPARQ" train "${common[@]}" --ranks 2 --emb-placement table-wise --save "$D/i.{step}" --save-every 13 \
+    --save-whole-every 26 && fail "table-wise deltas are not built"
+  grep -q "built for data-parallel runs with replicated tables" "$D/err" || fail "table-wise: $(cat "$D/err")"
+  echo "ok: incremental"
 }
 
 under_mpiexec() {

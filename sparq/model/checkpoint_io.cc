@@ -1,0 +1,188 @@
+#include "sparq/model/checkpoint_io.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "sparq/core/error.h"
+
+namespace sparq::ckpt {
+
+Out::Out(std::FILE* file, std::vector<std::byte>* memory, const std::string& p)
+    : f(file), buf(memory), path(p), crc(static_cast<std::uint32_t>(crc32_z(0, nullptr, 0))) {}
+
+void Out::bytes(const void* p, std::size_t n) {
+  if (n == 0) return;  // crc32_z(crc, nullptr, 0) would restart at the initial value
+  if (f == nullptr) {
+    const auto* b = static_cast<const std::byte*>(p);
+    buf->insert(buf->end(), b, b + n);
+  } else {
+    SPARQ_CHECK_AS(InputError, std::fwrite(p, 1, n, f) == n, "write error on '{}': {}", path, std::strerror(errno));
+  }
+  crc = static_cast<std::uint32_t>(crc32_z(crc, static_cast<const Bytef*>(p), n));
+}
+
+void In::bytes(void* p, std::size_t n) {
+  SPARQ_CHECK_AS(InputError, n == 0 || std::fread(p, 1, n, f) == n, "'{}': truncated checkpoint", path);
+}
+
+std::uint64_t In::left() const {
+  const long at = std::ftell(f);
+  SPARQ_CHECK_AS(InputError, at >= 0 && static_cast<std::uint64_t>(at) <= end, "'{}': cannot seek", path);
+  return end - static_cast<std::uint64_t>(at);
+}
+
+std::uint64_t In::length(const char* what) {
+  const std::uint64_t n = u64();
+  SPARQ_CHECK_AS(InputError, n <= left(), "'{}': truncated checkpoint ({} of {} bytes)", path, what, n);
+  return n;
+}
+
+void In::floats(std::span<float> v, const char* what) {
+  const std::uint64_t n = u64();
+  SPARQ_CHECK_AS(InputError, n == v.size(), "'{}': {} has {} values, this model has {} (different configuration?)",
+                 path, what, n, v.size());
+  bytes(v.data(), n * sizeof(float));
+}
+
+void In::skip_floats(std::uint64_t expected, const char* what) {
+  const std::uint64_t n = u64();
+  SPARQ_CHECK_AS(InputError, n == expected, "'{}': {} has {} values, this model has {} (different configuration?)",
+                 path, what, n, expected);
+  skip(n * sizeof(float), what);
+}
+
+void In::skip(std::uint64_t n, const char* what) {
+  SPARQ_CHECK_AS(InputError, n <= left() && std::fseek(f, static_cast<long>(n), SEEK_CUR) == 0,
+                 "'{}': truncated checkpoint ({})", path, what);
+}
+
+namespace {
+Layout layout_of(const char* magic, const std::string& path) {
+  if (std::memcmp(magic, kMagic, 8) == 0) return Layout::V4;
+  if (std::memcmp(magic, kMagicDelta, 8) == 0) return Layout::Delta;
+  if (std::memcmp(magic, kMagicV2, 8) == 0) return Layout::V2;
+  SPARQ_CHECK_AS(InputError, std::memcmp(magic, kMagicV1, 8) == 0, "'{}' is not a sparq checkpoint", path);
+  return Layout::V1;
+}
+
+void check_crc(In& in) {
+  SPARQ_CHECK_AS(InputError, in.end >= 8 + kCrcBytes, "'{}': truncated checkpoint", in.path);
+  in.end -= kCrcBytes;
+  std::rewind(in.f);
+  auto crc = static_cast<std::uint32_t>(crc32_z(0, nullptr, 0));
+  std::vector<Bytef> buf(static_cast<std::size_t>(std::min<std::uint64_t>(in.end, std::uint64_t{1} << 20)));
+  for (std::uint64_t left = in.end; left > 0;) {
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, buf.size()));
+    SPARQ_CHECK_AS(InputError, std::fread(buf.data(), 1, n, in.f) == n, "'{}': read error", in.path);
+    crc = static_cast<std::uint32_t>(crc32_z(crc, buf.data(), n));
+    left -= n;
+  }
+  SPARQ_CHECK_AS(InputError, std::fread(&in.crc, 1, kCrcBytes, in.f) == kCrcBytes && in.crc == crc,
+                 "'{}': checksum mismatch: the checkpoint is corrupt or truncated", in.path);
+}
+
+// Makes what was written to `f` durable before the rename publishes it.
+void sync_file(std::FILE* f, const std::string& path) {
+  SPARQ_CHECK_AS(InputError, std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0, "write error on '{}': {}", path,
+                 std::strerror(errno));
+}
+
+// Makes the rename durable (the directory entry lives in the directory).
+// Filesystems that cannot sync a directory (EINVAL) have nothing to sync.
+void sync_dir(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  // Built, not assigned: g++ 12 warns falsely (-Wrestrict) on `dir = "."`.
+  const std::string dir = parent.empty() ? std::string(".") : parent.string();
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  SPARQ_CHECK_AS(InputError, fd >= 0, "cannot open directory '{}': {}", dir, std::strerror(errno));
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  SPARQ_CHECK_AS(InputError, rc == 0 || err == EINVAL, "cannot sync directory '{}': {}", dir, std::strerror(err));
+}
+
+void write_file(const std::string& tmp, const std::function<void(Out&)>& fill) {
+  std::FILE* raw = std::fopen(tmp.c_str(), "wb");
+  SPARQ_CHECK_AS(InputError, raw != nullptr, "cannot create '{}': {}", tmp, std::strerror(errno));
+  File f(raw);
+  Out o(f.get(), nullptr, tmp);
+  fill(o);
+  sync_file(f.get(), tmp);
+  // fclose can still report a failed write-back (ENOSPC, EIO, NFS).
+  SPARQ_CHECK_AS(InputError, std::fclose(f.release()) == 0, "write error on '{}': {}", tmp, std::strerror(errno));
+}
+}  // namespace
+
+File open_read(In& in) {
+  File f(std::fopen(in.path.c_str(), "rb"));
+  SPARQ_CHECK_AS(InputError, f != nullptr, "cannot open '{}': {}", in.path, std::strerror(errno));
+  in.f = f.get();
+  char magic[8];
+  SPARQ_CHECK_AS(InputError, std::fread(magic, 1, 8, in.f) == 8, "'{}' is not a sparq checkpoint (too short)", in.path);
+  in.layout = layout_of(magic, in.path);
+  SPARQ_CHECK_AS(InputError, std::fseek(in.f, 0, SEEK_END) == 0, "'{}': cannot seek", in.path);
+  const long size = std::ftell(in.f);
+  SPARQ_CHECK_AS(InputError, size >= 8, "'{}': cannot seek", in.path);
+  in.end = static_cast<std::uint64_t>(size);
+  if (in.layout == Layout::V4 || in.layout == Layout::Delta) check_crc(in);
+  SPARQ_CHECK_AS(InputError, std::fseek(in.f, 8, SEEK_SET) == 0, "'{}': cannot seek", in.path);
+  return f;
+}
+
+Header read_header(In& in) {
+  Header h;
+  if (in.layout == Layout::Delta) {
+    h.prev = in.str("the point it follows");
+    in.bytes(&h.prev_crc, kCrcBytes);
+  }
+  h.meta = in.str("metadata");
+  return h;
+}
+
+void put_header(Out& o, const char (&magic)[8], const Header& h) {
+  o.bytes(magic, 8);
+  if (std::memcmp(magic, kMagicDelta, 8) == 0) {
+    o.str(h.prev);
+    o.bytes(&h.prev_crc, kCrcBytes);
+  }
+  o.str(h.meta);
+}
+
+void read_rank_states(In& in, std::vector<std::vector<std::byte>>* states) {
+  if (states) states->clear();
+  const std::uint64_t nr = in.u64();
+  for (std::uint64_t r = 0; r < nr; ++r) {
+    std::vector<std::byte> b(in.length("a rank's codec state"));
+    in.bytes(b.data(), b.size());
+    if (states) states->push_back(std::move(b));
+  }
+}
+
+void put_rank_states(Out& o, std::span<const std::vector<std::byte>> states) {
+  o.u64(states.size());
+  for (const auto& b : states) {
+    o.u64(b.size());
+    o.bytes(b.data(), b.size());
+  }
+}
+
+void write_atomic(const std::string& path, const std::function<void(Out&)>& fill) {
+  const std::string tmp = path + ".tmp";
+  try {
+    write_file(tmp, fill);
+  } catch (const Error&) {
+    std::remove(tmp.c_str());  // half a file would take the space a full disk needs for the next save
+    throw;
+  }
+  SPARQ_CHECK_AS(InputError, std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename '{}' to '{}': {}", tmp, path,
+                 std::strerror(errno));
+  sync_dir(path);
+}
+
+}  // namespace sparq::ckpt
