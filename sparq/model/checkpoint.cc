@@ -9,10 +9,15 @@ namespace sparq {
 using namespace ckpt;
 
 namespace {
-// What a checkpoint holds, whichever model wrote it.
+struct TableView {
+  std::uint64_t rows, dim;
+  std::span<const float> weights;
+};
+
+// What a whole checkpoint holds, whichever model or snapshot it comes from.
 struct Parts {
   std::span<const float> dense;
-  std::vector<const EmbeddingBag<float>*> tables;
+  std::vector<TableView> tables;
   std::vector<std::span<const float>> states;
   std::span<const std::vector<std::byte>> rank_states;
 };
@@ -21,41 +26,34 @@ void put_whole(Out& o, const Parts& parts, const std::string& meta) {
   put_header(o, kMagic, {.prev = "", .prev_crc = 0, .meta = meta});
   o.floats(parts.dense);
   o.u64(parts.tables.size());
-  for (const auto* t : parts.tables) {
-    o.u64(t->rows());
-    o.u64(t->dim());
-    o.floats(t->weights());
+  for (const auto& t : parts.tables) {
+    o.u64(t.rows);
+    o.u64(t.dim);
+    o.floats(t.weights);
   }
   o.u64(parts.states.size());
   for (const auto& s : parts.states) o.floats(s);
   put_rank_states(o, parts.rank_states);
   o.trailer();
 }
-
-Parts parts_of(const Dlrm<float>& model, Optimizer<float>& opt, std::span<const std::vector<std::byte>> rank_states) {
-  Parts parts{model.dense().params(), {}, {}, rank_states};
-  for (const auto& t : model.tables()) {
-    SPARQ_CHECK(t.held(), "a checkpoint needs every table: gather them first");
-    parts.tables.push_back(&t);
-  }
-  for (const auto& st : opt.state()) parts.states.push_back(st);
-  return parts;
-}
 }  // namespace
 
 void save_checkpoint(const std::string& path, const Dlrm<float>& model, Optimizer<float>& opt, const std::string& meta,
                      std::span<const std::vector<std::byte>> rank_states) {
-  const Parts parts = parts_of(model, opt, rank_states);
+  Parts parts{model.dense().params(), {}, {}, rank_states};
+  for (const auto& t : model.tables()) {
+    SPARQ_CHECK(t.held(), "a checkpoint needs every table: gather them first");
+    parts.tables.push_back({t.rows(), t.dim(), t.weights()});
+  }
+  for (const auto& st : opt.state()) parts.states.push_back(st);
   write_atomic(path, [&](Out& o) { put_whole(o, parts, meta); });
 }
 
-CheckpointImage whole_checkpoint_image(const Dlrm<float>& model, Optimizer<float>& opt, const std::string& meta,
-                                       std::span<const std::vector<std::byte>> rank_states) {
-  CheckpointImage image;
-  Out o(nullptr, &image.bytes, "a checkpoint in memory");
-  put_whole(o, parts_of(model, opt, rank_states), meta);
-  image.crc = o.crc;
-  return image;
+Written save_checkpoint(const std::string& path, const CheckpointSnapshot& s) {
+  Parts parts{s.dense, {}, {}, s.rank_states};
+  for (const auto& t : s.tables) parts.tables.push_back({t.rows, t.dim, t.weights});
+  for (const auto& st : s.states) parts.states.push_back(st);
+  return write_atomic(path, [&](Out& o) { put_whole(o, parts, s.meta); });
 }
 
 void save_weights_checkpoint(const std::string& path, std::span<const float> weights, const std::string& meta) {
@@ -107,7 +105,7 @@ std::string load_checkpoint(const std::string& path, Dlrm<float>& model, Optimiz
   const File f = open_read(in);
   std::string meta = read_header(in).meta;
   load_whole(in, model, opt, rank_states);
-  for (auto link = chain.rbegin() + 1; link != chain.rend(); ++link) meta = apply_delta(*link, model, opt, rank_states);
+  for (auto link = chain.rbegin() + 1; link != chain.rend(); ++link) meta = load_delta(*link, model, opt, rank_states);
   return meta;
 }
 

@@ -72,23 +72,8 @@ std::string load_weights_checkpoint(const std::string& path, std::vector<float>&
 // every delta in turn; the CRC a delta keeps of the point it follows pins
 // that file, so a link written again by another run is refused, not mixed in.
 
-// A checkpoint built in memory (CRC appended), to be written later: the
-// model may change once it is built.
-struct CheckpointImage {
-  std::vector<std::byte> bytes;
-  std::uint32_t crc = 0;
-};
-CheckpointImage whole_checkpoint_image(const Dlrm<float>& model, Optimizer<float>& opt, const std::string& meta,
-                                       std::span<const std::vector<std::byte>> rank_states);
-// The delta that `path` will hold: `changed[t]` are table t's rows changed
-// since `prev` (ascending: Optimizer::take_changed_rows), whose CRC is
-// `prev_crc`.
-CheckpointImage delta_checkpoint_image(const std::string& path, const std::string& prev, std::uint32_t prev_crc,
-                                       const Dlrm<float>& model, Optimizer<float>& opt,
-                                       std::span<const std::vector<std::uint32_t>> changed, const std::string& meta,
-                                       std::span<const std::vector<std::byte>> rank_states);
-// Atomic and durable, as save_checkpoint().
-void write_checkpoint_image(const std::string& path, const CheckpointImage& image);
+// Writing deltas, and the snapshots that make whole checkpoints while
+// training goes on: checkpoint_delta.h.
 
 // The files that loading `path` reads, newest first: `path`, then for a
 // delta the point it follows, and so on to a whole checkpoint. Every file is

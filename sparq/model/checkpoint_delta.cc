@@ -19,38 +19,22 @@ namespace {
 // chain is a damaged or crafted one.
 constexpr std::size_t kMaxChain = 1 << 16;
 
-void put_delta(Out& o, const Header& h, const Dlrm<float>& model, Optimizer<float>& opt,
-               std::span<const std::vector<std::uint32_t>> changed, std::span<const std::vector<std::byte>> rank_states) {
+void put_delta(Out& o, const Header& h, const CheckpointDelta& d) {
   put_header(o, kMagicDelta, h);
-  o.floats(model.dense().params());
-  o.u64(model.tables().size());
-  std::vector<float> values;
-  for (std::size_t t = 0; t < model.tables().size(); ++t) {
-    const auto& tb = model.tables()[t];
-    SPARQ_CHECK(tb.held(), "a checkpoint needs every table: gather them first");
-    const auto& rows = changed[t];
-    o.u64(tb.rows());
-    o.u64(tb.dim());
-    o.u64(rows.size());
-    o.bytes(rows.data(), rows.size() * sizeof(std::uint32_t));
-    values.clear();
-    for (const std::uint32_t r : rows)
-      values.insert(values.end(), tb.weights().begin() + static_cast<std::ptrdiff_t>(r * tb.dim()),
-                    tb.weights().begin() + static_cast<std::ptrdiff_t>((r + 1) * tb.dim()));
-    o.bytes(values.data(), values.size() * sizeof(float));
+  o.floats(d.dense);
+  o.u64(d.tables.size());
+  for (const auto& t : d.tables) {
+    o.u64(t.rows);
+    o.u64(t.dim);
+    o.u64(t.ids.size());
+    o.bytes(t.ids.data(), t.ids.size() * sizeof(std::uint32_t));
+    o.bytes(t.values.data(), t.values.size() * sizeof(float));
   }
-  const auto state = opt.state();
-  o.u64(state.size());
-  for (std::size_t i = 0; i < state.size(); ++i) {
-    if (i >= opt.table_state().size()) {
-      o.floats(state[i]);
-      continue;
-    }
-    values.clear();
-    for (const std::uint32_t r : changed[i]) values.push_back(state[i][r]);
-    o.floats(values);
-  }
-  put_rank_states(o, rank_states);
+  o.u64((d.row_state ? d.tables.size() : 0) + d.dense_states.size());
+  if (d.row_state)
+    for (const auto& t : d.tables) o.floats(t.state);
+  for (const auto& s : d.dense_states) o.floats(s);
+  put_rank_states(o, d.rank_states);
   o.trailer();
 }
 
@@ -111,22 +95,75 @@ void read_states(In& in, Dlrm<float>& model, Optimizer<float>& opt, const std::v
 }
 }  // namespace
 
-CheckpointImage delta_checkpoint_image(const std::string& path, const std::string& prev, std::uint32_t prev_crc,
-                                       const Dlrm<float>& model, Optimizer<float>& opt,
-                                       std::span<const std::vector<std::uint32_t>> changed, const std::string& meta,
+CheckpointSnapshot checkpoint_snapshot(const Dlrm<float>& model, Optimizer<float>& opt, const std::string& meta,
                                        std::span<const std::vector<std::byte>> rank_states) {
-  SPARQ_CHECK(changed.size() == model.tables().size(), "changed rows of {} tables for {}", changed.size(),
-              model.tables().size());
-  const Header h{fs::path(prev).lexically_relative(fs::path(path).parent_path()).string(), prev_crc, meta};
-  CheckpointImage image;
-  Out o(nullptr, &image.bytes, path);
-  put_delta(o, h, model, opt, changed, rank_states);
-  image.crc = o.crc;
-  return image;
+  CheckpointSnapshot s;
+  const auto dense = model.dense().params();
+  s.dense.assign(dense.begin(), dense.end());
+  for (const auto& t : model.tables()) {
+    SPARQ_CHECK(t.held(), "a checkpoint needs every table: gather them first");
+    s.tables.push_back({t.rows(), t.dim(), {t.weights().begin(), t.weights().end()}});
+  }
+  s.states = opt.state();
+  s.table_states = opt.table_state().size();
+  s.rank_states.assign(rank_states.begin(), rank_states.end());
+  s.meta = meta;
+  return s;
 }
 
-void write_checkpoint_image(const std::string& path, const CheckpointImage& image) {
-  write_atomic(path, [&](Out& o) { o.bytes(image.bytes.data(), image.bytes.size()); });
+void take_checkpoint_delta(CheckpointDelta& d, const Dlrm<float>& model, Optimizer<float>& opt,
+                           const std::string& meta, std::span<const std::vector<std::byte>> rank_states) {
+  const auto dense = model.dense().params();
+  d.dense.assign(dense.begin(), dense.end());
+  d.row_state = !opt.table_state().empty();
+  d.tables.resize(model.tables().size());
+  for (std::size_t t = 0; t < d.tables.size(); ++t) {
+    const auto& tb = model.tables()[t];
+    SPARQ_CHECK(tb.held(), "a checkpoint needs every table: gather them first");
+    auto& r = d.tables[t];
+    r.rows = tb.rows(), r.dim = tb.dim();
+    opt.take_changed_rows(t, r.ids);
+    r.values.resize(r.ids.size() * tb.dim());
+    r.state.clear();
+    for (std::size_t i = 0; i < r.ids.size(); ++i) {
+      // Random rows: keep misses in flight, as the optimizer's updates do.
+      if (i + EmbeddingBag<float>::kPrefetchAhead < r.ids.size()) tb.prefetch(r.ids[i + EmbeddingBag<float>::kPrefetchAhead]);
+      std::copy_n(tb.weights().begin() + static_cast<std::ptrdiff_t>(r.ids[i] * tb.dim()), tb.dim(),
+                  r.values.begin() + static_cast<std::ptrdiff_t>(i * tb.dim()));
+      if (d.row_state) r.state.push_back(opt.table_state()[t][r.ids[i]]);
+    }
+  }
+  d.dense_states.resize(opt.dense_state().size());
+  std::copy(opt.dense_state().begin(), opt.dense_state().end(), d.dense_states.begin());
+  d.rank_states.assign(rank_states.begin(), rank_states.end());
+  d.meta = meta;
+}
+
+void advance(CheckpointSnapshot& s, const CheckpointDelta& d) {
+  SPARQ_CHECK(d.tables.size() == s.tables.size() && d.dense.size() == s.dense.size() &&
+                  d.row_state == (s.table_states > 0) && s.states.size() == s.table_states + d.dense_states.size(),
+              "a delta of another model");
+  s.dense = d.dense;
+  for (std::size_t t = 0; t < d.tables.size(); ++t) {
+    const auto& r = d.tables[t];
+    auto& w = s.tables[t];
+    for (std::size_t i = 0; i < r.ids.size(); ++i) {
+      if (i + EmbeddingBag<float>::kPrefetchAhead < r.ids.size())
+        __builtin_prefetch(w.weights.data() + r.ids[i + EmbeddingBag<float>::kPrefetchAhead] * w.dim, 1);
+      std::copy_n(r.values.begin() + static_cast<std::ptrdiff_t>(i * w.dim), w.dim,
+                  w.weights.begin() + static_cast<std::ptrdiff_t>(r.ids[i] * w.dim));
+      if (d.row_state) s.states[t][r.ids[i]] = r.state[i];
+    }
+  }
+  std::copy(d.dense_states.begin(), d.dense_states.end(), s.states.begin() + static_cast<std::ptrdiff_t>(s.table_states));
+  s.rank_states = d.rank_states;
+  s.meta = d.meta;
+}
+
+Written save_delta(const std::string& path, const std::string& prev, std::uint32_t prev_crc, const CheckpointDelta& d) {
+  const fs::path dir = fs::path(path).parent_path();
+  const Header h{fs::path(prev).lexically_relative(dir.empty() ? fs::path(".") : dir).string(), prev_crc, d.meta};
+  return write_atomic(path, [&](Out& o) { put_delta(o, h, d); });
 }
 
 std::vector<std::string> checkpoint_chain(const std::string& path) {
@@ -150,7 +187,7 @@ std::vector<std::string> checkpoint_chain(const std::string& path) {
   }
 }
 
-std::string ckpt::apply_delta(const std::string& path, Dlrm<float>& model, Optimizer<float>* opt,
+std::string ckpt::load_delta(const std::string& path, Dlrm<float>& model, Optimizer<float>* opt,
                               std::vector<std::vector<std::byte>>* rank_states) {
   In in(path);
   const File f = open_read(in);

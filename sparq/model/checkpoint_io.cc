@@ -13,17 +13,14 @@
 
 namespace sparq::ckpt {
 
-Out::Out(std::FILE* file, std::vector<std::byte>* memory, const std::string& p)
-    : f(file), buf(memory), path(p), crc(static_cast<std::uint32_t>(crc32_z(0, nullptr, 0))) {}
+Out::Out(std::FILE* file, const std::string& p)
+    : f(file), path(p), crc(static_cast<std::uint32_t>(crc32_z(0, nullptr, 0))) {}
 
 void Out::bytes(const void* p, std::size_t n) {
-  if (n == 0) return;  // crc32_z(crc, nullptr, 0) would restart at the initial value
-  if (f == nullptr) {
-    const auto* b = static_cast<const std::byte*>(p);
-    buf->insert(buf->end(), b, b + n);
-  } else {
-    SPARQ_CHECK_AS(InputError, std::fwrite(p, 1, n, f) == n, "write error on '{}': {}", path, std::strerror(errno));
-  }
+  size += n;
+  // Not with n == 0: crc32_z(crc, nullptr, 0) restarts at the initial value.
+  if (n == 0 || f == nullptr) return;
+  SPARQ_CHECK_AS(InputError, std::fwrite(p, 1, n, f) == n, "write error on '{}': {}", path, std::strerror(errno));
   crc = static_cast<std::uint32_t>(crc32_z(crc, static_cast<const Bytef*>(p), n));
 }
 
@@ -107,15 +104,16 @@ void sync_dir(const std::string& path) {
   SPARQ_CHECK_AS(InputError, rc == 0 || err == EINVAL, "cannot sync directory '{}': {}", dir, std::strerror(err));
 }
 
-void write_file(const std::string& tmp, const std::function<void(Out&)>& fill) {
+Written write_file(const std::string& tmp, const std::function<void(Out&)>& fill) {
   std::FILE* raw = std::fopen(tmp.c_str(), "wb");
   SPARQ_CHECK_AS(InputError, raw != nullptr, "cannot create '{}': {}", tmp, std::strerror(errno));
   File f(raw);
-  Out o(f.get(), nullptr, tmp);
+  Out o(f.get(), tmp);
   fill(o);
   sync_file(f.get(), tmp);
   // fclose can still report a failed write-back (ENOSPC, EIO, NFS).
   SPARQ_CHECK_AS(InputError, std::fclose(f.release()) == 0, "write error on '{}': {}", tmp, std::strerror(errno));
+  return {o.crc, o.size};
 }
 }  // namespace
 
@@ -172,10 +170,11 @@ void put_rank_states(Out& o, std::span<const std::vector<std::byte>> states) {
   }
 }
 
-void write_atomic(const std::string& path, const std::function<void(Out&)>& fill) {
+Written write_atomic(const std::string& path, const std::function<void(Out&)>& fill) {
   const std::string tmp = path + ".tmp";
+  Written w;
   try {
-    write_file(tmp, fill);
+    w = write_file(tmp, fill);
   } catch (const Error&) {
     std::remove(tmp.c_str());  // half a file would take the space a full disk needs for the next save
     throw;
@@ -183,6 +182,7 @@ void write_atomic(const std::string& path, const std::function<void(Out&)>& fill
   SPARQ_CHECK_AS(InputError, std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename '{}' to '{}': {}", tmp, path,
                  std::strerror(errno));
   sync_dir(path);
+  return w;
 }
 
 }  // namespace sparq::ckpt

@@ -31,13 +31,13 @@ struct Closer {
 };
 using File = std::unique_ptr<std::FILE, Closer>;
 
-// Writes to `f`, or appends to `buf` when f is null.
+// Writes to `f` with the running CRC, or only counts (`size`) when f is null.
 struct Out {
   std::FILE* f;
-  std::vector<std::byte>* buf;
   const std::string& path;
   std::uint32_t crc = 0;
-  Out(std::FILE* file, std::vector<std::byte>* memory, const std::string& p);
+  std::uint64_t size = 0;
+  Out(std::FILE* file, const std::string& p);
   void bytes(const void* p, std::size_t n);
   void u64(std::uint64_t v) { bytes(&v, 8); }
   void floats(std::span<const float> v) {
@@ -109,6 +109,11 @@ void put_rank_states(Out& o, std::span<const std::vector<std::byte>> states);
 // Writes what `fill` puts out to `path` through "<path>.tmp": fsynced,
 // renamed over `path`, the directory fsynced. A crash, a kill or a full disk
 // at any moment leaves either the previous file or the new one, whole.
-void write_atomic(const std::string& path, const std::function<void(Out&)>& fill);
+// Returns the CRC and the size of what was written.
+struct Written {
+  std::uint32_t crc = 0;
+  std::uint64_t bytes = 0;
+};
+Written write_atomic(const std::string& path, const std::function<void(Out&)>& fill);
 
 }  // namespace sparq::ckpt

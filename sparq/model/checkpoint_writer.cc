@@ -1,48 +1,122 @@
 #include "sparq/model/checkpoint_writer.h"
 
-#include <memory>
-#include <utility>
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
 
-#include "sparq/model/checkpoint.h"
+#include <utility>
 
 namespace sparq {
 
 CheckpointWriter::~CheckpointWriter() {
-  if (writer_.joinable()) writer_.join();
+  {
+    const std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  if (thread_.joinable()) thread_.join();
 }
 
 void CheckpointWriter::wait() {
-  if (writer_.joinable()) writer_.join();
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return jobs_.empty() || error_; });
   if (!error_) return;
-  prev_.clear();  // the next point is whole: the failed one cannot be followed
+  based_ = false;  // the next point is whole, from the model
   std::rethrow_exception(std::exchange(error_, nullptr));
+}
+
+CheckpointWriter::Totals CheckpointWriter::totals() {
+  const std::lock_guard lock(mutex_);
+  return totals_;
 }
 
 CheckpointWriter::Saved CheckpointWriter::save(const std::string& path, const Dlrm<float>& model,
                                                Optimizer<float>& opt, const std::string& meta,
                                                std::span<const std::vector<std::byte>> rank_states, bool whole) {
-  wait();
-  whole = whole || prev_.empty();
-  Saved s{.prev = whole ? "" : prev_};
-  std::vector<std::vector<std::uint32_t>> changed;
-  for (std::size_t t = 0; t < model.tables().size(); ++t) {
-    changed.push_back(opt.take_changed_rows(t));  // a whole checkpoint starts the count afresh too
-    s.changed += changed.back().size();
-    s.rows += model.tables()[t].rows();
-  }
-  auto image = std::make_shared<CheckpointImage>(
-      whole ? whole_checkpoint_image(model, opt, meta, rank_states)
-            : delta_checkpoint_image(path, prev_, prev_crc_, model, opt, changed, meta, rank_states));
-  s.bytes = image->bytes.size();
-  prev_ = path, prev_crc_ = image->crc;
-  writer_ = std::thread([this, path, image] {
-    try {
-      write_checkpoint_image(path, *image);
-    } catch (...) {
-      error_ = std::current_exception();
+  {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return jobs_.size() < kQueued || error_; });
+    if (error_) {
+      based_ = false;
+      std::rethrow_exception(std::exchange(error_, nullptr));
     }
-  });
+  }
+  Saved s{.prev = whole || !based_ ? "" : prev_path_};
+  for (const auto& t : model.tables()) s.rows += t.rows();
+  Job job{.path = path, .first = nullptr, .delta = nullptr, .whole = whole};
+  if (based_) {
+    {
+      const std::lock_guard lock(mutex_);
+      if (!spare_.empty()) job.delta = std::move(spare_.back()), spare_.pop_back();
+    }
+    if (!job.delta) job.delta = std::make_unique<CheckpointDelta>();
+    take_checkpoint_delta(*job.delta, model, opt, meta, rank_states);
+    for (const auto& t : job.delta->tables) s.changed += t.ids.size();
+  } else {
+    for (std::size_t t = 0; t < model.tables().size(); ++t) s.changed += opt.take_changed_rows(t).size();
+    job.first = std::make_unique<CheckpointSnapshot>(checkpoint_snapshot(model, opt, meta, rank_states));
+  }
+  based_ = true;
+  prev_path_ = path;
+  {
+    const std::lock_guard lock(mutex_);
+    jobs_.push_back(std::move(job));
+    if (!started_) thread_ = std::thread([this] { run(); }), started_ = true;
+  }
+  changed_.notify_all();
   return s;
+}
+
+void CheckpointWriter::run() {
+  // Behind the training threads: the writes take the CPU they leave.
+  const sched_param idle{};
+  pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] { return !jobs_.empty() || stop_; });
+    if (jobs_.empty()) return;  // stopping, with nothing left to write
+    Job& job = jobs_.front();
+    lock.unlock();
+    timespec t0{}, t1{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    std::exception_ptr error;
+    try {
+      write(job);
+    } catch (...) {
+      error = std::current_exception();
+      snapshot_.reset();
+    }
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+    lock.lock();
+    totals_.cpu_s += static_cast<double>(t1.tv_sec - t0.tv_sec) + 1e-9 * static_cast<double>(t1.tv_nsec - t0.tv_nsec);
+    if (error) {
+      error_ = error;
+      jobs_.clear();  // they follow the point that failed
+    } else {
+      if (job.delta) spare_.push_back(std::move(job.delta));
+      jobs_.pop_front();
+    }
+    changed_.notify_all();
+  }
+}
+
+// On the writer's thread, the queue unlocked (the job stays at its front).
+void CheckpointWriter::write(Job& job) {
+  if (job.first) snapshot_ = std::move(job.first);
+  else
+    advance(*snapshot_, *job.delta);
+  ckpt::Written w;
+  const bool whole = !job.delta || job.whole;
+  if (whole)
+    w = save_checkpoint(job.path, *snapshot_);
+  else
+    w = save_delta(job.path, prev_, prev_crc_, *job.delta);
+  prev_ = job.path, prev_crc_ = w.crc;
+  const std::lock_guard lock(mutex_);
+  if (whole)
+    ++totals_.wholes, totals_.whole_bytes += w.bytes;
+  else
+    ++totals_.deltas, totals_.delta_bytes += w.bytes;
 }
 
 }  // namespace sparq

@@ -111,13 +111,12 @@ Optimizer<T>::Optimizer(const OptimizerOptions& opts, Dlrm<T>& model) : opts_(op
 }
 
 template <class T>
-std::vector<std::uint32_t> Optimizer<T>::take_changed_rows(std::size_t t) {
-  std::vector<std::uint32_t> rows;
+void Optimizer<T>::take_changed_rows(std::size_t t, std::vector<std::uint32_t>& rows) {
+  rows.clear();
   auto& bits = changed_.at(t);
   for (std::size_t w = 0; w < bits.size(); ++w)
     for (std::uint64_t b = std::exchange(bits[w], 0); b != 0; b &= b - 1)
       rows.push_back(static_cast<std::uint32_t>(64 * w + static_cast<std::size_t>(std::countr_zero(b))));
-  return rows;
 }
 
 template <class T>

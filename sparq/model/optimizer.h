@@ -79,7 +79,12 @@ class Optimizer {
   // The rows of held table t that step() has updated since the last call
   // (ascending), for checkpoints that write only what changed. step() marks
   // them in a bitmap: one bit a row, set where the update writes the row.
-  std::vector<std::uint32_t> take_changed_rows(std::size_t t);
+  std::vector<std::uint32_t> take_changed_rows(std::size_t t) {
+    std::vector<std::uint32_t> rows;
+    take_changed_rows(t, rows);
+    return rows;
+  }
+  void take_changed_rows(std::size_t t, std::vector<std::uint32_t>& rows);  // into `rows`, its memory reused
 
  private:
   OptimizerOptions opts_;

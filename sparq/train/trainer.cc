@@ -146,6 +146,7 @@ class Trainer {
   void test(std::size_t it, std::size_t epoch);
   void report_test(std::size_t it, std::size_t epoch);
   void save();
+  void finish_saves();
   void summarize();
   void finish();
 
@@ -161,6 +162,7 @@ class Trainer {
   std::size_t skipped_ = 0;  // --non-finite skip: steps skipped; the codecs and the optimizer count step_ - skipped_
   std::vector<Blob> loaded_states_;  // --load: every training rank's codec state
   CheckpointWriter writer_;           // --save-whole-every: rank 0's incremental checkpoints
+  double save_ms_ = 0;                // and the time they took from the steps
   std::unique_ptr<StreamBatches> streamer_;
   std::size_t stream_bad_ = 0;
   Batch batch_;
@@ -434,6 +436,7 @@ void Trainer::report_test(std::size_t it, std::size_t epoch) {
 // A checkpoint of the whole model, every training rank's codec state and
 // the step (every rank calls it; rank 0 writes).
 void Trainer::save() {
+  const auto t0 = Clock::now();
   const std::string path = checkpoint_path(o_.save, step_);
   const WholeModel whole = plan_.gather(step_);
   const std::vector<Blob> states = gather_blobs(plan_.peers(), plan_.save_state(), 0);
@@ -450,12 +453,28 @@ void Trainer::save() {
   SPARQ_CHECK(whole.tracks_changes, "incremental checkpoints of a plan whose changed rows are not tracked");
   const auto s = writer_.save(path, *whole.model, *whole.optimizer, meta.dump(), states,
                               step_ % o_.save_whole_every == 0);
-  constexpr double kMB = 1e6;
+  const double ms = 1e3 * seconds_since(t0);
+  save_ms_ += ms;
   out_.line(s.prev.empty()
-                ? fmt::format("saving {} at step {} ({:.1f} MB, in the background)\n", path, step_, s.bytes / kMB)
-                : fmt::format("saving {} at step {}: a delta of {} ({} of {} table rows changed, {:.1f} MB, in the "
-                              "background)\n",
-                              path, step_, s.prev, s.changed, s.rows, s.bytes / kMB));
+                ? fmt::format("saving {} at step {} (whole; {:.1f} ms of the step, written behind it)\n", path, step_,
+                              ms)
+                : fmt::format("saving {} at step {}: a delta of {} ({} of {} table rows changed; {:.1f} ms of the "
+                              "step, written behind it)\n",
+                              path, step_, s.prev, s.changed, s.rows, ms));
+}
+
+// --save-whole-every: the last point on disk, and what the checkpoints cost.
+void Trainer::finish_saves() {
+  if (o_.save_whole_every == 0 || !lead_) return;
+  writer_.wait();
+  const auto& w = writer_.totals();
+  constexpr double kMB = 1e6;
+  out_.line(fmt::format("checkpoints: {} whole ({:.1f} MB) and {} deltas ({:.1f} MB); {:.1f} ms of the steps, "
+                        "{:.1f} ms of CPU behind them\n",
+                        w.wholes, static_cast<double>(w.whole_bytes) / kMB, w.deltas,
+                        static_cast<double>(w.delta_bytes) / kMB, save_ms_, 1e3 * w.cpu_s));
+  out_.event({{"event", "checkpoints"}, {"wholes", w.wholes}, {"whole_bytes", w.whole_bytes}, {"deltas", w.deltas},
+              {"delta_bytes", w.delta_bytes}, {"step_ms", save_ms_}, {"writer_cpu_s", w.cpu_s}});
 }
 
 // The summary lines and event: throughput, the modelled times, the teacher gap.
@@ -515,7 +534,7 @@ void Trainer::finish() {
   plan_.report(traffic_, step_, out_);
   report_memory(plan_.peers(), o_.ranks_here, out_);
   if (!o_.save.empty() && (o_.save_every == 0 || step_ % o_.save_every != 0)) save();
-  writer_.wait();  // the last point is on disk before the run reports success
+  finish_saves();
   plan_.finish();
 }
 

@@ -13,6 +13,7 @@
 
 #include "sparq/core/error.h"
 #include "sparq/model/checkpoint.h"
+#include "sparq/model/checkpoint_delta.h"
 #include "sparq/model/checkpoint_writer.h"
 #include "tests/model/tiny.h"
 
@@ -55,6 +56,13 @@ std::vector<std::vector<std::uint32_t>> take_changed(Dlrm<float>& m, Optimizer<f
   return rows;
 }
 
+CheckpointDelta delta_of(Dlrm<float>& m, Optimizer<float>& o, const std::string& meta,
+                         std::span<const std::vector<std::byte>> states) {
+  CheckpointDelta d;
+  take_checkpoint_delta(d, m, o, meta, states);
+  return d;
+}
+
 // The reference: every id the steps' batches look up, by table.
 TEST(ChangedRows, AreTheIdsTheStepsLookedUp) {
   Dlrm<float> m(test::tiny_config(), 1);
@@ -91,14 +99,19 @@ TEST(CheckpointDelta, ChainLoadsAsTheWholeCheckpoint) {
     train(a, oa, 2, 0);
     take_changed(a, oa);
     const std::string w = d / "0", d1 = d / "1", d2 = d / "2";
-    const CheckpointImage iw = whole_checkpoint_image(a, oa, "{\"step\": 2}", {});
-    write_checkpoint_image(w, iw);
+    CheckpointSnapshot snap = checkpoint_snapshot(a, oa, "{\"step\": 2}", {});
+    const auto ww = save_checkpoint(w, snap);
     train(a, oa, 1, 2);
-    const CheckpointImage i1 = delta_checkpoint_image(d1, w, iw.crc, a, oa, take_changed(a, oa), "{\"step\": 3}", {});
-    write_checkpoint_image(d1, i1);
-    EXPECT_LT(i1.bytes.size(), iw.bytes.size());
+    const CheckpointDelta delta1 = delta_of(a, oa, "{\"step\": 3}", {});
+    const auto w1 = save_delta(d1, w, ww.crc, delta1);
+    EXPECT_LT(w1.bytes, ww.bytes);
+    EXPECT_EQ(fs::file_size(d1), w1.bytes);
+    advance(snap, delta1);
     train(a, oa, 1, 3);
-    write_checkpoint_image(d2, delta_checkpoint_image(d2, d1, i1.crc, a, oa, take_changed(a, oa), "{\"step\": 4}", states));
+    const CheckpointDelta delta2 = delta_of(a, oa, "{\"step\": 4}", states);
+    save_delta(d2, d1, w1.crc, delta2);
+    advance(snap, delta2);
+    save_checkpoint(d / "snap", snap);  // the snapshot moved on by both deltas is the model
     save_checkpoint(d / "whole", a, oa, "{\"step\": 4}", states);
     EXPECT_EQ(checkpoint_chain(d2), (std::vector<std::string>{d2, d1, w}));
 
@@ -110,6 +123,10 @@ TEST(CheckpointDelta, ChainLoadsAsTheWholeCheckpoint) {
     expect_same(b, ob, c, oc);
     expect_same(a, oa, b, ob);
     EXPECT_EQ(sb, states);
+    Dlrm<float> e(test::tiny_config(), 97);
+    Optimizer<float> oe(oo, e);
+    EXPECT_EQ(load_checkpoint(d / "snap", e, &oe), "{\"step\": 4}");
+    expect_same(a, oa, e, oe);
     EXPECT_EQ(read_checkpoint_meta(d2), "{\"step\": 4}");
   }
   fs::remove_all(d);
@@ -121,13 +138,11 @@ TEST(CheckpointDelta, BrokenChainsAreRefusedNamingTheLink) {
   Dlrm<float> a(test::tiny_config(), 1);
   Optimizer<float> oa(oo, a);
   const std::string w = d / "0", d1 = d / "1", d2 = d / "2";
-  const CheckpointImage iw = whole_checkpoint_image(a, oa, "{}", {});
-  write_checkpoint_image(w, iw);
+  const auto ww = save_checkpoint(w, checkpoint_snapshot(a, oa, "{}", {}));
   train(a, oa, 1, 0);
-  const CheckpointImage i1 = delta_checkpoint_image(d1, w, iw.crc, a, oa, take_changed(a, oa), "{}", {});
-  write_checkpoint_image(d1, i1);
+  const auto w1 = save_delta(d1, w, ww.crc, delta_of(a, oa, "{}", {}));
   train(a, oa, 1, 1);
-  write_checkpoint_image(d2, delta_checkpoint_image(d2, d1, i1.crc, a, oa, take_changed(a, oa), "{}", {}));
+  save_delta(d2, d1, w1.crc, delta_of(a, oa, "{}", {}));
   Dlrm<float> b(test::tiny_config(), 2);
   Optimizer<float> ob(oo, b);
 
@@ -136,7 +151,7 @@ TEST(CheckpointDelta, BrokenChainsAreRefusedNamingTheLink) {
                   .starts_with(fmt::format("'{}' follows '{}', which is missing: the chain is broken there", d2, d1)));
   // Another file in the link's place (written again by another run).
   train(a, oa, 1, 2);
-  write_checkpoint_image(d1, delta_checkpoint_image(d1, w, iw.crc, a, oa, take_changed(a, oa), "{}", {}));
+  save_delta(d1, w, ww.crc, delta_of(a, oa, "{}", {}));
   EXPECT_NE(input_error([&] { checkpoint_chain(d2); }).find("follows another '" + d1 + "'"), std::string::npos);
   // A model of another configuration.
   DlrmConfig other = test::tiny_config();
@@ -145,13 +160,13 @@ TEST(CheckpointDelta, BrokenChainsAreRefusedNamingTheLink) {
   Optimizer<float> oc(oo, c);
   EXPECT_NE(input_error([&] { load_checkpoint(d1, c, &oc); }), "");
   // A flipped byte.
-  std::string bytes;
+  std::string file;
   {
     std::ifstream in(d1, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), {});
+    file.assign(std::istreambuf_iterator<char>(in), {});
   }
-  bytes[bytes.size() / 2] ^= 1;
-  std::ofstream(d1, std::ios::binary) << bytes;
+  file[file.size() / 2] ^= 1;
+  std::ofstream(d1, std::ios::binary) << file;
   EXPECT_NE(input_error([&] { load_checkpoint(d1, b, &ob); }).find("checksum mismatch"), std::string::npos);
   fs::remove_all(d);
 }
@@ -164,27 +179,35 @@ TEST(CheckpointWriter, WritesBehindAndReportsItsErrors) {
   Dlrm<float> a(test::tiny_config(), 1);
   Optimizer<float> oa(oo, a);
   CheckpointWriter writer;
-  const auto s0 = writer.save(d / "0", a, oa, "{}", {}, false);
-  EXPECT_EQ(s0.prev, "");
+  EXPECT_EQ(writer.save(d / "0", a, oa, "{}", {}, false).prev, "");
   train(a, oa, 1, 0);
   const auto s1 = writer.save(d / "1", a, oa, "{\"step\": 1}", {}, false);
   EXPECT_EQ(s1.prev, (d / "0").string());
   EXPECT_GT(s1.changed, 0u);
   EXPECT_LT(s1.changed, s1.rows);
-  EXPECT_LT(s1.bytes, s0.bytes);
   train(a, oa, 1, 1);  // while "1" may still be on its way
+  const auto s2 = writer.save(d / "2", a, oa, "{\"step\": 2}", {}, true);  // whole, from the snapshot
+  EXPECT_EQ(s2.prev, "");
   writer.wait();
-  EXPECT_EQ(fs::file_size(d / "1"), s1.bytes);
-  Dlrm<float> b(test::tiny_config(), 2);
-  Optimizer<float> ob(oo, b);
-  load_checkpoint(d / "1", b, &ob);
-  train(b, ob, 1, 1);
-  expect_same(a, oa, b, ob);
+  EXPECT_EQ(writer.totals().wholes, 2u);
+  EXPECT_EQ(writer.totals().deltas, 1u);
+  EXPECT_EQ(writer.totals().delta_bytes, fs::file_size(d / "1"));
+  EXPECT_LT(writer.totals().delta_bytes, fs::file_size(d / "0"));
+  for (const char* point : {"1", "2"}) {
+    Dlrm<float> b(test::tiny_config(), 2);
+    Optimizer<float> ob(oo, b);
+    load_checkpoint(d / point, b, &ob);
+    if (point[0] == '1') train(b, ob, 1, 1);
+    expect_same(a, oa, b, ob);
+  }
 
+  writer.save(d / "3", a, oa, "{}", {}, false);
+  writer.wait();
   writer.save(d / "no" / "such" / "dir", a, oa, "{}", {}, false);
   EXPECT_NE(input_error([&] { writer.wait(); }).find("cannot create"), std::string::npos);
-  EXPECT_EQ(writer.save(d / "3", a, oa, "{}", {}, false).prev, "");
+  EXPECT_EQ(writer.save(d / "4", a, oa, "{}", {}, false).prev, "");  // whole again
   writer.wait();
+  EXPECT_EQ(checkpoint_chain(d / "4"), std::vector<std::string>{d / "4"});
   fs::remove_all(d);
 }
 
