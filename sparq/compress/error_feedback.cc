@@ -40,6 +40,13 @@ void ErrorFeedbackStore::erase(std::string_view name) {
   if (auto it = buffers_.find(name); it != buffers_.end()) buffers_.erase(it);
 }
 
+void ErrorFeedbackStore::add(const ErrorFeedbackStore& other) {
+  for (const auto& [name, buf] : other.buffers_) {
+    const std::span<float> e = residual(name, buf.size());
+    for (std::size_t i = 0; i < buf.size(); ++i) e[i] += buf[i];
+  }
+}
+
 std::size_t ErrorFeedbackStore::bytes() const {
   std::size_t b = 0;
   for (const auto& [name, buf] : buffers_) b += buf.size() * sizeof(float);

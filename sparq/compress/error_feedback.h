@@ -56,6 +56,11 @@ class ErrorFeedbackStore {
   bool maybe_drain(std::uint64_t step);
   std::uint64_t drains() const { return drains_; }
 
+  // Adds `other`'s residuals to these, tensor by tensor (a tensor only there
+  // is taken as it is; one of another size is an InputError): the residuals
+  // are sums of what was not sent, so two ranks' fold into one.
+  void add(const ErrorFeedbackStore& other);
+
   // Every residual and the drain count, bit for bit; load() replaces them.
   void save(BlobWriter& w) const;
   void load(BlobReader& r);

@@ -71,6 +71,7 @@ void CheckpointWriter::run() {
   // Behind the training threads: the writes take the CPU they leave.
   const sched_param idle{};
   pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
+  pthread_setname_np(pthread_self(), "sparq-ckpt");
   std::unique_lock lock(mutex_);
   for (;;) {
     changed_.wait(lock, [&] { return !jobs_.empty() || stop_; });

@@ -269,4 +269,19 @@ void DataParallel::load_state(std::span<const std::byte> blob) {
   r.expect_end();
 }
 
+std::vector<std::byte> DataParallel::repartition_state(std::span<const std::vector<std::byte>> saved,
+                                                       std::size_t rank, std::size_t ranks) {
+  std::vector<std::vector<std::byte>> exchanges;
+  for (const auto& blob : saved) {
+    BlobReader r(blob, "data-parallel state");
+    SPARQ_CHECK_AS(InputError, r.str() == kDpStateMagic, "not a data-parallel state of this sparq (saved by another plan?)");
+    exchanges.push_back(r.bytes());
+    r.expect_end();
+  }
+  BlobWriter w;
+  w.str(kDpStateMagic);
+  w.bytes(GradExchange::repartition_state(exchanges, rank, ranks));
+  return w.take();
+}
+
 }  // namespace sparq

@@ -101,6 +101,10 @@ class DataParallel {
   // that this rank saved under the same options continues bit for bit.
   std::vector<std::byte> save_state() const;
   void load_state(std::span<const std::byte> blob);
+  // Rank `rank` of `ranks`' state from the states of a run on more ranks
+  // (GradExchange::repartition_state).
+  static std::vector<std::byte> repartition_state(std::span<const std::vector<std::byte>> saved, std::size_t rank,
+                                                  std::size_t ranks);
 
  private:
   struct Bucket {

@@ -160,6 +160,15 @@ class GradExchange {
   // codec, or a corrupt blob, is an InputError.
   std::vector<std::byte> save_state() const;
   void load_state(std::span<const std::byte> blob);
+  // The state of rank `rank` of `ranks` (fewer than saved.size()) made from
+  // what every rank of a larger run saved: rank r's own, with the residuals
+  // of the saved ranks r + ranks, r + 2 ranks, ... added to its residuals
+  // (so they sum to what the saved ranks' summed, one float addition a
+  // folded rank apart), its DCT-DP thresholds and schedule kept, and auto's
+  // plans started afresh (they are every rank's alike only when each starts
+  // from nothing).
+  static std::vector<std::byte> repartition_state(std::span<const std::vector<std::byte>> saved, std::size_t rank,
+                                                  std::size_t ranks);
 
  private:
   // dct / topk: this step's pairs of one tensor into `out` (fp32 values;

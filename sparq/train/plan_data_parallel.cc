@@ -37,6 +37,11 @@ class DataParallelPlan final : public Plan {
 
   Blob save_state() const override { return dp_.save_state(); }
   void load_state(std::span<const std::byte> blob) override { dp_.load_state(blob); }
+  std::optional<Blob> repartition_state(std::span<const Blob> saved) const override {
+    const auto ranks = static_cast<std::size_t>(t_.size());
+    if (saved.size() <= ranks) return std::nullopt;  // more ranks than saved: nothing to fold
+    return DataParallel::repartition_state(saved, static_cast<std::size_t>(t_.rank()), ranks);
+  }
 
   WholeModel gather(std::uint64_t) override {
     SPARQ_CHECK(o_.dp.placement != EmbPlacement::TableWise || o_.whole_model_on_rank0,

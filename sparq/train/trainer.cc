@@ -242,13 +242,23 @@ void Trainer::resume() {
                         step_ % nbatches_));
 }
 
-// Residuals belong to a rank's share of the data: another number of ranks
-// cannot continue them, so the run says it starts them afresh.
+// Residuals belong to a rank's share of the data: on fewer ranks the
+// data-parallel plans fold them (they are sums); otherwise the run says it
+// starts them afresh.
 void Trainer::restore_states() {
   if (loaded_states_.empty()) return;
   Transport& peers = plan_.peers();
-  if (loaded_states_.size() == static_cast<std::size_t>(peers.size())) {
+  const auto ranks = static_cast<std::size_t>(peers.size());
+  if (loaded_states_.size() == ranks) {
     plan_.load_state(loaded_states_[static_cast<std::size_t>(peers.rank())]);
+  } else if (const auto folded = plan_.repartition_state(loaded_states_)) {
+    plan_.load_state(*folded);
+    const DpCodec::Kind kind = plan_.options().dp.codec.kind;
+    if (kind != DpCodec::Kind::None)
+      out_.line(fmt::format("note: '{}' holds the codec state of {} ranks, this run has {}: rank r's error feedback "
+                            "is the sum of saved ranks r, r + {}, ...{}\n",
+                            o_.load, loaded_states_.size(), ranks, ranks,
+                            kind == DpCodec::Kind::Dct ? "; its thresholds, saved rank r's" : ""));
   } else if (plan_.options().dp.codec.kind != DpCodec::Kind::None ||
              plan_.options().mp_codec.kind != MpCodec::Kind::None) {
     out_.line(fmt::format("note: '{}' holds the codec state of {} ranks, this run has {}: error feedback and "

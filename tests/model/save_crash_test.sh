@@ -2,6 +2,7 @@
 # Checkpoints survive a failing save:
 #  - SIGKILL at 10 random moments of `train --save-every 1` (a save is under
 #    way most of the time): the checkpoint under --save loads every time;
+#  - the same with incremental checkpoints: the newest point loads;
 #  - a full disk (a tmpfs with room for one checkpoint, not two; needs root
 #    to mount, skipped otherwise): train fails with a one-line error, the
 #    previous checkpoint loads and no temporary file is left.
@@ -34,6 +35,24 @@ for trial in $(seq 10); do
   loads "$D/ck" || fail "trial $trial: the checkpoint does not load after a kill: $(cat "$D/err")"
 done
 echo "ok: 10 kills, the checkpoint loaded every time ($torn killed with a save under way)"
+
+# Incremental checkpoints, a point every step (a whole one every 20): after
+# each kill the newest point on disk loads, through its chain of deltas.
+torn=0
+for trial in $(seq 10); do
+  rm -rf "$D/inc" && mkdir "$D/inc"
+  "$SPARQ" "${train[@]}" --nepochs 1000 --save "$D/inc/{step}" --save-every 1 --save-whole-every 20 > /dev/null 2>&1 &
+  pid=$!
+  for _ in $(seq 600); do [ -s "$D/inc/2" ] && break; sleep 0.05; done
+  [ -s "$D/inc/2" ] || { kill -9 $pid; fail "incremental trial $trial: no delta after 30 s"; }
+  sleep "0.$((RANDOM % 1000))"
+  kill -9 $pid
+  wait $pid 2> /dev/null
+  compgen -G "$D/inc/*.tmp" > /dev/null && torn=$((torn + 1))
+  newest=$(find "$D/inc" -regex '.*/[0-9]+' -printf '%f\n' | sort -n | tail -1)
+  loads "$D/inc/$newest" || fail "incremental trial $trial: point $newest does not load after a kill: $(cat "$D/err")"
+done
+echo "ok: 10 kills of incremental checkpoints, the newest point loaded every time ($torn killed with a write under way)"
 
 mkdir "$D/full"
 "$SPARQ" "${train[@]}" --num-batches 1 --nepochs 1 --save "$D/one" > /dev/null 2> "$D/err" || fail "save: $(cat "$D/err")"

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <set>
+#include <string>
 
 #include "sparq/train/emb_grad_exchange.h"
 #include "sparq/train/grad_exchange.h"
@@ -301,6 +303,60 @@ TEST(GradExchange, SavedStateResumesBitForBit) {
       EXPECT_THROW(other.load_state(blob), InputError);
       EXPECT_THROW(resumed.load_state(std::span(blob).first(blob.size() - 3)), InputError);
     });
+  }
+}
+
+// On fewer ranks the saved states fold: new rank j's residuals are saved
+// rank j's plus those of saved ranks j + P', j + 2P', ... (added in that
+// order, as the reference here does), its thresholds saved rank j's.
+TEST(GradExchange, StateFoldsOntoFewerRanks) {
+  SPARQ_NEED_RANKS(4);
+  const std::size_t n = 2000;
+  const GradExchange::Piece pieces[] = {{"a", 700}, {"b", 1300}};
+  for (const char* codec : {"dct:0.9,4", "topk:8/256"}) {
+    SCOPED_TRACE(codec);
+    std::vector<std::vector<std::byte>> saved(4);
+    struct Kept {
+      std::vector<float> residual;
+      std::optional<float> tau;
+    };
+    std::vector<std::map<std::string, Kept>> state(4);
+    test::run_ranks(4, [&](Transport& t) {
+      compress::ErrorFeedbackStore store;
+      GradExchange x(parse_dp_codec(codec), store);
+      for (std::uint64_t s = 0; s < 3; ++s) {
+        auto g = test::rank_input<float>(n, t.rank() + 10 * static_cast<int>(s));
+        x.exchange(t, "bucket", pieces, g, s);
+      }
+      const auto r = static_cast<std::size_t>(t.rank());
+      saved[r] = x.save_state();
+      for (const auto& pc : pieces) {
+        const auto st = x.tensor_state(pc.name);
+        state[r][pc.name] = {{st.residual.begin(), st.residual.end()}, st.tau};
+      }
+    });
+    for (std::size_t ranks : {1, 2, 3}) {
+      for (std::size_t j = 0; j < ranks; ++j) {
+        compress::ErrorFeedbackStore store;
+        GradExchange x(parse_dp_codec(codec), store);
+        x.load_state(GradExchange::repartition_state(saved, j, ranks));
+        for (const auto& pc : pieces) {
+          std::vector<float> expect = state[j][pc.name].residual;
+          for (std::size_t r = j + ranks; r < 4; r += ranks)
+            for (std::size_t i = 0; i < expect.size(); ++i) expect[i] += state[r][pc.name].residual[i];
+          const auto got = x.tensor_state(pc.name).residual;
+          EXPECT_EQ(std::vector<float>(got.begin(), got.end()), expect) << ranks << " ranks, rank " << j << ", " << pc.name;
+          EXPECT_EQ(x.tensor_state(pc.name).tau, state[j][pc.name].tau);
+        }
+      }
+    }
+    EXPECT_THROW(GradExchange::repartition_state(saved, 0, 4), Error);  // not fewer
+    auto mixed = saved;
+    {
+      compress::ErrorFeedbackStore store;
+      mixed[3] = GradExchange(parse_dp_codec("dct:0.5,4"), store).save_state();
+    }
+    EXPECT_THROW(GradExchange::repartition_state(mixed, 0, 3), InputError);
   }
 }
 

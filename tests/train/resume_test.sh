@@ -72,6 +72,10 @@ in_process() {
   run "$SPARQ" train "${common[@]}" --ranks 3 --dp-codec dct:0.9,7 --load "$D/dp_dct.13" || fail "3 ranks from 2"
   grep -q "^note: '$D/dp_dct.13' holds the codec state of 2 ranks, this run has 3: error feedback and thresholds restart from zero" \
     "$D/out" || fail "rank-count note: $(cat "$D/out")"
+  # On fewer ranks the data-parallel codec state folds (error feedback is a sum).
+  run "$SPARQ" train "${common[@]}" --ranks 2 --dp-codec q4+ec --load "$D/dp_q4ec.13" || fail "2 ranks from 3"
+  grep -q "^note: '$D/dp_q4ec.13' holds the codec state of 3 ranks, this run has 2: rank r's error feedback is the sum of saved ranks r, r + 2, \.\.\.$" \
+    "$D/out" || fail "fold note: $(cat "$D/out")"
   # State saved by another plan or codec is refused in one line.
   run "$SPARQ" train "${common[@]}" --ranks 2 --dp-codec q4+ec --load "$D/dp_dct.13" && fail "codec mismatch must fail"
   [ "$(wc -l < "$D/err")" -eq 1 ] && grep -q "codec 'dct:0.9,7' loaded into codec 'q4+ec'" "$D/err" ||
