@@ -39,7 +39,8 @@ class DataParallelPlan final : public Plan {
   void load_state(std::span<const std::byte> blob) override { dp_.load_state(blob); }
   std::optional<Blob> repartition_state(std::span<const Blob> saved) const override {
     const auto ranks = static_cast<std::size_t>(t_.size());
-    if (saved.size() <= ranks) return std::nullopt;  // more ranks than saved: nothing to fold
+    // More ranks than saved: nothing to fold; no codec: no state to fold.
+    if (saved.size() <= ranks || o_.dp.codec.kind == DpCodec::Kind::None) return std::nullopt;
     return DataParallel::repartition_state(saved, static_cast<std::size_t>(t_.rank()), ranks);
   }
 

@@ -21,37 +21,33 @@ train=(train --data-path "$D/data" --arch-embedding-size 5000 --arch-sparse-feat
        --arch-mlp-top 8-1 --mini-batch-size 32 --print-freq 1000000)
 loads() { "$SPARQ" export --load "$1" --out "$D/x.npz" > /dev/null 2> "$D/err"; }
 
-torn=0
-for trial in $(seq 10); do
-  rm -f "$D/ck" "$D/ck.tmp"
-  "$SPARQ" "${train[@]}" --nepochs 1000 --save "$D/ck" --save-every 1 > /dev/null 2>&1 &
-  pid=$!
-  for _ in $(seq 600); do [ -s "$D/ck" ] && break; sleep 0.05; done
-  [ -s "$D/ck" ] || { kill -9 $pid; fail "trial $trial: no checkpoint after 30 s"; }
-  sleep "0.$((RANDOM % 1000))"
-  kill -9 $pid
-  wait $pid 2> /dev/null
-  [ -e "$D/ck.tmp" ] && torn=$((torn + 1))
-  loads "$D/ck" || fail "trial $trial: the checkpoint does not load after a kill: $(cat "$D/err")"
-done
-echo "ok: 10 kills, the checkpoint loaded every time ($torn killed with a save under way)"
+# kills DIR READY FLAGS...: 10 runs of train with FLAGS, each SIGKILLed at a
+# random moment (0-1 s) once DIR/READY is written; after each the newest
+# point in DIR must load. Counts in `torn` the kills that left a .tmp.
+kills() {
+  local dir=$1 ready=$2 trial pid newest
+  shift 2
+  torn=0
+  for trial in $(seq 10); do
+    rm -rf "$dir" && mkdir "$dir"
+    "$SPARQ" "${train[@]}" --nepochs 1000 "$@" > /dev/null 2>&1 &
+    pid=$!
+    for _ in $(seq 600); do [ -s "$dir/$ready" ] && break; sleep 0.05; done
+    [ -s "$dir/$ready" ] || { kill -9 $pid; fail "trial $trial: no $dir/$ready after 30 s"; }
+    sleep "0.$((RANDOM % 1000))"
+    kill -9 $pid
+    wait $pid 2> /dev/null
+    compgen -G "$dir/*.tmp" > /dev/null && torn=$((torn + 1))
+    newest=$(find "$dir" -type f ! -name '*.tmp' -printf '%f\n' | sort -n | tail -1)
+    loads "$dir/$newest" || fail "trial $trial: $dir/$newest does not load after a kill: $(cat "$D/err")"
+  done
+}
 
-# Incremental checkpoints, a point every step (a whole one every 20): after
-# each kill the newest point on disk loads, through its chain of deltas.
-torn=0
-for trial in $(seq 10); do
-  rm -rf "$D/inc" && mkdir "$D/inc"
-  "$SPARQ" "${train[@]}" --nepochs 1000 --save "$D/inc/{step}" --save-every 1 --save-whole-every 20 > /dev/null 2>&1 &
-  pid=$!
-  for _ in $(seq 600); do [ -s "$D/inc/2" ] && break; sleep 0.05; done
-  [ -s "$D/inc/2" ] || { kill -9 $pid; fail "incremental trial $trial: no delta after 30 s"; }
-  sleep "0.$((RANDOM % 1000))"
-  kill -9 $pid
-  wait $pid 2> /dev/null
-  compgen -G "$D/inc/*.tmp" > /dev/null && torn=$((torn + 1))
-  newest=$(find "$D/inc" -regex '.*/[0-9]+' -printf '%f\n' | sort -n | tail -1)
-  loads "$D/inc/$newest" || fail "incremental trial $trial: point $newest does not load after a kill: $(cat "$D/err")"
-done
+kills "$D/whole" ck --save "$D/whole/ck" --save-every 1
+echo "ok: 10 kills, the checkpoint loaded every time ($torn killed with a save under way)"
+# Incremental checkpoints, a point every step (a whole one every 20): the
+# newest point on disk loads, through its chain of deltas.
+kills "$D/inc" 2 --save "$D/inc/{step}" --save-every 1 --save-whole-every 20
 echo "ok: 10 kills of incremental checkpoints, the newest point loaded every time ($torn killed with a write under way)"
 
 mkdir "$D/full"

@@ -104,6 +104,13 @@ def main():
                 failed |= not ok
                 print(f"{name:8s} schedule W,S,D={schedule}: max abs diff {per_step.max():.2e} over {steps} "
                       f"updates (parameters moved up to {moved:.3f}) {'ok' if ok else 'FAIL'}")
+                if not ok:  # where it first went apart, to tell a rounding drift from a wrong update
+                    k = int(np.argmax(per_step > TOL))
+                    i = int(np.argmax(np.abs(want[k] - got[k])))
+                    before = p0[i] if k == 0 else want[k - 1][i]
+                    print(f"  first at update {k + 1}, element {i}: torch {want[k][i]!r}, sparq {got[k][i]!r}, "
+                          f"before {before!r} (sparq {p0[i] if k == 0 else got[k - 1][i]!r}), gradient {grads[k][i]!r}, "
+                          f"torch threads {torch.get_num_threads()}")
     if failed:
         sys.exit("optimizer_parity_test: sparq and PyTorch differ by more than 1e-6")
     print("optimizer_parity_test: Adagrad/Adam and the LR schedule checked against PyTorch's optimizers and "

@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""docs/reliability.md's tables of the kill and resume trials: a row a plan and mode.
+
+    summarize-trials.py kill DIR     scripts/kill-trials
+    summarize-trials.py resume DIR   scripts/fault-resume
+
+Reads DIR/trials.jsonl. Kill trials: a trial passes when the job ended
+non-zero within --timeout + 5 s; "names the rank" counts the error outputs
+that name the killed rank, "left behind" the trials after which a sparq
+process was still alive, "hung" the jobs that needed the script's 60 s
+limit. Resume trials: "killed at" is the step of the checkpoint each resumed
+run started from, "resumed == uninterrupted" the trials whose end equals the
+uninterrupted run's checkpoint byte for byte.
+"""
+import json
+import pathlib
+import sys
+
+LABELS = {
+    "kill": {
+        "dp-dct": "data parallel, `--dp-codec dct:0.9,7`",
+        "dp-tablewise": "data parallel, table-wise, q4/q2 alltoalls",
+        "mp": "model parallel, 3 stages, 2 micro-batches",
+        "hybrid": "hybrid 2 x 2, `--dp-codec dct:0.9,7`",
+        "ps": "parameter server, 3 workers + 1 server, `--max-staleness 1`",
+    },
+    "resume": {
+        "dp-dct": "data parallel, 2 ranks, `--dp-codec dct:0.9,7`",
+        "hybrid": "hybrid 2 x 2, `--mp-codec dct:0.9 --dp-codec dct:0.9,7`",
+        "ps": "parameter server, 1 worker + 1 server, `--dp-codec dct:0.9,7`",
+    },
+}
+
+
+def kill_row(ts):
+    n = len(ts)
+    ok = sum(t["rc"] != 0 and t["end_s"] <= t["timeout"] + 5 for t in ts)
+    return (f"{n} | {ok}/{n} | {max(t['end_s'] for t in ts):.1f} | {sum(t['names_rank'] for t in ts)}/{n} | "
+            f"{sum(t['left_behind'] for t in ts)} | {sum(t['hung'] for t in ts)}")
+
+
+def resume_row(ts):
+    return f"{len(ts)} | {', '.join(str(t['killed_at']) for t in ts)} | {sum(t['equal'] for t in ts)}/{len(ts)}"
+
+
+TABLES = {
+    "kill": ("| plan | ranks | mode | trials | ended non-zero in time | slowest end (s) | names the rank | "
+             "left behind | hung |\n|---|---:|---|---:|---:|---:|---:|---:|---:|", True, kill_row),
+    "resume": ("| plan | mode | trials | killed at (step) | resumed == uninterrupted |\n|---|---|---:|---|---:|",
+               False, resume_row),
+}
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[1] not in TABLES:
+        sys.exit(__doc__)
+    kind = sys.argv[1]
+    header, with_ranks, row = TABLES[kind]
+    rows = {}
+    for line in (pathlib.Path(sys.argv[2]) / "trials.jsonl").read_text().splitlines():
+        t = json.loads(line)
+        rows.setdefault((t["plan"], t["mode"]), []).append(t)
+    print(header)
+    last = None
+    for (plan, mode), ts in rows.items():
+        label = LABELS[kind].get(plan, plan) + (f" | {ts[0]['ranks']}" if with_ranks else "")
+        head = label if plan != last else (" | " if with_ranks else "")
+        last = plan
+        print(f"| {head} | {mode} | {row(ts)} |")
+
+
+if __name__ == "__main__":
+    main()
