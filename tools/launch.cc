@@ -193,11 +193,17 @@ Point newest_checkpoint(const std::string& save) {
   return {};
 }
 
-std::string self_path() {
-  char buf[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  SPARQ_CHECK(n > 0, "cannot find this program's path");
-  return std::string(buf, static_cast<std::size_t>(n));
+// Resolved once, by the first launch: a binary replaced since (rebuilt or
+// upgraded in place) is then started again by its path, where /proc/self/exe
+// would by then read "PATH (deleted)".
+const std::string& self_path() {
+  static const std::string path = [] {
+    char buf[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+    SPARQ_CHECK(n > 0, "cannot find this program's path");
+    return std::string(buf, static_cast<std::size_t>(n));
+  }();
+  return path;
 }
 
 // SIGINT or SIGTERM: passed on to the launch in progress, and no restart
