@@ -3,6 +3,7 @@
 
     summarize-trials.py kill DIR     scripts/kill-trials
     summarize-trials.py resume DIR   scripts/fault-resume
+    summarize-trials.py fuzz DIR     scripts/fuzz all ... -print_final_stats=1 (its logs)
 
 Reads DIR/trials.jsonl. Kill trials: a trial passes when the job ended
 non-zero within --timeout + 5 s; "names the rank" counts the error outputs
@@ -10,10 +11,12 @@ that name the killed rank, "left behind" the trials after which a sparq
 process was still alive, "hung" the jobs that needed the script's 60 s
 limit. Resume trials: "killed at" is the step of the checkpoint each resumed
 run started from, "resumed == uninterrupted" the trials whose end equals the
-uninterrupted run's checkpoint byte for byte.
+uninterrupted run's checkpoint byte for byte. Fuzzing: every DIR/TARGET.log,
+libFuzzer's final count and speed, and whether it reported a finding.
 """
 import json
 import pathlib
+import re
 import sys
 
 LABELS = {
@@ -51,7 +54,20 @@ TABLES = {
 }
 
 
+def fuzz_table(folder):
+    print("| target | executions | exec/s | findings |")
+    print("|---|---:|---:|---:|")
+    for log in sorted(pathlib.Path(folder).glob("*.log")):
+        text = log.read_text(errors="replace")
+        stat = dict(re.findall(r"^stat::(\w+):\s*(\d+)", text, re.M))
+        found = bool(re.search(r"ERROR: (libFuzzer|AddressSanitizer|UndefinedBehaviorSanitizer)|runtime error:", text))
+        print(f"| `{log.stem}` | {int(stat.get('number_of_executed_units', 0)):,} | "
+              f"{int(stat.get('average_exec_per_sec', 0)):,} | {int(found)} |")
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "fuzz":
+        return fuzz_table(sys.argv[2])
     if len(sys.argv) != 3 or sys.argv[1] not in TABLES:
         sys.exit(__doc__)
     kind = sys.argv[1]

@@ -20,6 +20,11 @@ CheckpointWriter::~CheckpointWriter() {
 void CheckpointWriter::wait() {
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return jobs_.empty() || error_; });
+  rethrow_error();
+}
+
+// With the queue locked.
+void CheckpointWriter::rethrow_error() {
   if (!error_) return;
   based_ = false;  // the next point is whole, from the model
   std::rethrow_exception(std::exchange(error_, nullptr));
@@ -36,10 +41,7 @@ CheckpointWriter::Saved CheckpointWriter::save(const std::string& path, const Dl
   {
     std::unique_lock lock(mutex_);
     changed_.wait(lock, [&] { return jobs_.size() < kQueued || error_; });
-    if (error_) {
-      based_ = false;
-      std::rethrow_exception(std::exchange(error_, nullptr));
-    }
+    rethrow_error();
   }
   Saved s{.prev = whole || !based_ ? "" : prev_path_};
   for (const auto& t : model.tables()) s.rows += t.rows();

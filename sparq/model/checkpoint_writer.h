@@ -63,6 +63,7 @@ class CheckpointWriter {
   static constexpr std::size_t kQueued = 16;
 
   void run();  // the writer's thread
+  void rethrow_error();
   void write(Job& job);
 
   std::mutex mutex_;
