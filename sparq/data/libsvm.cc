@@ -50,6 +50,7 @@ class ByteSource {
   ByteSource(const ByteSource&) = delete;
   ByteSource& operator=(const ByteSource&) = delete;
 
+  bool gzip() const { return gzip_; }
   // Bytes of text. For gzip this inflates the whole file once (nothing kept).
   std::uint64_t size() const {
     if (!gzip_) {
@@ -337,8 +338,10 @@ LibsvmRead read_libsvm(const std::string& path, const LibsvmOptions& opts) {
   LibsvmRead out;
   out.rows.num_features = opts.num_features;
   ByteSource src(path);
-  // One shard owns everything: no need to learn the size (a gzip pass).
-  const auto [begin, end] = opts.shards == 1 ? std::pair{std::uint64_t{0}, kNoEnd}
+  // One shard owns everything: no need to learn a gzip file's size (a pass
+  // over it); a plain file's is one fstat, and bounds the block a small file
+  // reads into.
+  const auto [begin, end] = opts.shards == 1 ? std::pair{std::uint64_t{0}, src.gzip() ? kNoEnd : src.size()}
                                              : shard_range(src.size(), opts.shard, opts.shards);
   if (begin >= end) return out;
   // From the byte before the range: the first '\n' from there ends the line a

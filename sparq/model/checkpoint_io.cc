@@ -1,6 +1,7 @@
 #include "sparq/model/checkpoint_io.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -121,6 +122,11 @@ File open_read(In& in) {
   File f(std::fopen(in.path.c_str(), "rb"));
   SPARQ_CHECK_AS(InputError, f != nullptr, "cannot open '{}': {}", in.path, std::strerror(errno));
   in.f = f.get();
+  // A delta names the file it follows: a pipe or a device there would block
+  // the first read (or never end), so only a regular file is read.
+  struct stat st;
+  SPARQ_CHECK_AS(InputError, ::fstat(::fileno(in.f), &st) == 0 && S_ISREG(st.st_mode),
+                 "'{}' is not a regular file (a checkpoint is one)", in.path);
   char magic[8];
   SPARQ_CHECK_AS(InputError, std::fread(magic, 1, 8, in.f) == 8, "'{}' is not a sparq checkpoint (too short)", in.path);
   in.layout = layout_of(magic, in.path);

@@ -159,6 +159,13 @@ TEST(CheckpointDelta, BrokenChainsAreRefusedNamingTheLink) {
   Dlrm<float> c(other, 1);
   Optimizer<float> oc(oo, c);
   EXPECT_NE(input_error([&] { load_checkpoint(d1, c, &oc); }), "");
+  // A link that names a pipe (found by fuzzing: the read blocked): refused.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const std::string pipe_path = "/proc/self/fd/" + std::to_string(fds[0]);
+  save_delta(d / "p", pipe_path, 0, delta_of(a, oa, "{}", {}));
+  EXPECT_NE(input_error([&] { load_checkpoint(d / "p", b, &ob); }).find("is not a regular file"), std::string::npos);
+  ::close(fds[0]), ::close(fds[1]);
   // A flipped byte.
   std::string file;
   {
