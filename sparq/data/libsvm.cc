@@ -304,7 +304,7 @@ class LineParser {
 // that is reported: it reads the file from its start.
 std::size_t line_number(const std::string& path, std::uint64_t offset) {
   TextFile f(path);
-  std::vector<char> buf(1 << 20);
+  std::vector<char> buf(std::clamp<std::uint64_t>(offset, 1, 1 << 20));  // not 1 MiB for a line near the start
   std::size_t n = 1;
   while (offset > 0) {
     const auto got = f.read(buf.data(), std::min<std::uint64_t>(offset, buf.size()));
