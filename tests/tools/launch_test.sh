@@ -32,6 +32,7 @@ if [[ -n ${LOSE_AT:-} && ! -e $D/lost ]]; then
   job=$!
   until [[ -e $D/ck_$LOSE_AT ]] || ! kill -0 $job 2> /dev/null; do sleep 0.005; done
   kill -9 $job
+  [[ -n ${BREAK:-} ]] && rm -f "$BREAK"  # a link of the newest delta's chain lost with the host
   echo h3 >> "$D/dead"
   exit 1
 fi
@@ -63,6 +64,19 @@ grep -q "finished on 3 host(s) after 1 restart(s)" "$D/err" || fail "end: $(cat 
 "$SPARQ" "${TRAIN[@]}" --ranks 3 --load "$from" --save "$D/ref" > /dev/null 2> "$D/err" || fail "reference: $(cat "$D/err")"
 cmp -s "$D/ck_100" "$D/ref" || fail "the restarted job's model differs from a 3-host run resumed from step $step"
 echo "ok: lost h3 after step 40, restarted on 3 hosts from step $step, the same model as a 3-host resume"
+
+# Incremental checkpoints (whole at 20, then deltas of it) and a host lost after step 40 with the
+# whole point: every delta's chain is broken, so the restart skips them, saying so, and starts where
+# the job began; it ends with the model of a 3-host run from the start.
+rm -f "$D/launches" "$D/lost" "$D/dead" "$D"/ck_*
+LOSE_AT=40 BREAK=$D/ck_20 "$SPARQ" "${LAUNCH[@]}" --restarts 2 -- "${TRAIN[@]}" --save-every 20 \
+  --save-whole-every 200 --save "$D/ck_{step}" > "$D/out" 2> "$D/err" || fail "incremental launch: $(cat "$D/err")"
+grep -q "sparq launch: skipping '$D/ck_40': '$D/ck_40' follows '$D/ck_20', which is missing" "$D/err" &&
+  grep -q "from where it began (no checkpoint yet)" "$D/err" || fail "broken chain at restart: $(cat "$D/err")"
+"$SPARQ" "${TRAIN[@]}" --ranks 3 --save "$D/ref" > /dev/null 2> "$D/err" || fail "incremental reference: $(cat "$D/err")"
+"$SPARQ" export --load "$D/ck_100" --out "$D/got.npz" > /dev/null && "$SPARQ" export --load "$D/ref" --out "$D/want.npz" \
+  > /dev/null && cmp -s "$D/got.npz" "$D/want.npz" || fail "incremental: the restarted job's model differs"
+echo "ok: broken delta chains skipped at the restart, restarted from the start, the same model as a 3-host run"
 
 # Two model-parallel stages: 3 hosts left run 2 ranks, the most that are a multiple of the stages
 # (one replica: no --dp-codec, which acts between replicas).
