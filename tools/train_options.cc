@@ -169,6 +169,7 @@ PlanOptions plan_options(const TrainArgs& a, int world) {
                    "--mp-splits");
   }
   p.optimizer.embedding = parse_embedding_optim(a.emb_optim);
+  p.optimizer.track_changes = a.save_whole_every > 0;  // incremental checkpoints write the changed rows
   return p;
 }
 

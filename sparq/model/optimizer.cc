@@ -107,11 +107,13 @@ Optimizer<T>::Optimizer(const OptimizerOptions& opts, Dlrm<T>& model) : opts_(op
     for (const auto& t : model.tables()) state_.emplace_back(t.held() ? t.rows() : 0, T(0));  // none for another's table
   table_vectors_ = state_.size();
   for (std::size_t i = 0; i < dense_state_vectors(opts_.dense); ++i) state_.emplace_back(model.dense().size(), T(0));
-  for (const auto& t : model.tables()) changed_.emplace_back(t.held() ? (t.rows() + 63) / 64 : 0, 0);
+  if (opts_.track_changes)
+    for (const auto& t : model.tables()) changed_.emplace_back(t.held() ? (t.rows() + 63) / 64 : 0, 0);
 }
 
 template <class T>
 void Optimizer<T>::take_changed_rows(std::size_t t, std::vector<std::uint32_t>& rows) {
+  SPARQ_CHECK(opts_.track_changes, "take_changed_rows: the optimizer does not track changed rows");
   rows.clear();
   auto& bits = changed_.at(t);
   for (std::size_t w = 0; w < bits.size(); ++w)
@@ -132,7 +134,8 @@ void Optimizer<T>::step() {
         SPARQ_CHECK(model_->sparse_grad(t).rows.empty(), "a gradient for table {}, which this rank does not hold", t);
         continue;
       }
-      for (const std::uint32_t r : model_->sparse_grad(t).rows) changed_[t][r / 64] |= std::uint64_t{1} << (r % 64);
+      if (opts_.track_changes)
+        for (const std::uint32_t r : model_->sparse_grad(t).rows) changed_[t][r / 64] |= std::uint64_t{1} << (r % 64);
       if (opts_.embedding == EmbeddingOptim::Sgd)
         sgd_rows(tables[t], model_->sparse_grad(t), elr);
       else

@@ -42,6 +42,9 @@ struct OptimizerOptions {
   double adagrad_eps = 1e-8;    // row-wise Adagrad of the tables
   DenseOptim dense = DenseOptim::Sgd;
   LrSchedule schedule = {};
+  // Keep a bit a table row, set where an update writes the row, for
+  // take_changed_rows() (incremental checkpoints); off, step() does no more.
+  bool track_changes = false;
 };
 
 template <class T>
@@ -77,8 +80,8 @@ class Optimizer {
   std::span<std::vector<T>> table_state() { return std::span(state_).first(table_vectors_); }
   std::span<std::vector<T>> dense_state() { return std::span(state_).subspan(table_vectors_); }
   // The rows of held table t that step() has updated since the last call
-  // (ascending), for checkpoints that write only what changed. step() marks
-  // them in a bitmap: one bit a row, set where the update writes the row.
+  // (ascending), for checkpoints that write only what changed; needs
+  // OptimizerOptions::track_changes.
   std::vector<std::uint32_t> take_changed_rows(std::size_t t) {
     std::vector<std::uint32_t> rows;
     take_changed_rows(t, rows);

@@ -66,7 +66,7 @@ CheckpointDelta delta_of(Dlrm<float>& m, Optimizer<float>& o, const std::string&
 // The reference: every id the steps' batches look up, by table.
 TEST(ChangedRows, AreTheIdsTheStepsLookedUp) {
   Dlrm<float> m(test::tiny_config(), 1);
-  Optimizer<float> o({.lr = 0.05}, m);
+  Optimizer<float> o({.lr = 0.05, .track_changes = true}, m);
   std::vector<std::vector<float>> before;
   for (const auto& t : m.tables()) before.emplace_back(t.weights().begin(), t.weights().end());
   train(m, o, 2, 10);
@@ -93,7 +93,7 @@ TEST(CheckpointDelta, ChainLoadsAsTheWholeCheckpoint) {
   const std::vector<std::vector<std::byte>> states = {{std::byte{4}}, {std::byte{5}, std::byte{6}}};
   for (auto [eo, dense] : {std::pair{EmbeddingOptim::Sgd, DenseOptim::Sgd},
                            std::pair{EmbeddingOptim::RowwiseAdagrad, DenseOptim::Adam}}) {
-    const OptimizerOptions oo{.lr = 0.05, .embedding = eo, .dense = dense};
+    const OptimizerOptions oo{.lr = 0.05, .embedding = eo, .dense = dense, .track_changes = true};
     Dlrm<float> a(test::tiny_config(), 1);
     Optimizer<float> oa(oo, a);
     train(a, oa, 2, 0);
@@ -134,7 +134,7 @@ TEST(CheckpointDelta, ChainLoadsAsTheWholeCheckpoint) {
 
 TEST(CheckpointDelta, BrokenChainsAreRefusedNamingTheLink) {
   const fs::path d = temp_dir("sparq_delta_bad_");
-  const OptimizerOptions oo{.lr = 0.05};
+  const OptimizerOptions oo{.lr = 0.05, .track_changes = true};
   Dlrm<float> a(test::tiny_config(), 1);
   Optimizer<float> oa(oo, a);
   const std::string w = d / "0", d1 = d / "1", d2 = d / "2";
@@ -182,7 +182,7 @@ TEST(CheckpointDelta, BrokenChainsAreRefusedNamingTheLink) {
 // the next wait() and the point after it is whole again.
 TEST(CheckpointWriter, WritesBehindAndReportsItsErrors) {
   const fs::path d = temp_dir("sparq_writer_");
-  const OptimizerOptions oo{.lr = 0.05, .embedding = EmbeddingOptim::RowwiseAdagrad};
+  const OptimizerOptions oo{.lr = 0.05, .embedding = EmbeddingOptim::RowwiseAdagrad, .track_changes = true};
   Dlrm<float> a(test::tiny_config(), 1);
   Optimizer<float> oa(oo, a);
   CheckpointWriter writer;
