@@ -335,46 +335,23 @@ void GradExchange::load_state(std::span<const std::byte> blob) {
   r.expect_end();
 }
 
-namespace {
-// What a saved state holds, parsed without an exchange.
-struct SavedState {
-  std::string codec;
-  compress::ErrorFeedbackStore residuals;
-  std::optional<compress::DctDp> dct;
-  explicit SavedState(std::span<const std::byte> blob) {
-    BlobReader r(blob, "gradient exchange state");
-    SPARQ_CHECK_AS(InputError, r.str() == kStateMagic, "not a gradient exchange state");
-    codec = r.str();
-    residuals.load(r);
-    if (r.u64() != 0) {
-      dct.emplace(compress::DctDpOptions{}, residuals);  // its options are not saved, nor needed to save it again
-      dct->load(r);
-    }
-    for (std::uint64_t i = 0, n = r.u64(); i < n; ++i) r.str(), (void)load_history(r);  // dropped
-    r.expect_end();
-  }
-};
-}  // namespace
-
 std::vector<std::byte> GradExchange::repartition_state(std::span<const std::vector<std::byte>> saved,
                                                        std::size_t rank, std::size_t ranks) {
   SPARQ_CHECK(rank < ranks && ranks < saved.size(), "repartition_state: rank {} of {} from {} saved", rank, ranks,
               saved.size());
-  SavedState mine(saved[rank]);
+  BlobReader head(saved[rank], "gradient exchange state");
+  SPARQ_CHECK_AS(InputError, head.str() == kStateMagic, "not a gradient exchange state");
+  const DpCodec codec = parse_dp_codec(head.str());
+  compress::ErrorFeedbackStore store;
+  GradExchange mine(codec, store);
+  mine.load_state(saved[rank]);
   for (std::size_t r = rank + ranks; r < saved.size(); r += ranks) {
-    const SavedState other(saved[r]);
-    SPARQ_CHECK_AS(InputError, other.codec == mine.codec, "saved ranks with codecs '{}' and '{}'", mine.codec,
-                   other.codec);
-    mine.residuals.add(other.residuals);
+    compress::ErrorFeedbackStore theirs;
+    GradExchange(codec, theirs).load_state(saved[r]);  // another codec's state is an InputError
+    store.add(theirs);
   }
-  BlobWriter w;
-  w.str(kStateMagic);
-  w.str(mine.codec);
-  mine.residuals.save(w);
-  w.u64(mine.dct ? 1 : 0);
-  if (mine.dct) mine.dct->save(w);
-  w.u64(0);  // no plans of auto's
-  return w.take();
+  mine.auto_history_.clear();
+  return mine.save_state();
 }
 
 }  // namespace sparq
