@@ -39,8 +39,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 import sparq
 import sparq.torch as st
-from sparq.dlrm import (NUM_SPARSE, ThreadClock, add_args, assign_tables, copy_dense, init_distributed, read_checkpoint,
-                        read_data, report_test, rows_of, write_checkpoint)
+from sparq.dlrm import (NUM_SPARSE, ThreadClock, add_args, assign_tables, checkpoint_path, copy_dense, init_distributed,
+                        newest_checkpoint, read_checkpoint, read_data, report_test, rows_of, write_checkpoint)
 
 
 
@@ -81,6 +81,7 @@ def save_model(path, model, tables, step):
         for t in tables.owned[r]:  # a rank's tables lie in its weight in table order
             saved[t], rows = w[rows:rows + sizes[t]].numpy(), rows + sizes[t]
     dense = torch.cat([p.detach().reshape(-1) for p in dense_params(model)])
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     write_checkpoint(path, {"step": step, "writer": "examples/dlrm_ddp.py"}, dense.numpy(),
                      [saved[t] for t in range(NUM_SPARSE)])
 
@@ -211,7 +212,13 @@ def parse_args():
     ap.add_argument("--emb-codec", default="fp32", help="FWD/BWD of the lookups alltoall, e.g. q4/q2 (fp32|q8|q4|q2)")
     ap.add_argument("--bucket-cap-mb", type=float, default=25,
                     help="DDP's bucket size: smaller buckets let the hook's exchanges overlap more of backward")
-    ap.add_argument("--save", help="write the trained model here (rank 0; a sparq checkpoint, atomically)")
+    ap.add_argument("--save", help="write the trained model here (rank 0; a sparq checkpoint, atomically); "
+                                   "'{step}' in it stands for the step")
+    ap.add_argument("--save-every", type=int, default=0,
+                    help="also write the model every this many steps (--save needs '{step}': one file a step)")
+    ap.add_argument("--resume", choices=["auto"],
+                    help="auto: start from the newest of --save's checkpoints that reads whole (a folder every "
+                         "rank sees), from the start if there is none; for torchrun --max-restarts")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where the model and tables live")
     ap.add_argument("--codecs", default="auto", choices=["auto", "host", "device"],
                     help="where sparq's codecs run (auto: on the device for CUDA tensors where sparq has kernels)")
@@ -379,8 +386,8 @@ class Trainer:
     file order (--no-shuffle) or a seeded permutation's, with tests every
     --test-freq steps and at the end."""
 
-    def __init__(self, args, rank, size, device, model, ddp, tables, alltoall, start):
-        self.args, self.rank, self.size, self.device = args, rank, size, device
+    def __init__(self, args, rank, size, device, model, ddp, tables, alltoall, start, save):
+        self.args, self.rank, self.size, self.device, self.save = args, rank, size, device, save
         self.model, self.ddp, self.tables, self.alltoall, self.start = model, ddp, tables, alltoall, start
         self.opt = torch.optim.SGD(list(ddp.parameters()), lr=args.learning_rate, foreach=True)
         self.train, self.test_set = read_data(args.data_path)
@@ -450,12 +457,42 @@ class Trainer:
                 progress.report(it + 1)
             if args.test_freq and (it + 1) % args.test_freq == 0 and it + 1 != steps:
                 self.test(it + 1, progress, clock)
+            if args.save_every and (it + 1) % args.save_every == 0 and it + 1 != steps:
+                self.save(it + 1)  # the last step's checkpoint is the run's end's
         self.test(steps, progress, clock)
         clock.report(steps - self.start)
 
 
+def check_saving(args):
+    if args.save_every < 0:
+        raise SystemExit(f"--save-every {args.save_every}: a number of steps, or 0 for the end only")
+    if (args.save_every or args.resume) and "{step}" not in (args.save or ""):
+        raise SystemExit("--save-every and --resume need --save with '{step}' in it (one checkpoint file a step)")
+    if args.resume and args.load_sparq:
+        raise SystemExit("--resume auto and --load-sparq both say where to start: give one")
+
+
+def starting_point(args, rank):
+    """The checkpoint this run starts from (None: the initial model):
+    --load-sparq's, or with --resume auto the newest of --save's that reads
+    whole, chosen on rank 0 and sent to the others, so that every rank
+    loads the same one."""
+    if not args.resume:
+        return args.load_sparq
+    choice = [None]
+    if rank == 0:
+        choice[0], notes = newest_checkpoint(args.save)
+        for note in notes:
+            print(f"dlrm_ddp: {note}", flush=True)
+        if choice[0] is None:
+            print(f"dlrm_ddp: no checkpoint '{args.save}' reads whole: starting from the initial model", flush=True)
+    dist.broadcast_object_list(choice, src=0)
+    return choice[0]
+
+
 def main():
     args = parse_args()
+    check_saving(args)
     rank, size, device = setup(args)
     dim, bot, top, sizes = architecture(args)
     fwd, bwd = emb_codecs(args.emb_codec)
@@ -485,8 +522,19 @@ def main():
             return st.group_route(group).bytes_sent + (hook.bytes_sent if hook else 0)
         return a2a.counters()["bytes_sent"] + (hook.comm.counters()["bytes_sent"] if hook else 0)
 
-    start = load_sparq_checkpoint(args.load_sparq, model, tables) if args.load_sparq else 0
-    trainer = Trainer(args, rank, size, device, model, ddp, tables, alltoall, start)
+    origin = starting_point(args, rank)
+    start = load_sparq_checkpoint(origin, model, tables) if origin else 0
+    if args.resume and origin and rank == 0:
+        print(f"dlrm_ddp: resuming from {origin} at step {start} on {size} ranks"
+              + (f" (--hook {args.hook}: its error feedback and thresholds restart from zero)" if hook else ""),
+              flush=True)
+
+    def save(step):
+        if hook:
+            hook.wait()
+        save_model(checkpoint_path(args.save, step), model, tables, step)
+
+    trainer = Trainer(args, rank, size, device, model, ddp, tables, alltoall, start, save)
     if rank == 0:
         where = f"sparq transport {a2a.transport_name}" if host_route else f"route group ({dist.get_backend(group)})"
         print(f"dlrm_ddp: {size} ranks, {where}, hook {args.hook}, emb-codec {fwd}/{bwd}, "
@@ -499,10 +547,10 @@ def main():
         c, n = st.host_copies, trainer.steps - start
         print(f"host copies (rank 0): {c['to_host'] / n / 1e6:.3f} MB/step to the host, "
               f"{c['to_device'] / n / 1e6:.3f} MB/step back (--codecs {args.codecs})", flush=True)
-    if hook:
-        hook.wait()
     if args.save:
-        save_model(args.save, model, tables, trainer.steps)
+        save(trainer.steps)
+    elif hook:
+        hook.wait()
     if a2a is not None:
         a2a.barrier()
     else:

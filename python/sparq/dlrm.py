@@ -5,6 +5,7 @@ data of `sparq gen-data --format bin` and to start from a `sparq train
 """
 import argparse
 import datetime
+import glob
 import json
 import os
 import zlib
@@ -52,11 +53,9 @@ def read_checkpoint(path, sizes, dim):
     def bad(why):
         raise SystemExit(f"{path}: {why}")
 
-    if data[:8] not in (b"SPARQCK1", b"SPARQCK2", b"SPARQCK4"):  # the model comes first in every layout
-        bad("not a sparq checkpoint")
-    if data[:8] == b"SPARQCK4":  # ends in the CRC-32 of every byte before it
-        if len(data) < 12 or zlib.crc32(data[:-4]) != int(np.frombuffer(data, "<u4", 1, len(data) - 4)[0]):
-            bad("checksum mismatch: the checkpoint is corrupt or truncated")
+    why = _damage(data)
+    if why:
+        bad(why)
     pos = 8
 
     def u64():
@@ -92,6 +91,48 @@ def read_checkpoint(path, sizes, dim):
             bad(f"table {t}: a size that is not rows x dim")
         tables.append(floats(rows * d).reshape(rows, d))
     return meta, dense, tables
+
+
+def _damage(data):
+    """Why the bytes of a checkpoint cannot be one (None if they can)."""
+    if data[:8] not in (b"SPARQCK1", b"SPARQCK2", b"SPARQCK4"):  # the model comes first in every layout
+        return "not a sparq checkpoint"
+    if data[:8] == b"SPARQCK4":  # ends in the CRC-32 of every byte before it
+        if len(data) < 12 or zlib.crc32(data[:-4]) != int(np.frombuffer(data, "<u4", 1, len(data) - 4)[0]):
+            return "checksum mismatch: the checkpoint is corrupt or truncated"
+    return None
+
+
+def checkpoint_path(pattern, step):
+    """Where a checkpoint of `step` goes: `pattern` with "{step}" replaced."""
+    return pattern.replace("{step}", str(step))
+
+
+def newest_checkpoint(pattern):
+    """The newest checkpoint that reads whole among the files `pattern`
+    names ("{step}" standing for a step; without it, the one file): (path,
+    notes), path None when there is none, notes one line for each newer
+    file skipped and why. Only the bytes are checked (magic and CRC); a
+    checkpoint of another model is read_checkpoint's error, not skipped."""
+    if "{step}" not in pattern:
+        candidates = [pattern] if os.path.exists(pattern) else []
+    else:
+        head, tail = pattern.split("{step}", 1)
+        found = glob.glob(glob.escape(head) + "*" + glob.escape(tail))
+        middles = (path[len(head):len(path) - len(tail)] for path in found)
+        steps = [int(m) for m in middles if m.isdigit()]
+        candidates = [checkpoint_path(pattern, s) for s in sorted(steps, reverse=True)]
+    notes = []
+    for path in candidates:
+        try:
+            with open(path, "rb") as f:
+                why = _damage(f.read())
+        except OSError as e:
+            why = e.strerror
+        if why is None:
+            return path, notes
+        notes.append(f"{path}: skipped ({why})")
+    return None, notes
 
 
 def write_checkpoint(path, meta, dense, tables):
@@ -203,7 +244,17 @@ def init_distributed(timeout_s=300):
     for var, ompi in (("RANK", "OMPI_COMM_WORLD_RANK"), ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE")):
         if var not in os.environ and ompi in os.environ:
             os.environ[var] = os.environ[ompi]
-    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=timeout_s))
+    timeout = datetime.timedelta(seconds=timeout_s)
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT")
+    if attempt is None:
+        dist.init_process_group("gloo", timeout=timeout)
+    else:
+        # torchrun's agent serves one store for all its attempts: without a
+        # prefix of their own, a restarted rank can read the address a rank
+        # of the failed attempt published, and connect to nothing.
+        store, rank, size = next(dist.rendezvous("env://", timeout=timeout))
+        dist.init_process_group("gloo", store=dist.PrefixStore(f"attempt/{attempt}", store), rank=rank,
+                                world_size=size, timeout=timeout)
     return dist.get_rank(), dist.get_world_size()
 
 
