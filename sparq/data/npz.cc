@@ -10,6 +10,7 @@
 #include <memory>
 #include <string_view>
 
+#include "sparq/core/crc32.h"
 #include "sparq/core/error.h"
 
 namespace sparq {
@@ -425,7 +426,7 @@ std::map<std::string, NpyArray> read_npz(const std::string& path) {
     } else {
       raw = inflate_entry(z, at, c, where);
     }
-    const auto crc = static_cast<std::uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>(raw.data()), raw.size()));
+    const std::uint32_t crc = sparq::crc32(0, raw.data(), raw.size());
     SPARQ_CHECK_AS(InputError, crc == c.crc, "{}: CRC-32 mismatch (corrupt file)", where);
     std::string name = c.name.substr(0, c.name.size() - 4);
     SPARQ_CHECK_AS(InputError, !out.contains(name), "{}: the archive holds it twice", where);
@@ -484,9 +485,7 @@ void NpzWriter::add(const std::string& name, NpyType type, const std::vector<std
   const std::uint64_t size = npy.size() + nbytes;
   SPARQ_CHECK_AS(InputError, pos_ + 30 + file.size() + size < kMax32,
                  "'{}': array '{}' would take the archive past 4 GiB (zip64 is not written)", path_, name);
-  std::uint32_t crc = static_cast<std::uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>(npy.data()), npy.size()));
-  if (nbytes > 0)  // zlib answers 0 for a null buffer, whatever the running CRC
-    crc = static_cast<std::uint32_t>(crc32_z(crc, static_cast<const Bytef*>(data), nbytes));
+  const std::uint32_t crc = sparq::crc32(sparq::crc32(0, npy.data(), npy.size()), data, nbytes);
   entries_.push_back({file, crc, static_cast<std::uint32_t>(size), static_cast<std::uint32_t>(pos_)});
   std::string h;
   put(h, kLocalSig);
