@@ -233,4 +233,24 @@ void Hybrid::load_state(std::span<const std::byte> blob) {
   r.expect_end();
 }
 
+std::vector<std::byte> Hybrid::repartition_state(std::span<const std::vector<std::byte>> saved, std::size_t rank,
+                                                 std::size_t ranks, std::size_t stages) {
+  SPARQ_CHECK(stages > 0 && ranks % stages == 0 && saved.size() % stages == 0 && rank < ranks &&
+                  ranks < saved.size(),
+              "Hybrid::repartition_state: rank {} of {} ({} stages) from {} saved", rank, ranks, stages, saved.size());
+  std::vector<std::vector<std::byte>> exchanges;  // this stage's, replica by replica
+  for (std::size_t s = rank % stages; s < saved.size(); s += stages) {
+    BlobReader r(saved[s], "hybrid state");
+    SPARQ_CHECK_AS(InputError, r.str() == kHybridStateMagic,
+                   "not a model-parallel state of this sparq (saved by another plan?)");
+    exchanges.push_back(r.bytes());
+    (void)r.u64();  // the cuts' residuals: dropped
+  }
+  BlobWriter w;
+  w.str(kHybridStateMagic);
+  w.bytes(GradExchange::repartition_state(exchanges, rank / stages, ranks / stages));
+  w.u64(0);  // no residuals at the cuts
+  return w.take();
+}
+
 }  // namespace sparq

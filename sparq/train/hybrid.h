@@ -71,6 +71,14 @@ class Hybrid {
   // pipeline's residuals), as DataParallel::save_state().
   std::vector<std::byte> save_state() const;
   void load_state(std::span<const std::byte> blob);
+  // The state of rank `rank` of `ranks` (replicas of `stages` stages, fewer
+  // than saved) from what every rank of a run with more replicas saved: its
+  // stage's exchange state folded over the replicas as DataParallel's
+  // (GradExchange::repartition_state); the cuts' residuals start from zero
+  // (they belong to positions in micro-batches whose size changes with the
+  // replicas).
+  static std::vector<std::byte> repartition_state(std::span<const std::vector<std::byte>> saved, std::size_t rank,
+                                                  std::size_t ranks, std::size_t stages);
 
  private:
   Dlrm<float>& model_;

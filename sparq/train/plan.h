@@ -118,7 +118,11 @@ class Plan {
   // This rank's state from the states every training rank of a run on more
   // ranks saved, where the plan can re-partition them (error feedback is a
   // sum: folded, not lost); nothing where it cannot.
-  virtual std::optional<Blob> repartition_state(std::span<const Blob> /*saved*/) const { return std::nullopt; }
+  struct FoldedState {
+    Blob blob;
+    std::string how;  // what was folded and what starts afresh, for the run's note
+  };
+  virtual std::optional<FoldedState> repartition_state(std::span<const Blob> /*saved*/) const { return std::nullopt; }
   // Brings the whole model and its optimizer state to rank 0 and returns
   // them there, for a checkpoint after `steps` steps. Every rank calls it.
   virtual WholeModel gather(std::uint64_t steps) = 0;

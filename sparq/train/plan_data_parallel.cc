@@ -37,11 +37,13 @@ class DataParallelPlan final : public Plan {
 
   Blob save_state() const override { return dp_.save_state(); }
   void load_state(std::span<const std::byte> blob) override { dp_.load_state(blob); }
-  std::optional<Blob> repartition_state(std::span<const Blob> saved) const override {
+  std::optional<FoldedState> repartition_state(std::span<const Blob> saved) const override {
     const auto ranks = static_cast<std::size_t>(t_.size());
     // More ranks than saved: nothing to fold; no codec: no state to fold.
     if (saved.size() <= ranks || o_.dp.codec.kind == DpCodec::Kind::None) return std::nullopt;
-    return DataParallel::repartition_state(saved, static_cast<std::size_t>(t_.rank()), ranks);
+    return FoldedState{DataParallel::repartition_state(saved, static_cast<std::size_t>(t_.rank()), ranks),
+                       fmt::format("rank r's error feedback is the sum of saved ranks r, r + {}, ...{}", ranks,
+                                   o_.dp.codec.kind == DpCodec::Kind::Dct ? "; its thresholds, saved rank r's" : "")};
   }
 
   WholeModel gather(std::uint64_t) override {

@@ -40,6 +40,17 @@ class HybridPlan final : public Plan {
 
   Blob save_state() const override { return hybrid_.save_state(); }
   void load_state(std::span<const std::byte> blob) override { hybrid_.load_state(blob); }
+  std::optional<FoldedState> repartition_state(std::span<const Blob> saved) const override {
+    const auto ranks = static_cast<std::size_t>(t_.size()), stages = stages_.size();
+    // Fewer replicas of as many stages, with a codec between them: fold.
+    if (saved.size() <= ranks || saved.size() % stages != 0 || o_.dp.codec.kind == DpCodec::Kind::None)
+      return std::nullopt;
+    return FoldedState{
+        Hybrid::repartition_state(saved, static_cast<std::size_t>(t_.rank()), ranks, stages),
+        fmt::format("replica r's error feedback is the sum of saved replicas r, r + {}, ... of its stage{}{}",
+                    ranks / stages, o_.dp.codec.kind == DpCodec::Kind::Dct ? "; its thresholds, saved replica r's" : "",
+                    o_.mp_codec.kind != MpCodec::Kind::None ? "; the cuts' residuals restart from zero" : "")};
+  }
 
   // Rank 0 assembles the whole model from replica 0's stages.
   WholeModel gather(std::uint64_t) override {

@@ -252,13 +252,9 @@ void Trainer::restore_states() {
   if (loaded_states_.size() == ranks) {
     plan_.load_state(loaded_states_[static_cast<std::size_t>(peers.rank())]);
   } else if (const auto folded = plan_.repartition_state(loaded_states_)) {
-    plan_.load_state(*folded);
-    const DpCodec::Kind kind = plan_.options().dp.codec.kind;
-    if (kind != DpCodec::Kind::None)
-      out_.line(fmt::format("note: '{}' holds the codec state of {} ranks, this run has {}: rank r's error feedback "
-                            "is the sum of saved ranks r, r + {}, ...{}\n",
-                            o_.load, loaded_states_.size(), ranks, ranks,
-                            kind == DpCodec::Kind::Dct ? "; its thresholds, saved rank r's" : ""));
+    plan_.load_state(folded->blob);
+    out_.line(fmt::format("note: '{}' holds the codec state of {} ranks, this run has {}: {}\n", o_.load,
+                          loaded_states_.size(), ranks, folded->how));
   } else if (plan_.options().dp.codec.kind != DpCodec::Kind::None ||
              plan_.options().mp_codec.kind != MpCodec::Kind::None) {
     out_.line(fmt::format("note: '{}' holds the codec state of {} ranks, this run has {}: error feedback and "

@@ -13,6 +13,7 @@
 
 #include "sparq/train/emb_grad_exchange.h"
 #include "sparq/train/grad_exchange.h"
+#include "sparq/train/hybrid.h"
 #include "sparq/train/verify.h"
 #include "tests/coll/reference.h"
 #include "tests/support/ranks.h"
@@ -359,6 +360,54 @@ TEST(GradExchange, StateFoldsOntoFewerRanks) {
     }
     EXPECT_THROW(GradExchange::repartition_state(mixed, 0, 3), InputError);
   }
+}
+
+// 3 replicas x 2 stages onto 2 x 2 and 1 x 2: each rank's exchange state is
+// its stage's, folded over the replicas as a data-parallel run's (checked
+// above against a plain sum); the cuts' residuals are dropped.
+TEST(Hybrid, StateFoldsOntoFewerReplicas) {
+  SPARQ_NEED_RANKS(3);
+  if (test::under_mpi()) GTEST_SKIP() << "the ranks' states are gathered in one process";
+  const std::size_t stages = 2, n = 600;
+  const GradExchange::Piece pieces[] = {{"w", n}};
+  std::vector<std::vector<std::byte>> exchange(6), saved(6);
+  for (std::size_t m = 0; m < stages; ++m)  // each stage's replicas exchange among themselves
+    test::run_ranks(3, [&](Transport& t) {
+      compress::ErrorFeedbackStore store;
+      GradExchange x(parse_dp_codec("dct:0.9,4"), store);
+      for (std::uint64_t s = 0; s < 3; ++s) {
+        auto g = test::rank_input<float>(n, t.rank() + 10 * static_cast<int>(s + 7 * m));
+        x.exchange(t, "bucket", pieces, g, s);
+      }
+      exchange[static_cast<std::size_t>(t.rank()) * stages + m] = x.save_state();
+    });
+  for (std::size_t s = 0; s < saved.size(); ++s) {
+    BlobWriter w;
+    w.str("sparq hybrid state 2");
+    w.bytes(exchange[s]);
+    w.u64(1);
+    w.floats(std::vector<float>(8, static_cast<float>(s)));  // a cut's residual
+    saved[s] = w.take();
+  }
+  for (std::size_t ranks : {4, 2}) {
+    for (std::size_t j = 0; j < ranks; ++j) {
+      const std::vector<std::vector<std::byte>> stage = {exchange[j % stages], exchange[j % stages + 2],
+                                                         exchange[j % stages + 4]};
+      const auto got = Hybrid::repartition_state(saved, j, ranks, stages);
+      BlobReader r(got, "folded");
+      EXPECT_EQ(r.str(), "sparq hybrid state 2");
+      EXPECT_EQ(r.bytes(), GradExchange::repartition_state(stage, j / stages, ranks / stages)) << ranks << " " << j;
+      EXPECT_EQ(r.u64(), 0u);  // no residuals at the cuts
+      r.expect_end();
+    }
+  }
+  EXPECT_THROW(Hybrid::repartition_state(saved, 0, 6, stages), Error);  // not fewer
+  EXPECT_THROW(Hybrid::repartition_state(saved, 0, 3, stages), Error);  // not whole replicas
+  auto other = saved;
+  BlobWriter w;
+  w.str("sparq data parallel state 2");
+  other[2] = w.take();
+  EXPECT_THROW(Hybrid::repartition_state(other, 0, 4, stages), InputError);
 }
 
 TEST(EmbeddingGradExchange, AveragesRowSparseGradientsOfSeveralTables) {

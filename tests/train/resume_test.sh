@@ -76,6 +76,11 @@ in_process() {
   run "$SPARQ" train "${common[@]}" --ranks 2 --dp-codec q4+ec --load "$D/dp_q4ec.13" || fail "2 ranks from 3"
   grep -q "^note: '$D/dp_q4ec.13' holds the codec state of 3 ranks, this run has 2: rank r's error feedback is the sum of saved ranks r, r + 2, \.\.\.$" \
     "$D/out" || fail "fold note: $(cat "$D/out")"
+  # So does a hybrid run's on fewer replicas of as many stages (3 x 2 onto 2 x 2).
+  run "$SPARQ" train "${common[@]}" --ranks 4 --mp-splits bot:1 --micro-batches 2 --emb-placement table-wise \
+    --dp-codec dct:0.9,7 --load "$D/hybrid_tablewise.13" || fail "4 ranks from 6: $(cat "$D/err")"
+  grep -q "^note: '$D/hybrid_tablewise.13' holds the codec state of 6 ranks, this run has 4: replica r's error feedback is the sum of saved replicas r, r + 2, \.\.\. of its stage; its thresholds, saved replica r's$" \
+    "$D/out" || fail "hybrid fold note: $(cat "$D/out")"
   # State saved by another plan or codec is refused in one line.
   run "$SPARQ" train "${common[@]}" --ranks 2 --dp-codec q4+ec --load "$D/dp_dct.13" && fail "codec mismatch must fail"
   [ "$(wc -l < "$D/err")" -eq 1 ] && grep -q "codec 'dct:0.9,7' loaded into codec 'q4+ec'" "$D/err" ||
