@@ -139,11 +139,14 @@ void take_checkpoint_delta(CheckpointDelta& d, const Dlrm<float>& model, Optimiz
   d.meta = meta;
 }
 
-void advance(CheckpointSnapshot& s, const CheckpointDelta& d) {
+void advance(CheckpointSnapshot& s, CheckpointDelta& d) {
   SPARQ_CHECK(d.tables.size() == s.tables.size() && d.dense.size() == s.dense.size() &&
                   d.row_state == (s.table_states > 0) && s.states.size() == s.table_states + d.dense_states.size(),
               "a delta of another model");
-  s.dense = d.dense;
+  // The dense part and its optimizer state change whole at every step:
+  // swapped in, not copied (the delta's next take overwrites what it gets).
+  s.dense.swap(d.dense);
+  for (std::size_t i = 0; i < d.dense_states.size(); ++i) s.states[s.table_states + i].swap(d.dense_states[i]);
   for (std::size_t t = 0; t < d.tables.size(); ++t) {
     const auto& r = d.tables[t];
     auto& w = s.tables[t];
@@ -155,9 +158,8 @@ void advance(CheckpointSnapshot& s, const CheckpointDelta& d) {
       if (d.row_state) s.states[t][r.ids[i]] = r.state[i];
     }
   }
-  std::copy(d.dense_states.begin(), d.dense_states.end(), s.states.begin() + static_cast<std::ptrdiff_t>(s.table_states));
-  s.rank_states = d.rank_states;
-  s.meta = d.meta;
+  s.rank_states.swap(d.rank_states);
+  s.meta.swap(d.meta);
 }
 
 Written save_delta(const std::string& path, const std::string& prev, std::uint32_t prev_crc, const CheckpointDelta& d) {

@@ -55,8 +55,9 @@ CheckpointSnapshot checkpoint_snapshot(const Dlrm<float>& model, Optimizer<float
 // rows the optimizer changed (Optimizer::take_changed_rows, taken here).
 void take_checkpoint_delta(CheckpointDelta& d, const Dlrm<float>& model, Optimizer<float>& opt,
                            const std::string& meta, std::span<const std::vector<std::byte>> rank_states);
-// `snapshot` moved on to the point after `delta`.
-void advance(CheckpointSnapshot& snapshot, const CheckpointDelta& delta);
+// `snapshot` moved on to the point after `delta`, which gives up its dense
+// part, optimizer dense state, codec states and metadata (write it first).
+void advance(CheckpointSnapshot& snapshot, CheckpointDelta& delta);
 
 // Written as save_checkpoint() writes (atomic, durable, CRC-checked); they
 // return the file's CRC and size. A delta names `prev`, the point it follows

@@ -6,24 +6,70 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 
 #include "sparq/core/crc32.h"
 #include "sparq/core/error.h"
 
 namespace sparq::ckpt {
 
-Out::Out(std::FILE* file, const std::string& p)
-    : f(file), path(p), crc(0) {}
+namespace {
+constexpr std::size_t kBlock = 4096, kBufferBytes = std::size_t{4} << 20;
+
+std::span<std::byte> thread_buffer() {
+  struct Freer {
+    void operator()(std::byte* p) const { std::free(p); }
+  };
+  thread_local std::unique_ptr<std::byte, Freer> buf(static_cast<std::byte*>(std::aligned_alloc(kBlock, kBufferBytes)));
+  SPARQ_CHECK(buf != nullptr, "out of memory for a checkpoint's write buffer");
+  return {buf.get(), kBufferBytes};
+}
+}  // namespace
+
+Out::Out(int fd, const std::string& p) : path(p), fd_(fd), buf_(thread_buffer()) {}
 
 void Out::bytes(const void* p, std::size_t n) {
+  // The CRC first: the copy below then finds the bytes in the CPU's cache.
+  if (n > 0) crc = crc32(crc, p, n);
   size += n;
-  if (n == 0 || f == nullptr) return;
-  // The CRC first: the kernel's copy into the page cache then finds the
-  // bytes in the CPU's cache.
-  crc = crc32(crc, p, n);
-  SPARQ_CHECK_AS(InputError, std::fwrite(p, 1, n, f) == n, "write error on '{}': {}", path, std::strerror(errno));
+  for (auto src = static_cast<const std::byte*>(p); n > 0;) {
+    const std::size_t k = std::min(n, buf_.size() - fill_);
+    std::memcpy(buf_.data() + fill_, src, k);
+    fill_ += k;
+    src += k;
+    n -= k;
+    if (fill_ == buf_.size()) write_buffer(fill_);
+  }
+}
+
+// Writes the buffer's first n bytes (whole blocks) at the file's end.
+void Out::write_buffer(std::size_t n) {
+  for (std::size_t done = 0; done < n;) {
+    const ssize_t w = ::pwrite(fd_, buf_.data() + done, n - done, static_cast<off_t>(written_ + done));
+    if (w < 0 && errno == EINVAL && (::fcntl(fd_, F_GETFL) & O_DIRECT)) {
+      // The file system took O_DIRECT at open but not this write.
+      SPARQ_CHECK_AS(InputError, ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_DIRECT) == 0,
+                     "write error on '{}': {}", path, std::strerror(errno));
+      continue;
+    }
+    SPARQ_CHECK_AS(InputError, w > 0 || (w < 0 && errno == EINTR), "write error on '{}': {}", path,
+                   std::strerror(w < 0 ? errno : ENOSPC));
+    if (w > 0) done += static_cast<std::size_t>(w);
+  }
+  written_ += n;
+  fill_ = 0;
+}
+
+void Out::finish() {
+  // Direct writes take whole blocks: the last one is padded, then cut off.
+  const std::size_t padded = (fill_ + kBlock - 1) / kBlock * kBlock;
+  std::memset(buf_.data() + fill_, 0, padded - fill_);
+  write_buffer(padded);
+  SPARQ_CHECK_AS(InputError, ::ftruncate(fd_, static_cast<off_t>(size)) == 0, "write error on '{}': {}", path,
+                 std::strerror(errno));
 }
 
 void In::bytes(void* p, std::size_t n) {
@@ -86,12 +132,6 @@ void check_crc(In& in) {
                  "'{}': checksum mismatch: the checkpoint is corrupt or truncated", in.path);
 }
 
-// Makes what was written to `f` durable before the rename publishes it.
-void sync_file(std::FILE* f, const std::string& path) {
-  SPARQ_CHECK_AS(InputError, std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0, "write error on '{}': {}", path,
-                 std::strerror(errno));
-}
-
 // Makes the rename durable (the directory entry lives in the directory).
 // Filesystems that cannot sync a directory (EINVAL) have nothing to sync.
 void sync_dir(const std::string& path) {
@@ -106,16 +146,31 @@ void sync_dir(const std::string& path) {
   SPARQ_CHECK_AS(InputError, rc == 0 || err == EINVAL, "cannot sync directory '{}': {}", dir, std::strerror(err));
 }
 
+// Opens `tmp` for Out: with O_DIRECT where the file system takes it.
+int create(const std::string& tmp) {
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_DIRECT, 0644);
+  if (fd < 0 && errno == EINVAL) fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  SPARQ_CHECK_AS(InputError, fd >= 0, "cannot create '{}': {}", tmp, std::strerror(errno));
+  return fd;
+}
+
 Written write_file(const std::string& tmp, const std::function<void(Out&)>& fill) {
-  std::FILE* raw = std::fopen(tmp.c_str(), "wb");
-  SPARQ_CHECK_AS(InputError, raw != nullptr, "cannot create '{}': {}", tmp, std::strerror(errno));
-  File f(raw);
-  Out o(f.get(), tmp);
-  fill(o);
-  sync_file(f.get(), tmp);
-  // fclose can still report a failed write-back (ENOSPC, EIO, NFS).
-  SPARQ_CHECK_AS(InputError, std::fclose(f.release()) == 0, "write error on '{}': {}", tmp, std::strerror(errno));
-  return {o.crc, o.size};
+  const int fd = create(tmp);
+  Written w;
+  try {
+    Out o(fd, tmp);
+    fill(o);
+    o.finish();
+    // Durable before the rename publishes it.
+    SPARQ_CHECK_AS(InputError, ::fsync(fd) == 0, "write error on '{}': {}", tmp, std::strerror(errno));
+    w = {o.crc, o.size};
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  // close can still report a failed write-back (NFS).
+  SPARQ_CHECK_AS(InputError, ::close(fd) == 0, "write error on '{}': {}", tmp, std::strerror(errno));
+  return w;
 }
 }  // namespace
 

@@ -31,13 +31,16 @@ struct Closer {
 };
 using File = std::unique_ptr<std::FILE, Closer>;
 
-// Writes to `f` with the running CRC, or only counts (`size`) when f is null.
+// Writes a file with the running CRC of its bytes, through a buffer of
+// whole 4 KiB blocks: to a file opened with O_DIRECT where the file system
+// takes it, so a checkpoint skips the page cache (the kernel's copy into it
+// was most of the background writer's CPU, and it pushes out pages training
+// reads); elsewhere (tmpfs) through the page cache.
 struct Out {
-  std::FILE* f;
   const std::string& path;
   std::uint32_t crc = 0;
   std::uint64_t size = 0;
-  Out(std::FILE* file, const std::string& p);
+  Out(int fd, const std::string& p);
   void bytes(const void* p, std::size_t n);
   void u64(std::uint64_t v) { bytes(&v, 8); }
   void floats(std::span<const float> v) {
@@ -55,6 +58,15 @@ struct Out {
     bytes(&c, kCrcBytes);
     crc = c;
   }
+  // Writes what the buffer holds and gives the file its size.
+  void finish();
+
+ private:
+  void write_buffer(std::size_t n);
+  int fd_;
+  std::span<std::byte> buf_;  // this thread's, reused from file to file
+  std::size_t fill_ = 0;
+  std::uint64_t written_ = 0;
 };
 
 struct In {

@@ -105,15 +105,17 @@ void CheckpointWriter::run() {
 
 // On the writer's thread, the queue unlocked (the job stays at its front).
 void CheckpointWriter::write(Job& job) {
+  const bool whole = !job.delta || job.whole;
   if (job.first) snapshot_ = std::move(job.first);
-  else
+  else if (whole)
     advance(*snapshot_, *job.delta);
   ckpt::Written w;
-  const bool whole = !job.delta || job.whole;
-  if (whole)
+  if (whole) {
     w = save_checkpoint(job.path, *snapshot_);
-  else
+  } else {
     w = save_delta(job.path, prev_, prev_crc_, *job.delta);
+    advance(*snapshot_, *job.delta);  // after the write: it takes the delta's dense part
+  }
   prev_ = job.path, prev_crc_ = w.crc;
   const std::lock_guard lock(mutex_);
   if (whole)

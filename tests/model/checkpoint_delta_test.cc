@@ -102,13 +102,13 @@ TEST(CheckpointDelta, ChainLoadsAsTheWholeCheckpoint) {
     CheckpointSnapshot snap = checkpoint_snapshot(a, oa, "{\"step\": 2}", {});
     const auto ww = save_checkpoint(w, snap);
     train(a, oa, 1, 2);
-    const CheckpointDelta delta1 = delta_of(a, oa, "{\"step\": 3}", {});
+    CheckpointDelta delta1 = delta_of(a, oa, "{\"step\": 3}", {});
     const auto w1 = save_delta(d1, w, ww.crc, delta1);
     EXPECT_LT(w1.bytes, ww.bytes);
     EXPECT_EQ(fs::file_size(d1), w1.bytes);
     advance(snap, delta1);
     train(a, oa, 1, 3);
-    const CheckpointDelta delta2 = delta_of(a, oa, "{\"step\": 4}", states);
+    CheckpointDelta delta2 = delta_of(a, oa, "{\"step\": 4}", states);
     save_delta(d2, d1, w1.crc, delta2);
     advance(snap, delta2);
     save_checkpoint(d / "snap", snap);  // the snapshot moved on by both deltas is the model
