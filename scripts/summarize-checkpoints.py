@@ -8,6 +8,11 @@ Reads DIR/runs.jsonl. "slower" is the median over the repetitions of each
 run's training seconds (the steps and the saves between them) against the
 run without checkpoints of the same repetition and --threads, minus 1; the
 bytes are those of the checkpoint files each run left, counted on disk.
+"a step, slower" compares the median over a run's windows of EVERY steps
+(each a progress line's ms per step: the steps and the save at their end)
+with the same median of the run without checkpoints: the steady cost of a
+point every EVERY steps, leaving out the first save's copy of the model
+(one window of the run); runs recorded before the windows were: "-".
 """
 import json
 import pathlib
@@ -26,8 +31,9 @@ def main():
         by.setdefault((r["threads"], r["kind"]), []).append(r)
     every = runs[0]["every"]
     print(f"| --threads | checkpoints every {every} steps | files | MB written | fewer bytes than whole | "
-          "training s, median | slower than none, median | ms of the steps | writer CPU s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "training s, median | slower than none, median | a step, slower, median | ms of the steps | "
+          "writer CPU s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for (threads, kind), rs in by.items():
         none = {r["rep"]: r["train_wall_s"] for r in by[(threads, "none")]}
         whole = statistics.median(r["bytes"] for r in by[(threads, "whole")])
@@ -38,10 +44,14 @@ def main():
         cpu = f"{statistics.median(c['writer_cpu_s'] for c in ck):.2f}" if ck else "-"
         fewer = f"{whole / 1e6 / mb:.1f}x" if kind == "delta" else "-"
         slow = "-" if kind == "none" else f"{100 * slower:.1f} %"
+        none_step = {r["rep"]: r.get("window_ms") for r in by[(threads, "none")]}
+        steps = [statistics.median(r["window_ms"]) / statistics.median(none_step[r["rep"]]) - 1 for r in rs
+                 if r.get("window_ms") and none_step[r["rep"]]]
+        step = f"{100 * statistics.median(steps):.1f} %" if steps and kind != "none" else "-"
         label = {"none": "none", "whole": "whole (every one)",
                  "delta": f"deltas, whole every {rs[0]['whole_every']}"}[kind]
         print(f"| {threads} | {label} | {rs[0]['files']} | {mb:.0f} | {fewer} | "
-              f"{statistics.median(r['train_wall_s'] for r in rs):.2f} | {slow} | {step_ms} | {cpu} |")
+              f"{statistics.median(r['train_wall_s'] for r in rs):.2f} | {slow} | {step} | {step_ms} | {cpu} |")
     for r in resume:
         print(f"\nResumed from the {r['from']} to step {r['to']} (--threads {r['threads']}): "
               f"{'equal' if r['equal_to_whole_run'] else 'NOT equal'} byte for byte to the whole run's checkpoint.")
