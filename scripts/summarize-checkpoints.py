@@ -8,11 +8,11 @@ Reads DIR/runs.jsonl. "slower" is the median over the repetitions of each
 run's training seconds (the steps and the saves between them) against the
 run without checkpoints of the same repetition and --threads, minus 1; the
 bytes are those of the checkpoint files each run left, counted on disk.
-"a step, slower" compares the median over a run's windows of EVERY steps
-(each a progress line's ms per step: the steps and the save at their end)
-with the same median of the run without checkpoints: the steady cost of a
-point every EVERY steps, leaving out the first save's copy of the model
-(one window of the run); runs recorded before the windows were: "-".
+"the steps alone, slower" compares the median over a run's windows of
+EVERY steps (each a progress line's ms per step: the steps' own time, the
+saves left out) with the same median of the run without checkpoints: what
+the background writer takes from the steps; runs recorded before the
+windows were: "-".
 """
 import json
 import pathlib
@@ -31,7 +31,7 @@ def main():
         by.setdefault((r["threads"], r["kind"]), []).append(r)
     every = runs[0]["every"]
     print(f"| --threads | checkpoints every {every} steps | files | MB written | fewer bytes than whole | "
-          "training s, median | slower than none, median | a step, slower, median | ms of the steps | "
+          "training s, median | slower than none, median | the steps alone, slower, median | ms of the steps | "
           "writer CPU s |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for (threads, kind), rs in by.items():

@@ -51,7 +51,7 @@ void save_checkpoint(const std::string& path, const Dlrm<float>& model, Optimize
 
 Written save_checkpoint(const std::string& path, const CheckpointSnapshot& s) {
   Parts parts{s.dense, {}, {}, s.rank_states};
-  for (const auto& t : s.tables) parts.tables.push_back({t.rows, t.dim, t.weights});
+  for (const auto& t : s.tables) parts.tables.push_back({t.rows, t.dim, t.weights()});
   for (const auto& st : s.states) parts.states.push_back(st);
   return write_atomic(path, [&](Out& o) { put_whole(o, parts, s.meta); });
 }

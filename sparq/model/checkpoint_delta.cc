@@ -95,20 +95,32 @@ void read_states(In& in, Dlrm<float>& model, Optimizer<float>& opt, const std::v
 }
 }  // namespace
 
-CheckpointSnapshot checkpoint_snapshot(const Dlrm<float>& model, Optimizer<float>& opt, const std::string& meta,
-                                       std::span<const std::vector<std::byte>> rank_states) {
+CheckpointSnapshot snapshot_memory(const Dlrm<float>& model) {
   CheckpointSnapshot s;
+  for (const auto& t : model.tables()) {
+    s.tables.push_back({t.rows(), t.dim(), make_random_access<float>(t.rows() * t.dim())});
+    std::fill_n(s.tables.back().values.get(), t.rows() * t.dim(), 0.0f);  // its pages faulted in here
+  }
+  return s;
+}
+
+void take_snapshot(CheckpointSnapshot& s, const Dlrm<float>& model, Optimizer<float>& opt, const std::string& meta,
+                   std::span<const std::vector<std::byte>> rank_states) {
   const auto dense = model.dense().params();
   s.dense.assign(dense.begin(), dense.end());
-  for (const auto& t : model.tables()) {
+  s.tables.resize(model.tables().size());
+  for (std::size_t i = 0; i < s.tables.size(); ++i) {
+    const auto& t = model.tables()[i];
     SPARQ_CHECK(t.held(), "a checkpoint needs every table: gather them first");
-    s.tables.push_back({t.rows(), t.dim(), {t.weights().begin(), t.weights().end()}});
+    auto& w = s.tables[i];
+    if (!w.values || w.rows != t.rows() || w.dim != t.dim())
+      w = {t.rows(), t.dim(), make_random_access<float>(t.weights().size())};
+    std::copy(t.weights().begin(), t.weights().end(), w.values.get());
   }
   s.states = opt.state();
   s.table_states = opt.table_state().size();
   s.rank_states.assign(rank_states.begin(), rank_states.end());
   s.meta = meta;
-  return s;
 }
 
 void take_checkpoint_delta(CheckpointDelta& d, const Dlrm<float>& model, Optimizer<float>& opt,
@@ -152,9 +164,8 @@ void advance(CheckpointSnapshot& s, CheckpointDelta& d) {
     auto& w = s.tables[t];
     for (std::size_t i = 0; i < r.ids.size(); ++i) {
       if (i + EmbeddingBag<float>::kPrefetchAhead < r.ids.size())
-        __builtin_prefetch(w.weights.data() + r.ids[i + EmbeddingBag<float>::kPrefetchAhead] * w.dim, 1);
-      std::copy_n(r.values.begin() + static_cast<std::ptrdiff_t>(i * w.dim), w.dim,
-                  w.weights.begin() + static_cast<std::ptrdiff_t>(r.ids[i] * w.dim));
+        __builtin_prefetch(w.values.get() + r.ids[i + EmbeddingBag<float>::kPrefetchAhead] * w.dim, 1);
+      std::copy_n(r.values.begin() + static_cast<std::ptrdiff_t>(i * w.dim), w.dim, w.values.get() + r.ids[i] * w.dim);
       if (d.row_state) s.states[t][r.ids[i]] = r.state[i];
     }
   }

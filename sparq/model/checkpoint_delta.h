@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "sparq/core/huge_pages.h"
 #include "sparq/model/checkpoint_io.h"
 #include "sparq/model/dlrm.h"
 #include "sparq/model/optimizer.h"
@@ -21,7 +22,10 @@ namespace sparq {
 struct CheckpointSnapshot {
   struct Table {
     std::uint64_t rows = 0, dim = 0;
-    std::vector<float> weights;
+    // On huge pages where the system has them: every delta scatters its
+    // rows here at random (as the optimizer's updates do into the model).
+    RandomAccessArray<float> values;
+    std::span<const float> weights() const { return {values.get(), rows * dim}; }
   };
   std::vector<float> dense;
   std::vector<Table> tables;
@@ -48,9 +52,13 @@ struct CheckpointDelta {
   std::string meta;
 };
 
-// Copies of every held table (all must be: gather them first).
-CheckpointSnapshot checkpoint_snapshot(const Dlrm<float>& model, Optimizer<float>& opt, const std::string& meta,
-                                       std::span<const std::vector<std::byte>> rank_states);
+// The memory of a snapshot of `model`'s tables, taken and touched ahead
+// (before training): the first save then only copies into it.
+CheckpointSnapshot snapshot_memory(const Dlrm<float>& model);
+// Copies of every held table (all must be: gather them first) into `s`,
+// whose tables' memory is reused where it fits.
+void take_snapshot(CheckpointSnapshot& s, const Dlrm<float>& model, Optimizer<float>& opt, const std::string& meta,
+                   std::span<const std::vector<std::byte>> rank_states);
 // What changed since the previous point, into `d` (its memory reused): the
 // rows the optimizer changed (Optimizer::take_changed_rows, taken here).
 void take_checkpoint_delta(CheckpointDelta& d, const Dlrm<float>& model, Optimizer<float>& opt,

@@ -35,6 +35,10 @@ CheckpointWriter::Totals CheckpointWriter::totals() {
   return totals_;
 }
 
+void CheckpointWriter::reserve(const Dlrm<float>& model) {
+  reserved_ = std::make_unique<CheckpointSnapshot>(snapshot_memory(model));
+}
+
 CheckpointWriter::Saved CheckpointWriter::save(const std::string& path, const Dlrm<float>& model,
                                                Optimizer<float>& opt, const std::string& meta,
                                                std::span<const std::vector<std::byte>> rank_states, bool whole) {
@@ -56,7 +60,8 @@ CheckpointWriter::Saved CheckpointWriter::save(const std::string& path, const Dl
     for (const auto& t : job.delta->tables) s.changed += t.ids.size();
   } else {
     for (std::size_t t = 0; t < model.tables().size(); ++t) s.changed += opt.take_changed_rows(t).size();
-    job.first = std::make_unique<CheckpointSnapshot>(checkpoint_snapshot(model, opt, meta, rank_states));
+    job.first = reserved_ ? std::move(reserved_) : std::make_unique<CheckpointSnapshot>();
+    take_snapshot(*job.first, model, opt, meta, rank_states);
   }
   based_ = true;
   prev_path_ = path;

@@ -42,6 +42,10 @@ class CheckpointWriter {
   // the previous save (its changed rows are the delta).
   Saved save(const std::string& path, const Dlrm<float>& model, Optimizer<float>& opt, const std::string& meta,
              std::span<const std::vector<std::byte>> rank_states, bool whole);
+  // Takes the snapshot's memory now (before training), so that the first
+  // save only copies the model: new memory in the step would cost page
+  // faults, zeroing and, on huge pages, a compaction stall.
+  void reserve(const Dlrm<float>& model);
   // Waits until every point queued is written; rethrows a failed write's error.
   void wait();
 
@@ -72,6 +76,7 @@ class CheckpointWriter {
   // Deltas written, kept for the next saves: their memory is reused (new
   // memory costs page faults and zeroing in the step).
   std::vector<std::unique_ptr<CheckpointDelta>> spare_;
+  std::unique_ptr<CheckpointSnapshot> reserved_;  // reserve()'s, for the first save
   bool stop_ = false, started_ = false;
   std::exception_ptr error_;
   Totals totals_;

@@ -128,6 +128,7 @@ class Trainer {
     if (const std::string d = plan_.describe(); !d.empty()) out_.line(d);
     if (plan_.serve(step_)) return;
     restore_states();
+    if (o_.save_whole_every > 0 && lead_) writer_.reserve(plan_.model());  // before the steps: it faults in memory
     out_.restart();
     for (std::size_t epoch = step_ / nbatches_; epoch < o_.nepochs && !reached_; ++epoch) {
       if (!run_epoch(epoch)) return;  // --fail-at

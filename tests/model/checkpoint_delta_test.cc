@@ -99,7 +99,8 @@ TEST(CheckpointDelta, ChainLoadsAsTheWholeCheckpoint) {
     train(a, oa, 2, 0);
     take_changed(a, oa);
     const std::string w = d / "0", d1 = d / "1", d2 = d / "2";
-    CheckpointSnapshot snap = checkpoint_snapshot(a, oa, "{\"step\": 2}", {});
+    CheckpointSnapshot snap = snapshot_memory(a);
+    take_snapshot(snap, a, oa, "{\"step\": 2}", {});
     const auto ww = save_checkpoint(w, snap);
     train(a, oa, 1, 2);
     CheckpointDelta delta1 = delta_of(a, oa, "{\"step\": 3}", {});
@@ -138,7 +139,9 @@ TEST(CheckpointDelta, BrokenChainsAreRefusedNamingTheLink) {
   Dlrm<float> a(test::tiny_config(), 1);
   Optimizer<float> oa(oo, a);
   const std::string w = d / "0", d1 = d / "1", d2 = d / "2";
-  const auto ww = save_checkpoint(w, checkpoint_snapshot(a, oa, "{}", {}));
+  CheckpointSnapshot snap;
+  take_snapshot(snap, a, oa, "{}", {});
+  const auto ww = save_checkpoint(w, snap);
   train(a, oa, 1, 0);
   const auto w1 = save_delta(d1, w, ww.crc, delta_of(a, oa, "{}", {}));
   train(a, oa, 1, 1);
