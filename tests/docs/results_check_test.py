@@ -39,6 +39,8 @@ def mutate_run(root):
 MUTATIONS = [
     ("a stored run", mutate_run, "docs/results.md:"),
     ("a pasted table", lambda r: replace_once(r / "docs/results.md", "| **44.66x** |", "| **44.67x** |"), "44.67"),
+    ("a table a shell script prints", lambda r: replace_once(r / "docs/reliability.md", "| with it | 0 of 30 |",
+                                                             "| with it | 1 of 30 |"), "docs/reliability.md:"),
     ("a written block", lambda r: replace_once(r / "docs/results.md", "<!-- linear-defaults:begin -->\n",
                                                 "<!-- linear-defaults:begin -->\nby hand\n"), "by hand"),
     ("the README's table", lambda r: replace_once(r / "README.md", "| 1.81x faster per step", "| 1.91x faster per step"),
