@@ -6,6 +6,7 @@
 #   docs/data/mp/heldout/run.sh [OUT_DIR]        (from the repository root)
 set -euo pipefail
 S=${SPARQ:-build/sparq}
+PY=${PYTHON:-.venv/bin/python}  # with torch: the project's environment (scripts/setup)
 OUT=${1:-$(mktemp -d)}
 mkdir -p "$OUT"
 [[ -f $OUT/data/test.tsv ]] || "$S" gen-data --out "$OUT/data" --seed 7 --zipf 1.3 > /dev/null
@@ -16,7 +17,7 @@ for seed in 1 2; do
       --ranks 2 --mp-splits bot:2 --micro-batches 2 --mp-codec $codec --seed $seed --test-freq 0 \
       --save "$OUT/ck_${eta}_s$seed" > "$OUT/train_${eta}_s$seed.log" 2>&1
     "$S" export --load "$OUT/ck_${eta}_s$seed" --out "$OUT/m_${eta}_s$seed.npz" --dense-cuts > /dev/null
-    /usr/bin/python3 scripts/load_sparq_export.py "$OUT/m_${eta}_s$seed.npz" "$OUT/data/test.tsv" \
+    "$PY" scripts/load_sparq_export.py "$OUT/m_${eta}_s$seed.npz" "$OUT/data/test.tsv" \
       --out "$OUT/pred_${eta}_s$seed.txt" > /dev/null
     echo "seed $seed eta $eta, mask at test: $(grep Testing "$OUT/train_${eta}_s$seed.log" | tail -1 | cut -d, -f2)"
   done
