@@ -8,15 +8,9 @@ fewer than fp32's of the same algorithm and size, and the simulated time.
 
 FILE holds the bench's output (docs/data/collectives/*.txt).
 """
-import pathlib
 import sys
 
-
-def rows(path):
-    lines = [line.split() for line in pathlib.Path(path).read_text().splitlines()
-             if line.strip() and not line.startswith("#")]
-    head = lines[0]
-    return [dict(zip(head, line)) for line in lines[1:]]
+from bench_output import rows
 
 
 def main():

@@ -5,17 +5,12 @@ DSAR with a 4-bit QSGD dense phase), against the dense ring's.
 
     summarize-sparse-bytes.py RUN QSGD_RUN     (the bench's outputs)
 """
-import pathlib
 import sys
+
+from bench_output import rows
 
 NAMES = {"dense": "dense (ring/Rabenseifner)", "ssar-recursive-double": "ssar-recursive-double",
          "ssar-split-allgather": "ssar-split-allgather", "dsar-split-allgather": "dsar-split-allgather"}
-
-
-def rows(path):
-    lines = [line.split() for line in pathlib.Path(path).read_text().splitlines()
-             if line.strip() and not line.startswith("#")]
-    return [dict(zip(lines[0], line)) for line in lines[1:]]
 
 
 def main():

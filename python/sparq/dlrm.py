@@ -48,12 +48,13 @@ def read_checkpoint(path, sizes, dim):
     (bot.0.weight [out x in], bot.0.bias, ..., top...) as one float32 array
     and every table as a (rows, dim) array."""
     with open(path, "rb") as f:
+        why = _damage(f)
+        f.seek(0)
         data = f.read()
 
     def bad(why):
         raise SystemExit(f"{path}: {why}")
 
-    why = _damage(data)
     if why:
         bad(why)
     pos = 8
@@ -93,13 +94,24 @@ def read_checkpoint(path, sizes, dim):
     return meta, dense, tables
 
 
-def _damage(data):
-    """Why the bytes of a checkpoint cannot be one (None if they can)."""
-    if data[:8] not in (b"SPARQCK1", b"SPARQCK2", b"SPARQCK4"):  # the model comes first in every layout
+def _damage(f):
+    """Why the open file `f` cannot be a checkpoint (None if it can), read
+    in pieces: a checkpoint need not fit in memory twice."""
+    magic = f.read(8)
+    if magic not in (b"SPARQCK1", b"SPARQCK2", b"SPARQCK4"):  # the model comes first in every layout
         return "not a sparq checkpoint"
-    if data[:8] == b"SPARQCK4":  # ends in the CRC-32 of every byte before it
-        if len(data) < 12 or zlib.crc32(data[:-4]) != int(np.frombuffer(data, "<u4", 1, len(data) - 4)[0]):
-            return "checksum mismatch: the checkpoint is corrupt or truncated"
+    if magic != b"SPARQCK4":
+        return None
+    # SPARQCK4 ends in the CRC-32 of every byte before it.
+    size = os.fstat(f.fileno()).st_size
+    if size < 12:
+        return "checksum mismatch: the checkpoint is corrupt or truncated"
+    crc, left = zlib.crc32(magic), size - 12
+    while left > 0:
+        piece = f.read(min(left, 1 << 24))
+        crc, left = zlib.crc32(piece, crc), left - len(piece)
+    if crc != int.from_bytes(f.read(4), "little"):
+        return "checksum mismatch: the checkpoint is corrupt or truncated"
     return None
 
 
@@ -126,7 +138,7 @@ def newest_checkpoint(pattern):
     for path in candidates:
         try:
             with open(path, "rb") as f:
-                why = _damage(f.read())
+                why = _damage(f)
         except OSError as e:
             why = e.strerror
         if why is None:

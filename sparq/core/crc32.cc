@@ -1,9 +1,10 @@
 #include "sparq/core/crc32.h"
 
-#include <immintrin.h>
 #include <zlib.h>
 
-#include <cstring>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace sparq {
 namespace {
