@@ -2,8 +2,8 @@
 // tests/cuda/simt.h (a block's threads as std::threads, barriers for
 // __syncthreads/__syncwarp), through its C entry points: the bytes, the
 // decoded floats, the residuals and the fault flags against the CPU codec,
-// bit for bit, for rows that take each kernel (staged 4 or 2 warps a block,
-// thread per row) and for misaligned outputs.
+// bit for bit, for rows that take each kernel (staged 4, 2 or 1 warps a
+// block, thread per row) and for misaligned outputs.
 #include "tests/cuda/simt.h"
 // clang-format off: the kernels after the emulation they compile against
 #include "sparq/cuda/rowwise.cu"
@@ -25,8 +25,9 @@ using compress::ScaleType;
 TEST(CudaRowwiseKernels, EncodeDecodeAndCompensateAsTheCpuCodec) {
   int compared = 0;
   // 16 and 33: staged, 4 warps; 64: 4 warps, 2 with residuals; 128: 2
-  // warps, thread per row with residuals; 300: thread per row.
-  for (int cols : {1, 16, 33, 64, 128, 300}) {
+  // warps, 1 with residuals; 300: 1 warp, a thread a row with residuals;
+  // 400: a thread a row.
+  for (int cols : {1, 16, 33, 64, 128, 300, 400}) {
     for (const cuda_test::Input& in : cuda_test::inputs(cols)) {
       // The mapping is what this test is for (cuda_row_test has every input
       // row by row); each emulated launch starts a thread per GPU thread.
@@ -80,7 +81,7 @@ TEST(CudaRowwiseKernels, EncodeDecodeAndCompensateAsTheCpuCodec) {
 }
 
 TEST(CudaRowwiseKernels, FlagTheRowsAndHeadersTheCpuCodecRefuses) {
-  for (int cols : {16, 300}) {  // staged, and a thread a row
+  for (int cols : {16, 300, 400}) {  // staged 4 warps and 1, and a thread a row
     std::vector<float> x(5 * cols, 1.0f);
     x[3 * cols + 2] = NAN;
     std::vector<std::uint8_t> out(5 * RowwiseLayout{std::size_t(cols), {4, ScaleType::F16}}.row_bytes());
