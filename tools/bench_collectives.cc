@@ -7,6 +7,7 @@
 #include "sparq/coll/alltoall.h"
 #include "sparq/core/dtype.h"
 #include "sparq/core/units.h"
+#include "tools/bench_collectives.h"
 #include "tools/bench_table.h"
 #include "tools/commands.h"
 
@@ -155,6 +156,18 @@ void add_one(CLI::App& bench, Run& run, const std::string& what, const std::stri
 }
 
 }  // namespace
+
+std::vector<Row> ring_allreduce_rows(Transport& t, const BenchFlags& f, const std::vector<std::uint64_t>& sizes) {
+  DenseFlags d;
+  d.common = f;
+  return bench_allreduce<float>(t, d, sizes, {"ring"});
+}
+
+std::vector<Row> pairwise_alltoall_rows(Transport& t, const BenchFlags& f, const std::vector<std::uint64_t>& sizes) {
+  DenseFlags d;
+  d.common = f;
+  return bench_alltoall<float>(t, d, sizes, {"pairwise"});
+}
 
 void add_bench(CLI::App& app, Run& run) {
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks of the collectives");

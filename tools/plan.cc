@@ -35,7 +35,7 @@ struct PlanArgs {
   std::size_t steps = 8, pilot = 0;
   std::string threads = "1,2";  // the thread counts a leader is run with
   double budget = 0.1;  // %
-  bool exhaustive = false;
+  bool exhaustive = false, measure = false;
   std::string host_memory = "0", out = "plan.json", metrics;
 };
 
@@ -87,7 +87,7 @@ plan::Measured run_on_clock(const PlanArgs& a, const TrainData& data, const plan
   check_train_memory(t, po, a.hosts);
   const TrainerOptions to = trainer_options(t, po);
   RunSink sink;
-  launch(launch_options(t), [&](Transport& tr) {
+  launch(launch_options(t, true), [&](Transport& tr) {
     const std::unique_ptr<Plan> p = make_plan(tr, po);
     train(*p, data, to, sink);
   });
@@ -258,7 +258,14 @@ plan::PlanFile choose_plan(const PlanArgs& a) {
           best->run->ms_per_step, fp32->run->ms_per_step, best->verdict.why, SPARQ_VERSION};
 }
 
-void run_plan(const PlanArgs& a) {
+void run_plan(PlanArgs a) {
+  SPARQ_CHECK_AS(InputError, a.t.net.empty() != !a.measure,
+                 "give the network to plan for: --net BW,LAT, or --measure under mpiexec on the hosts (not both)");
+  if (a.measure) {
+    const std::optional<std::string> net = measure_net(a.hosts, a.t.timeout_s);
+    if (!net) return;  // another host's part ends with the measurement: rank 0 plans
+    a.t.net = *net;
+  }
   plan::write_plan_file(a.out, choose_plan(a));
   fmt::print("wrote {} (sparq train --plan {})\n", a.out, a.out);
 }
@@ -304,8 +311,11 @@ void add_plan(CLI::App& app, Run& run) {
   add_model_flags(c, a->t);
   add_data_flags(c, a->t);
   c->add_option("--hosts", a->hosts, "Ranks (hosts) to plan for")->required()->check(kPositive);
-  c->add_option("--net", a->t.net, "The network, BW,LAT[,CPU_PER_BYTE[,CPU_PER_MESSAGE]] (as sparq train --net)")
-      ->required();
+  c->add_option("--net", a->t.net, "The network, BW,LAT[,CPU_PER_BYTE[,CPU_PER_MESSAGE]] (as sparq train --net)");
+  c->add_flag("--measure", a->measure,
+              "Measure the network instead of --net: run under mpiexec, one process a host; the hosts time sparq's ring "
+              "allreduce and pairwise alltoall (16 KiB-4 MiB) together, the latency and bandwidth fitted to them are "
+              "planned for on rank 0");
   c->add_option("--compute-scale", a->t.compute_scale, "A host's computation against this machine's core (as train)")
       ->capture_default_str();
   c->add_option("--host-cores", a->t.host_cores, "Cores a rank's threads compute on (as train; 0: one each)")

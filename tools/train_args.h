@@ -57,7 +57,7 @@ struct TrainArgs {
   int ranks = 0;
   std::string dp_codec = "none";
   std::string dp_allreduce = "auto";
-  std::string fuse_bytes = "0";
+  std::string fuse_bytes = "auto";
   bool no_overlap = false;
   std::string non_finite = "fail";
   std::optional<int> comm_nice;  // data parallel's communication thread; unset: kDefaultCommNice

@@ -131,7 +131,7 @@ void add_parallel_flags(CLI::App* c, TrainArgs& a) {
       ->capture_default_str();
   c->add_option("--fuse-bytes", a.fuse_bytes,
                 "Exchange adjacent layers' gradients together until a group holds this many bytes (e.g. 1MiB; 0: "
-                "every tensor alone)")
+                "every tensor alone; auto: 1MiB for a compressed --dp-codec in pure data parallelism, else 0)")
       ->capture_default_str();
   c->add_flag("--no-overlap", a.no_overlap,
               "Exchange the dense gradients after the backward pass instead of layer by layer during it");

@@ -51,6 +51,17 @@ DlrmConfig model_config(const TrainArgs& a) {
   return cfg;
 }
 
+// --fuse-bytes auto: 1 MiB where the dense exchange is compressed and data
+// parallel's communication thread runs it, else every tensor alone. On the
+// 4-host cluster each of the 18 compressed plans of sparq plan's sweep ran
+// 1.09-1.33x faster fused by 1 MiB than unfused, and 4 MiB was within -3 to
+// +9 % of 1 MiB; the fp32 plans ran 0.96-1.05x as fast fused by 1 MiB and
+// slower by 4 MiB (docs/results.md, "Choosing a plan").
+std::string fuse_bytes(const TrainArgs& a) {
+  if (a.fuse_bytes != "auto") return a.fuse_bytes;
+  return a.dp_codec != "none" && a.mp_splits.empty() && a.dp_mode == "allreduce" ? "1MiB" : "0";
+}
+
 DataParallelOptions dp_options(const TrainArgs& a) {
   DataParallelOptions dpo;
   dpo.codec = parse_dp_codec(a.dp_codec, a.dp_allreduce);
@@ -64,7 +75,7 @@ DataParallelOptions dp_options(const TrainArgs& a) {
                  "--emb-codec-fwd/--emb-codec-bwd/--emb-row-len quantize the table-wise alltoall: they need "
                  "--emb-placement table-wise");
   dpo.overlap = !a.no_overlap;
-  dpo.fuse_bytes = parse_bytes(a.fuse_bytes);
+  dpo.fuse_bytes = parse_bytes(fuse_bytes(a));
   dpo.comm_nice = a.comm_nice.value_or(kDefaultCommNice);
   dpo.skip_non_finite = a.non_finite == "skip";
   return dpo;
@@ -173,8 +184,8 @@ PlanOptions plan_options(const TrainArgs& a, int world) {
   return p;
 }
 
-LaunchOptions launch_options(const TrainArgs& a) {
-  SPARQ_CHECK_AS(InputError, a.net.empty() || (a.ranks > 0 && launch_mode() == "local"),
+LaunchOptions launch_options(const TrainArgs& a, bool in_process) {
+  SPARQ_CHECK_AS(InputError, a.net.empty() || (a.ranks > 0 && (in_process || launch_mode() == "local")),
                  "--net emulates the network between in-process ranks: give --ranks P (under mpiexec the network is "
                  "real)");
   LaunchOptions lo;
@@ -187,6 +198,7 @@ LaunchOptions launch_options(const TrainArgs& a) {
                  a.host_cores);
   SPARQ_CHECK_AS(InputError, a.host_cores == 0 || lo.net, "--host-cores shapes the modelled computation: it needs --net");
   lo.ranks = a.ranks;
+  lo.in_process = in_process;
   lo.timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
   lo.cpu_scale = lo.net ? a.compute_scale : 0;
   lo.host_cores = a.host_cores;

@@ -13,7 +13,9 @@ void check_run_flags(const TrainArgs& a);
 // The model, the optimizers and the parallel plan on `world` ranks.
 PlanOptions plan_options(const TrainArgs& a, int world);
 // The network of in-process ranks (--net, --compute-scale, --host-cores).
-LaunchOptions launch_options(const TrainArgs& a);
+// in_process: a.ranks threads of this process, also under mpiexec (a
+// planner's runs on the virtual clock, LaunchOptions::in_process).
+LaunchOptions launch_options(const TrainArgs& a, bool in_process = false);
 // The loop's options; `p` as plan_options() gave it.
 TrainerOptions trainer_options(const TrainArgs& a, const PlanOptions& p);
 // Fails before anything is allocated when the model cannot fit this process.

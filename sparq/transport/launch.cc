@@ -55,7 +55,7 @@ void launch(const LaunchOptions& opts, const std::function<void(Transport&)>& us
     user_fn(sim);
   };
   SPARQ_CHECK_AS(InputError, opts.ranks >= 0, "--ranks must be >= 1, got {}", opts.ranks);
-  if (launch_mode() == "mpi") {
+  if (!opts.in_process && launch_mode() == "mpi") {
     const Launcher l = *detect_launcher(process_env);
     MpiSession session(nullptr, nullptr);
     MpiTransport t;

@@ -26,6 +26,10 @@ struct LaunchOptions {
   // With net: the threads a rank's step is split over, emulated on its
   // training thread (parallel_clock.h).
   int threads = 1;
+  // Run `ranks` threads of this process even where a launcher started it:
+  // `sparq plan --measure` plans on rank 0's in-process ranks after the
+  // hosts measured their network together.
+  bool in_process = false;
 };
 
 // The launcher that started this process, as its environment tells it

@@ -91,3 +91,8 @@ one_line "max-loss-change must be >= 0" plan --data-path "$D/data" "${MODEL[@]}"
 one_line "threads 'x': expected 1 to 1024" plan --data-path "$D/data" "${MODEL[@]}" --hosts 4 --net 1gbit,50us \
   --threads-choices 1,x
 one_line "no plan fits: memory" plan --data-path "$D/data" "${MODEL[@]}" --hosts 4 --net 1gbit,50us --host-memory 1KiB
+one_line "give the network to plan for: --net BW,LAT, or --measure" plan --data-path "$D/data" "${MODEL[@]}" --hosts 4
+one_line "give the network to plan for: --net BW,LAT, or --measure" plan --data-path "$D/data" "${MODEL[@]}" --hosts 4 \
+  --net 1gbit,50us --measure
+one_line "measure times the network between the hosts: start sparq plan --measure under mpiexec" plan \
+  --data-path "$D/data" "${MODEL[@]}" --hosts 4 --measure

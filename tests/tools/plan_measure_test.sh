@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# `sparq plan --measure` under mpiexec: the hosts time sparq's collectives
+# together, rank 0 fits the network to them (the times it prints, the fit's
+# spec in --net's syntax) and plans for it; the plan file names that network
+# and `sparq train --plan` trains with it. A host count that is not
+# mpiexec's is a one-line error.
+#   tests/tools/plan_measure_test.sh path/to/sparq mpiexec
+set -uo pipefail
+SPARQ=$1
+MPIEXEC=$2
+D=$(mktemp -d)
+trap 'rm -rf "$D"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+MODEL=(--arch-embedding-size 2000 --arch-mlp-bot 13-64-16 --arch-mlp-top 64-1 --mini-batch-size 256)
+MPI=("$MPIEXEC" -n 2 --bind-to none)
+
+"$SPARQ" gen-data --out "$D/data" --num-samples 20000 --num-test 2000 --cardinalities 2000 > /dev/null 2> "$D/err" ||
+  fail "gen-data: $(cat "$D/err")"
+"${MPI[@]}" "$SPARQ" plan --data-path "$D/data" "${MODEL[@]}" --hosts 2 --measure --steps 4 --threads-choices 1 \
+  --out "$D/plan.json" > "$D/out" 2> "$D/err" || fail "plan --measure: $(cat "$D/err" "$D/out")"
+# 16 KiB-2 MiB (2 ranks: ring steps of at most one 1 MiB segment), each collective.
+[ "$(grep -c '^measured  *ring allreduce ' "$D/out")" -eq 4 ] || fail "ring rows: $(cat "$D/out")"
+[ "$(grep -c '^measured pairwise alltoall ' "$D/out")" -eq 4 ] || fail "alltoall rows: $(cat "$D/out")"
+net=$(sed -n 's/^measured network: \([0-9.]*MBps,[0-9]*us\) (.*/\1/p' "$D/out")
+[ -n "$net" ] || fail "no fitted network: $(cat "$D/out")"
+# The planner names a network in gigabits: the same bandwidth and latency.
+desc=$(sed -n 's/^sparq plan: 2 ranks on \([^,]*,[^,]*\), global batch.*/\1/p' "$D/out")
+python3 - "$net" "$desc" <<'PY' || fail "planned for $desc, not the measured $net: $(cat "$D/out")"
+import re, sys
+mbps, us = map(float, re.fullmatch(r"([\d.]+)MBps,(\d+)us", sys.argv[1]).groups())
+gbit, us2 = map(float, re.fullmatch(r"([\d.e+-]+)gbit,([\d.e+-]+)us", sys.argv[2]).groups())
+assert abs(8 * mbps / 1000 / gbit - 1) < 1e-3 and abs(us - us2) < 1e-6, (sys.argv[1], sys.argv[2])
+PY
+grep -q "\"net\": \"$desc\"" "$D/plan.json" || fail "plan file: $(cat "$D/plan.json")"
+[ "$(grep -c '^chosen: ' "$D/out")" -eq 1 ] || fail "one rank plans: $(cat "$D/out")"
+echo "ok: measured $net and planned for it"
+"$SPARQ" train --data-path "$D/data" "${MODEL[@]}" --ranks 2 --net "$net" --num-batches 4 --print-freq 2 \
+  --plan "$D/plan.json" > "$D/out" 2> "$D/err" || fail "train --plan: $(cat "$D/err")"
+grep -q "^plan $D/plan.json: .*for 2 ranks on $desc" "$D/out" || fail "no plan line: $(head -3 "$D/out")"
+echo "ok: train --plan with the measured plan"
+
+"${MPI[@]}" "$SPARQ" plan --data-path "$D/data" "${MODEL[@]}" --hosts 3 --measure > "$D/out" 2> "$D/err" &&
+  fail "--hosts 3 under 2 processes must fail"
+grep -q -- "--hosts 3 but mpiexec started 2 processes" "$D/err" || fail "hosts mismatch: $(cat "$D/err")"
+echo "ok: $(grep -m1 -- '--hosts 3' "$D/err")"
