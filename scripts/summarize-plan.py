@@ -154,10 +154,35 @@ def check(out):
           f"{med['defaults'] / med['plan']:.2f}x faster than the defaults.")
 
 
+def measure(out):
+    """scripts/plan-cluster-measure: the plan for the network the hosts measured, beside the plan for the
+    network fitted to stored benchmarks and the default flags, trained in interleaved rounds."""
+    runs = out / "cluster4-measure"
+    if not runs.is_dir():
+        return
+    log = (runs / "plan.log").read_text()
+    net = re.search(r"^measured network: (\S+)", log, re.M).group(1)
+    secs = re.search(r"planned in ([\d.]+) s", log).group(1)
+    fitted = json.loads((out / "cluster4-1gbit_pruned.plan.json").read_text())
+    plans = {"measured": (json.loads((runs / "plan.json").read_text()), f"{net}, measured by the hosts"),
+             "fitted": (fitted, f"{fitted['net']}, fit-net.py and stack-cpu.py"), "defaults": (None, "-")}
+    ms = {kind: [measured_ms(f) for f in sorted(runs.glob(f"{kind}_r*.jsonl"))] for kind in plans}
+    med = {k: statistics.median(v) for k, v in ms.items()}
+    print(f"\nsparq plan --measure on the cluster: planned in {secs} s; sparq train --plan, {len(ms['measured'])} "
+          "interleaved rounds:\n")
+    print("| plan | network planned for | ms/step, round by round | median | vs the default flags |")
+    print("|---|---|---|---|---|")
+    for kind, (plan, where) in plans.items():
+        label = "the default flags" if plan is None else " ".join(f"--{k} {v}" for k, v in sorted(plan["flags"].items()))
+        print(f"| {label} | {where} | {', '.join(f'{x:.2f}' for x in ms[kind])} | {med[kind]:.2f} | "
+              f"{med['defaults'] / med[kind]:.2f}x |")
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--fastest-measured"]:
         print(fastest_measured(pathlib.Path("docs/data/plan")))
         sys.exit()
     main()
     check(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
+    measure(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
     cluster(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
