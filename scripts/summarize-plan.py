@@ -130,15 +130,15 @@ def cluster(out):
 def measured_by_flags(runs):
     """{plan flags (json): [ms/step of each round]} of the cluster sweep's runs."""
     out = {}
-    for f in sorted(runs.glob("p*_r*.jsonl")):
+    for f in sorted(f for f in runs.glob("p*_r*.jsonl") if re.fullmatch(r"p\d+_r\d+\.jsonl", f.name)):
         config = load(f)[0]["flags"]
         out.setdefault(json.dumps({k: str(config[k]) for k in PLAN_FLAGS}, sort_keys=True), []).append(measured_ms(f))
     return out
 
 
-def fastest_measured(out):
-    """The flags of the fastest plan the cluster sweep measured, as train flags."""
-    flags, _ = min(measured_by_flags(out / "cluster4").items(), key=lambda kv: statistics.median(kv[1]))
+def fastest_measured(runs):
+    """The flags of the fastest plan a cluster sweep measured (its runs' folder), as train flags."""
+    flags, _ = min(measured_by_flags(runs).items(), key=lambda kv: statistics.median(kv[1]))
     return " ".join(f"--{k} {v}" for k, v in json.loads(flags).items())
 
 
@@ -149,7 +149,7 @@ def check(out):
     ms = {kind: [measured_ms(f) for f in sorted(runs.glob(f"{kind}_r*.jsonl"))] for kind in ("defaults", "plan", "fastest")}
     med = {k: statistics.median(v) for k, v in ms.items()}
     print(f"\nsparq train --plan on the cluster, {len(ms['plan'])} interleaved rounds (median ms/step): the plan "
-          f"{med['plan']:.2f}, the sweep's fastest plan ({fastest_measured(out)}, --threads 1) {med['fastest']:.2f}, the "
+          f"{med['plan']:.2f}, the sweep's fastest plan ({fastest_measured(out / 'cluster4')}, --threads 1) {med['fastest']:.2f}, the "
           f"default flags {med['defaults']:.2f}: the plan is {med['plan'] / med['fastest']:.3f}x the fastest's step and "
           f"{med['defaults'] / med['plan']:.2f}x faster than the defaults.")
 
@@ -178,11 +178,49 @@ def measure(out):
               f"{med['defaults'] / med[kind]:.2f}x |")
 
 
+def unshaped(out):
+    """scripts/plan-cluster-unshaped: the planner's plan for the unshaped cluster's measured network against
+    every admitted plan of its space measured there (the sweep, 2 rounds), and its check rounds (the plan, the
+    sweep's fastest and the default flags, interleaved)."""
+    d = out / "cluster4-none"
+    if not (d / "check").is_dir():
+        return
+    net = re.search(r"^measured network: (\S+)", (d / "planner.log").read_text(), re.M).group(1)
+    chosen = json.loads((d / "planner.plan.json").read_text())["flags"]
+    measured = measured_by_flags(d / "runs")
+    rows = []
+    for p in load(d / "sweep.jsonl"):
+        ms = measured.get(json.dumps({k: p["flags"][k] for k in PLAN_FLAGS}, sort_keys=True))
+        if p["admitted"] and "modelled_ms_per_step" in p and not p.get("refined") and ms:
+            rows.append((p, statistics.median(ms)))
+    mine = next((p, ms) for p, ms in rows if all(p["flags"][k] == chosen[k] for k in PLAN_FLAGS))
+    best = min(rows, key=lambda r: r[1])
+    best_fp32 = min((r for r in rows if fp32(r[0])), key=lambda r: r[1])
+    errors = [p["modelled_ms_per_step"] / ms for p, ms in rows]
+    print("\n| network (measured) | plans measured | the planner's plan | in the sweep, ms/step | the sweep's fastest "
+          "| ms/step | planner / fastest | the fastest fp32 plan | ms/step | vs it | Spearman, modelled and measured "
+          "| modelled within 15 % |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print(f"| {net} | {len(rows)} | {mine[0]['label']}, {chosen['threads']} thread{'' if chosen['threads'] == '1' else 's'} a rank | {mine[1]:.2f} | "
+          f"{best[0]['label']} | {best[1]:.2f} | {mine[1] / best[1]:.3f} | {best_fp32[0]['label']} | {best_fp32[1]:.2f} | "
+          f"{best_fp32[1] / mine[1]:.2f}x | "
+          f"{spearman([p['modelled_ms_per_step'] for p, _ in rows], [ms for _, ms in rows]):.3f} | "
+          f"{sum(abs(e - 1) <= 0.15 for e in errors)} of {len(rows)} |")
+    ms = {k: [measured_ms(f) for f in sorted((d / "check").glob(f"{k}_r*.jsonl"))] for k in ("planner", "fastest", "defaults")}
+    med = {k: statistics.median(v) for k, v in ms.items()}
+    print(f"\n| check, {len(ms['planner'])} interleaved rounds | ms/step, round by round | median | the plan against it |")
+    print("|---|---|---|---|")
+    for k, what in (("planner", "sparq train --plan (the planner's plan)"), ("fastest", "the sweep's fastest plan"),
+                    ("defaults", "the default flags")):
+        print(f"| {what} | {', '.join(f'{x:.2f}' for x in ms[k])} | {med[k]:.2f} | {med[k] / med['planner']:.3f}x |")
+
+
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--fastest-measured"]:
-        print(fastest_measured(pathlib.Path("docs/data/plan")))
+    if sys.argv[1:2] == ["--fastest-measured"]:  # [RUNS]: a sweep's runs folder (docs/data/plan/cluster4's)
+        print(fastest_measured(pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else "docs/data/plan/cluster4")))
         sys.exit()
     main()
     check(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
     measure(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
+    unshaped(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
     cluster(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
