@@ -40,7 +40,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 import sparq
 import sparq.torch as st
 from sparq.dlrm import (NUM_SPARSE, ThreadClock, add_args, assign_tables, checkpoint_path, copy_dense, init_distributed,
-                        newest_checkpoint, read_checkpoint, read_data, report_test, rows_of, write_checkpoint)
+                        newest_checkpoint, plan_model, plan_settings, read_checkpoint, read_data, report_test, rows_of,
+                        write_checkpoint)
 
 
 
@@ -208,10 +209,14 @@ def in_sparq_range(e):
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_args(ap)
-    ap.add_argument("--hook", default="none", help="none | dct:ETA,L | q8|q4|q2[+ec] | topk:K/B")
-    ap.add_argument("--emb-codec", default="fp32", help="FWD/BWD of the lookups alltoall, e.g. q4/q2 (fp32|q8|q4|q2)")
-    ap.add_argument("--bucket-cap-mb", type=float, default=25,
-                    help="DDP's bucket size: smaller buckets let the hook's exchanges overlap more of backward")
+    ap.add_argument("--hook", help="none | dct:ETA,L[+bf16|+fp8] | q8|q4|q2[+ec] | topk:K/B (default none)")
+    ap.add_argument("--emb-codec", help="FWD/BWD of the lookups alltoall, e.g. q4/q2 (fp32|q8|q4|q2; default fp32)")
+    ap.add_argument("--bucket-cap-mb", type=float,
+                    help="DDP's bucket size: smaller buckets let the hook's exchanges overlap more of backward "
+                         "(default 25)")
+    ap.add_argument("--plan", help="a plan file of `sparq plan` for this model, rank count and global batch: sets "
+                                   "--hook (and its collective), --emb-codec, --bucket-cap-mb (the plan's fusion) "
+                                   "and --threads")
     ap.add_argument("--save", help="write the trained model here (rank 0; a sparq checkpoint, atomically); "
                                    "'{step}' in it stands for the step")
     ap.add_argument("--save-every", type=int, default=0,
@@ -229,13 +234,42 @@ def parse_args():
     ap.add_argument("--profile-steps", type=int, default=0,
                     help="profile the last this many steps (torch.profiler): the step's GPU (or CPU) time, the "
                          "share of sparq.gpu's kernels and the operators that took most, on rank 0")
-    return ap.parse_args()
+    ap.set_defaults(threads=None)  # given, or the plan's, or 1
+    args = ap.parse_args()
+    given = [k for k in PLANNED if getattr(args, k) is not None]
+    if args.plan and given:
+        raise SystemExit(f"--plan sets {', '.join('--' + k.replace('_', '-') for k in given)}: give one or the other")
+    return args
+
+
+# The settings a plan file makes, and their defaults without one.
+PLANNED = {"hook": "none", "emb_codec": "fp32", "bucket_cap_mb": 25.0, "threads": 1}
+
+
+def apply_plan(args, size):
+    """--plan: the plan's settings (sparq.dlrm.plan_settings checks it was made
+    for this model, rank count and global batch; parse_args, that none of
+    them was also given); else the defaults of those not given."""
+    args.allreduce = "auto"
+    if not args.plan:
+        for k, v in PLANNED.items():
+            setattr(args, k, v if getattr(args, k) is None else getattr(args, k))
+        return
+    dim, bot, top, sizes = architecture(args)
+    try:
+        s = plan_settings(args.plan, model=plan_model(bot, top, dim, sizes), ranks=size,
+                          global_batch=args.mini_batch_size)
+    except ValueError as e:
+        raise SystemExit(f"--plan {e}") from None
+    for k, v in s.items():
+        setattr(args, k, v)
 
 
 def setup(args):
     """torch.distributed, this rank's device, the thread counts and the
     seed. Returns (rank, size, device)."""
     rank, size = init_distributed(args.timeout)
+    apply_plan(args, size)
     device = torch.device("cpu")
     if args.device == "cuda":
         if not torch.cuda.is_available():
@@ -507,7 +541,8 @@ def main():
     group = dist.new_group(backend="nccl") if not host_route and device.type == "cuda" else None
     hook = None
     if args.hook != "none":
-        hook = st.Hook(args.hook, allreduce="ring" if args.hook.startswith("q") else "auto", model=ddp,
+        allreduce = args.allreduce if args.allreduce != "auto" else "ring" if args.hook.startswith("q") else "auto"
+        hook = st.Hook(args.hook, allreduce=allreduce, model=ddp,
                        comm=st.connect(timeout=timeout) if host_route else None, codecs=args.codecs,
                        route=args.route, group=group)
         ddp.register_comm_hook(None, hook)
@@ -537,6 +572,9 @@ def main():
     trainer = Trainer(args, rank, size, device, model, ddp, tables, alltoall, start, save)
     if rank == 0:
         where = f"sparq transport {a2a.transport_name}" if host_route else f"route group ({dist.get_backend(group)})"
+        if args.plan:
+            print(f"dlrm_ddp: plan {args.plan}: hook {args.hook} ({args.allreduce}), emb-codec {fwd}/{bwd}, "
+                  f"bucket-cap-mb {args.bucket_cap_mb:g}, threads {args.threads}", flush=True)
         print(f"dlrm_ddp: {size} ranks, {where}, hook {args.hook}, emb-codec {fwd}/{bwd}, "
               f"mlp-precision {args.mlp_precision}, global batch {trainer.batch}, {trainer.steps} steps", flush=True)
     # Without a hook DDP allreduces with torch's gloo, which sparq cannot
