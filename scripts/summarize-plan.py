@@ -108,7 +108,9 @@ def cluster(out):
           f"{statistics.median(errors):.2f}), {sum(abs(e - 1) <= 0.15 for e in errors)} of {len(rows)} within 15 %.")
     print(f"In the sweep (every plan at --threads 1), the planner's plan's codecs and placement measured {mine:.2f} ms/step; the fastest measured plan ({best[0]['label']}) "
           f"{best[1]:.2f}: {mine / best[1]:.3f}x. The default flags (--threads 2) {defaults:.2f} ms/step: "
-          f"{defaults / mine:.2f}x the plan's; the fastest fp32 plan {best_fp32:.2f}: {best_fp32 / mine:.2f}x.\n")
+          f"{defaults / mine:.2f}x the plan's; the fastest fp32 plan {best_fp32:.2f}: {best_fp32 / mine:.2f}x.")
+    fusion(rows)
+    print()
     # The same measurements against sweeps modelled otherwise (scripts/reproduce-
     # plan's models part): a per-message latency, one core a host.
     measured = {p["label"]: ms for p, ms, _ in rows}
@@ -125,6 +127,21 @@ def cluster(out):
     print("|---|---|---|---|")
     for p, ms, _ in sorted(rows, key=lambda r: r[1]):
         print(f"| {p['label']} | {p['modelled_ms_per_step']:.2f} | {ms:.2f} | {p['modelled_ms_per_step'] / ms:.2f} |")
+
+
+def fusion(rows):
+    """What --fuse-bytes auto rests on: each plan unfused against the same plan fused by 1 MiB, and 1 MiB
+    against 4 MiB, the plans with a --dp-codec apart from those without (auto fuses only the former)."""
+    by = {}
+    for p, ms, _ in rows:
+        by.setdefault(json.dumps({k: p["flags"][k] for k in PLAN_FLAGS if k != "fuse-bytes"}, sort_keys=True),
+                      {})[p["flags"]["fuse-bytes"]] = (ms, p["flags"]["dp-codec"] == "none")
+    for kind, want in (("with a --dp-codec", False), ("with --dp-codec none", True)):
+        trios = [f for f in by.values() if len(f) == 3 and f["0"][1] == want]
+        one = [f["0"][0] / f["1MiB"][0] for f in trios]
+        four = [f["1MiB"][0] / f["4MiB"][0] for f in trios]
+        print(f"Fusion, the {len(trios)} plans {kind}: 1 MiB {min(one):.2f}-{max(one):.2f}x as fast as unfused, "
+              f"4 MiB {min(four):.2f}-{max(four):.2f}x as fast as 1 MiB.")
 
 
 def measured_by_flags(runs):
