@@ -60,6 +60,9 @@ void refuse_other_algorithm(const LinearArgs& a, LinearAlgo algo) {
   const std::string_view name = linear_algo_name(algo);
   SPARQ_CHECK_AS(InputError, !a.coords || algo == LinearAlgo::Scd, "--coords is scd's block size; --algo {} takes none",
                  name);
+  SPARQ_CHECK_AS(InputError, a.exchange != "owner-alltoall" || algo == LinearAlgo::Newton,
+                 "--exchange owner-alltoall is newton's (each rank owns 1/P of the features); --algo {} sums whole "
+                 "vectors", name);
   if (algo == LinearAlgo::Sgd) return;
   const std::pair<bool, const char*> sgd_only[] = {{a.sgd_step.has_value(), "--sgd-step"},
                                                    {a.batch.has_value(), "--mini-batch-size"},
@@ -101,6 +104,12 @@ LinearTrainOptions train_options(const LinearArgs& a) {
   return o;
 }
 
+// newton's auto is the owner exchange: said as such.
+std::string exchange_said(const LinearTrainOptions& o) {
+  const std::string name = linear_exchange_name(o.exchange);
+  return o.algo == LinearAlgo::Newton && name == "auto" ? "auto (owner-alltoall)" : name;
+}
+
 // What the run does, in words: the first line rank 0 prints.
 std::string describe(Transport& t, const LinearArgs& a, const LinearTrainOptions& o, std::size_t features,
                      std::size_t rows) {
@@ -115,7 +124,7 @@ std::string describe(Transport& t, const LinearArgs& a, const LinearTrainOptions
                                      : fmt::format("{} epochs", o.epochs);
   return fmt::format("linear: {} ranks ({}), {} features{}, loss {}, algo {}, {}, exchange {}, {}\n", t.size(),
                      t.name(), features, a.bias ? " (last: the bias)" : ", no bias (as liblinear's default; --bias adds one)",
-                     a.loss, algo, l2, linear_exchange_name(o.exchange), stop);
+                     a.loss, algo, l2, exchange_said(o), stop);
 }
 
 struct Shards {
@@ -310,7 +319,8 @@ void add_linear(CLI::App& app, Run& run) {
                 "Steps (sgd) or iterations (scd) per epoch, for timing part of a pass (0: the whole pass)")
       ->capture_default_str();
   c->add_option("--exchange", a->exchange,
-                "How the ranks sum gradients (sgd) or a block's gradient and curvature (scd): auto, "
+                "How the ranks sum gradients (sgd), a block's gradient and curvature (scd) or the gradient and "
+                "Hessian products (newton): auto (newton: owner-alltoall), owner-alltoall (newton only), "
                 "ssar-recursive-double, ssar-split-allgather, dsar-split-allgather, dense[:ring|rabenseifner|"
                 "recursive-doubling|native]")
       ->capture_default_str();

@@ -43,11 +43,17 @@ class LinearSteps {
   virtual void epoch(LinearModel& m, std::size_t e, EpochTally& tally) = 0;
   // What the algorithm settled on from the data (rank 0 prints it).
   virtual std::string settings() const = 0;
+  // |w|^2 of the model over every rank (collective): an algorithm whose
+  // ranks keep only part of the model exact sums their parts.
+  virtual double squared_norm(const LinearModel& m) { return m.squared_norm(); }
+  // Makes every rank's model whole (collective), before it is saved or returned.
+  virtual void complete(LinearModel&) {}
 };
 
 std::unique_ptr<LinearSteps> make_sgd_steps(Transport& t, const SparseRows& rows, const LinearTrainOptions& o);
+// `test`: the rows scored after each epoch (the model must be exact on their features too).
 std::unique_ptr<LinearSteps> make_newton_steps(Transport& t, const LinearModel& m, const SparseRows& rows,
-                                               const LinearTrainOptions& o);
+                                               const SparseRows& test, const LinearTrainOptions& o);
 std::unique_ptr<LinearSteps> make_scd_steps(Transport& t, const LinearModel& m, const SparseRows& rows,
                                             const LinearTrainOptions& o);
 

@@ -40,6 +40,10 @@ SgdStep parse_sgd_step(std::string_view s) {
 
 LinearExchange parse_linear_exchange(std::string_view s) {
   LinearExchange x;
+  if (s == "owner-alltoall") {
+    x.owners = true;
+    return x;
+  }
   if (s == "dense" || s.starts_with("dense:")) {
     x.dense = true;
     if (s != "dense") x.dense_algo = parse_allreduce_algo(s.substr(6));
@@ -52,11 +56,12 @@ LinearExchange parse_linear_exchange(std::string_view s) {
       return x;
     }
   SPARQ_THROW(InputError,
-              "--exchange must be auto, ssar-recursive-double, ssar-split-allgather, dsar-split-allgather, dense or "
+              "--exchange must be auto, owner-alltoall, ssar-recursive-double, ssar-split-allgather, dsar-split-allgather, dense or "
               "dense:ring|rabenseifner|recursive-doubling|native, got '{}'", s);
 }
 
 std::string linear_exchange_name(const LinearExchange& x) {
+  if (x.owners) return "owner-alltoall";
   if (x.dense) return fmt::format("dense:{}", allreduce_algo_name(x.dense_algo));
   return std::string(sparse_algo_name(x.sparse));
 }
@@ -171,7 +176,7 @@ LinearTrainResult train_linear(Transport& t, LinearModel& model, const SparseRow
                  "--algo {} minimises the logistic loss; --loss hinge needs --algo sgd", linear_algo_name(o.algo));
   std::unique_ptr<LinearSteps> steps = o.algo == LinearAlgo::Sgd   ? make_sgd_steps(t, train, o)
                                        : o.algo == LinearAlgo::Scd ? make_scd_steps(t, model, train, o)
-                                                                   : make_newton_steps(t, model, train, o);
+                                                                   : make_newton_steps(t, model, train, test, o);
   if (t.rank() == 0) sink.line(steps->settings() + "\n");
   auto test_rows = static_cast<std::int64_t>(test.rows());
   allreduce(t, std::span<std::int64_t>(&test_rows, 1));
@@ -181,13 +186,14 @@ LinearTrainResult train_linear(Transport& t, LinearModel& model, const SparseRow
     EpochTally tally;
     steps->epoch(model, res.epochs, tally);
     EpochReport r = reduce_tally(t, tally);
-    r.objective = r.train.loss + o.l2 / 2 * model.squared_norm();
+    r.objective = r.train.loss + o.l2 / 2 * steps->squared_norm(model);
     r.change = res.epochs ? std::abs(res.objective - r.objective) / std::max(std::abs(r.objective), 1e-300)
                           : std::numeric_limits<double>::quiet_NaN();
     res.converged = res.epochs && o.tol > 0 && r.change < o.tol;
     res.objective = r.objective, res.change = r.change;
     std::optional<LinearScore> ts;
     if (test_rows > 0) ts = evaluate_linear(t, model, o.loss, test);
+    if (!o.save.empty()) steps->complete(model);
     if (t.rank() == 0) {
       report_epoch(sink, res.epochs, o, r, ts ? &*ts : nullptr, tally);
       if (!o.save.empty()) {
@@ -198,6 +204,7 @@ LinearTrainResult train_linear(Transport& t, LinearModel& model, const SparseRow
     }
     ++res.epochs;
   }
+  steps->complete(model);
   if (t.rank() == 0) report_end(sink, o, res);
   return res;
 }

@@ -63,15 +63,17 @@ enum class SgdStep { Adagrad, Plain };
 SgdStep parse_sgd_step(std::string_view s);  // "adagrad" | "plain"
 
 // How the ranks sum their contributions (sgd: gradients; scd: a block's
-// gradient and curvature): a sparse allreduce algorithm, `auto` choosing by
-// the alpha-beta estimate, or a dense allreduce of the densified sums by
-// `dense_algo`.
+// gradient and curvature; newton: the gradient and each Hessian product): a
+// sparse allreduce algorithm, `auto` choosing by the alpha-beta estimate
+// (newton: the owner exchange), a dense allreduce of the densified sums by
+// `dense_algo`, or newton's owner exchange (sparq/coll/owner_exchange.h).
 struct LinearExchange {
+  bool owners = false;
   bool dense = false;
   SparseAlgo sparse = SparseAlgo::Auto;
   AllreduceAlgo dense_algo = AllreduceAlgo::Auto;
 };
-// "auto", a sparse allreduce algorithm's name, "dense", "dense:ring",
+// "auto", "owner-alltoall", a sparse allreduce algorithm's name, "dense", "dense:ring",
 // "dense:rabenseifner", "dense:recursive-doubling", "dense:native".
 LinearExchange parse_linear_exchange(std::string_view s);
 std::string linear_exchange_name(const LinearExchange& x);

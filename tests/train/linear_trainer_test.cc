@@ -276,7 +276,7 @@ TEST(LinearNewton, EqualsTheSequentialTruncatedNewtonAtEveryP) {
   const std::vector<double> want = sequential_newton(all, o);
   for (int p : {1, 2, 3, 4}) {
     if (!test::ranks_available(p)) continue;
-    for (const char* x : {"auto", "dense"}) {
+    for (const char* x : {"auto", "owner-alltoall", "ssar-split-allgather", "dense"}) {
       o.exchange = parse_linear_exchange(x);
       const std::vector<float> got = train_on(p, all, o);
       for (std::size_t j = 0; j < kDim; ++j)
@@ -335,6 +335,38 @@ TEST_P(LinearSecondOrder, TheObjectiveNeverRisesOnFeaturesThatAppearTogether) {
   EXPECT_LT(seen.back(), 0.9 * seen.front()) << "it learns";
 }
 
+// With the owner exchange a rank's model is exact only on its own train and
+// test rows' features until training ends: the test scores printed after
+// an epoch must still be the whole model's, and the objective's |w|^2 too.
+class LastEpoch final : public TrainerSink {
+ public:
+  void line(const std::string&) override {}
+  void event(const nlohmann::json& e) override {
+    if (e.value("event", "") == "epoch") last = e;
+  }
+  nlohmann::json last;
+};
+
+TEST(LinearNewton, ScoresAnEpochWithTheWholeModel) {
+  SPARQ_NEED_RANKS(4);
+  // 2000 features, 8 a row: each rank's rows hold a fraction of them, and its test rows others.
+  const SparseRows train = test::random_rows(kRows, 2000, 8, 21), test_rows = test::random_rows(kRows, 2000, 8, 22);
+  LinearTrainOptions o;
+  o.algo = LinearAlgo::Newton, o.epochs = 2, o.l2 = 0.01;
+  test::run_ranks(4, [&](Transport& t) {
+    LinearModel m(train.num_features);
+    LastEpoch sink;
+    const SparseRows mine = my_shard(t, train), my_test = my_shard(t, test_rows);
+    const LinearTrainResult r = train_linear(t, m, mine, my_test, o, sink);
+    const LinearScore whole = evaluate_linear(t, m, LinearLoss::Logistic, my_test);
+    const LinearScore on_train = evaluate_linear(t, m, LinearLoss::Logistic, mine);
+    if (t.rank() != 0) return;
+    EXPECT_DOUBLE_EQ(sink.last.at("test_loss").get<double>(), whole.loss);
+    EXPECT_DOUBLE_EQ(sink.last.at("test_accuracy").get<double>(), whole.accuracy);
+    EXPECT_NEAR(r.objective, on_train.loss + o.l2 / 2 * m.squared_norm(), 1e-6 * r.objective);
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(ScdAndNewton, LinearSecondOrder, testing::Values(LinearAlgo::Scd, LinearAlgo::Newton));
 
 TEST(LinearEvaluate, EqualsTheSequentialScoresOverEveryRanksRows) {
@@ -367,6 +399,8 @@ TEST(LinearExchange, NamesAndRefusals) {
   EXPECT_TRUE(parse_linear_exchange("dense:native").dense);
   EXPECT_EQ(parse_linear_exchange("ssar-split-allgather").sparse, SparseAlgo::SsarSplitAllgather);
   EXPECT_EQ(linear_exchange_name(parse_linear_exchange("dense:ring")), "dense:ring");
+  EXPECT_TRUE(parse_linear_exchange("owner-alltoall").owners);
+  EXPECT_EQ(linear_exchange_name(parse_linear_exchange("owner-alltoall")), "owner-alltoall");
   EXPECT_THROW(parse_linear_exchange("sparse"), InputError);
   EXPECT_THROW(parse_linear_exchange("bogus"), InputError);
   EXPECT_THROW(parse_linear_algo("lbfgs"), InputError);
