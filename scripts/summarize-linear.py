@@ -286,29 +286,52 @@ def defaults_cluster_table(data):
                        f"`{os.path.dirname(path)}`)."]
 
 
+def virtual_run(path, target):
+    """Training seconds to the target accuracy and to the end, compute and communication seconds, MB sent a rank."""
+    ev = events(path)
+    t, reached = 0.0, None
+    for e in ev:
+        t += e["ms"] / 1e3
+        if reached is None and 100 * e["test_accuracy"] >= target:
+            reached = t
+    return {"reached": reached, "end": t, "compute": sum(e["compute_ms"] for e in ev) / 1e3,
+            "comm": sum(e["comm_ms"] + e["wait_ms"] for e in ev) / 1e3, "mb": sum(e["bytes_sent"] for e in ev) / 1e6,
+            "acc": 100 * ev[-1]["test_accuracy"]}
+
+
 def virtual_defaults_table(data):
     d = os.path.join(data, "defaults-virtual")
     if not os.path.isdir(d):
         return []
-    rows = ["| data | ranks | clock | training seconds to within 0.5 points of liblinear | to converge | test accuracy "
-            "| against one rank |", "|---|---|---|---|---|---|---|"]
+    rows = ["| data | ranks | exchange | clock | training seconds to within 0.5 points of liblinear | to converge | "
+            "compute / communication | MB sent a rank | test accuracy | against one rank |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     with open(os.path.join(d, "runs.tsv")) as f:
         runs = [l.rstrip("\n").split("\t") for l in f if l.strip()]
-    one = {}
-    for name, p, cmd in runs:
+    groups = {}  # (set, ranks, exchange) -> runs, in the order first run
+    for name, p, x, stem, cmd in runs:
+        groups.setdefault((name, p, x), []).append(os.path.join(d, stem + ".jsonl"))
+    one, reps = {}, {}
+    for (name, p, x), paths in groups.items():
         ll = [r for r in jsonl(os.path.join(data, "defaults", f"{name}.jsonl")) if r["tool"] == "liblinear"]
         target = statistics.median(r["test_accuracy"] for r in ll) - 0.5
-        ev = events(os.path.join(d, f"{name}-p{p}.jsonl"))
-        t, reached = 0.0, None
-        for e in ev:
-            t += e["ms"] / 1e3
-            if reached is None and 100 * e["test_accuracy"] >= target:
-                reached = t
-        one.setdefault(name, reached)
-        rows.append(f"| {name} | {p} | {'modelled, 1 Gbit/s, 50 us' if p != '1' else 'measured'} | "
-                    f"{reached:.2f} | {t:.2f} | {100 * ev[-1]['test_accuracy']:.3f} % | {one[name] / reached:.2f}x |")
-    return rows + ["", f"Epoch times summed (data loading not included; the virtual clock does not model it): "
-                       f"`{runs[-1][2]}` (raw: `{d}`)."]
+        rs = [virtual_run(path, target) for path in paths]
+        med = {k: statistics.median(r[k] for r in rs) for k in ("end", "compute", "comm", "mb", "acc")}
+        reached = statistics.median(r["reached"] for r in rs) if all(r["reached"] for r in rs) else None
+        if p == "1":
+            one[name] = reached
+        reps[name] = len(paths)
+        exchange = "owner-alltoall (default)" if x == "auto" else f"{x} (sparse allreduce)"
+        ratio = f"**{one[name] / reached:.2f}x**" if x == "auto" and p != "1" and reached else (
+            f"{one[name] / reached:.2f}x" if reached and one.get(name) else "-")
+        rows.append(f"| {name} | {p} | {exchange if p != '1' else '-'} | "
+                    f"{'modelled, 1 Gbit/s, 50 us' if p != '1' else 'modelled (its CPU time)'} | "
+                    f"{f'{reached:.2f}' if reached else 'not reached'} | {med['end']:.2f} | "
+                    f"{med['compute']:.2f} / {med['comm']:.2f} | {med['mb']:.1f} | {med['acc']:.3f} % | {ratio} |")
+    n = ", ".join(f"{k} {v}" for k, v in reps.items())
+    return rows + ["", f"Medians of interleaved rounds ({n}); epoch times summed (data loading not included: the "
+                       f"virtual clock does not model it); communication includes waiting for the slowest rank. "
+                       f"`{runs[-2][4]}` (one rank: `--ranks 1`; raw: `{d}`, machine.txt)."]
 
 
 def blocks_table(data):
