@@ -60,9 +60,6 @@ void refuse_other_algorithm(const LinearArgs& a, LinearAlgo algo) {
   const std::string_view name = linear_algo_name(algo);
   SPARQ_CHECK_AS(InputError, !a.coords || algo == LinearAlgo::Scd, "--coords is scd's block size; --algo {} takes none",
                  name);
-  SPARQ_CHECK_AS(InputError, a.exchange != "owner-alltoall" || algo == LinearAlgo::Newton,
-                 "--exchange owner-alltoall is newton's (each rank owns 1/P of the features); --algo {} sums whole "
-                 "vectors", name);
   if (algo == LinearAlgo::Sgd) return;
   const std::pair<bool, const char*> sgd_only[] = {{a.sgd_step.has_value(), "--sgd-step"},
                                                    {a.batch.has_value(), "--mini-batch-size"},

@@ -174,6 +174,8 @@ LinearTrainResult train_linear(Transport& t, LinearModel& model, const SparseRow
                  model.dim(), train.num_features);
   SPARQ_CHECK_AS(InputError, o.algo == LinearAlgo::Sgd || o.loss == LinearLoss::Logistic,
                  "--algo {} minimises the logistic loss; --loss hinge needs --algo sgd", linear_algo_name(o.algo));
+  SPARQ_CHECK_AS(InputError, !o.exchange.owners || o.algo == LinearAlgo::Newton,
+                 "--exchange owner-alltoall is newton's; --algo {} sums whole vectors", linear_algo_name(o.algo));
   std::unique_ptr<LinearSteps> steps = o.algo == LinearAlgo::Sgd   ? make_sgd_steps(t, train, o)
                                        : o.algo == LinearAlgo::Scd ? make_scd_steps(t, model, train, o)
                                                                    : make_newton_steps(t, model, train, test, o);

@@ -117,6 +117,7 @@ EXPECT="--coords is scd's" bad --data-path "$D/u/train.svm" --coords 10
 EXPECT="--threads is sgd's" bad --data-path "$D/u/train.svm" --threads 2
 EXPECT="--num-batches" bad --data-path "$D/u/train.svm" --num-batches 3
 EXPECT="--algo newton minimises the logistic loss" bad --data-path "$D/u/train.svm" --algo newton --loss hinge
+EXPECT="--exchange owner-alltoall is newton's" bad --data-path "$D/u/train.svm" --algo scd --exchange owner-alltoall
 EXPECT="--coords is scd's" bad --data-path "$D/u/train.svm" --algo sgd --coords 10
 EXPECT="--learning-rate" bad --data-path "$D/u/train.svm" --algo sgd --learning-rate 0
 EXPECT="--sgd-step" bad --data-path "$D/u/train.svm" --algo sgd --sgd-step adam
