@@ -4,6 +4,7 @@
 #include "sparq/coll/allreduce.h"
 #include "sparq/coll/owner_exchange.h"
 #include "sparq/coll/patterns.h"
+#include "sparq/train/grad_exchange.h"
 #include "sparq/train/linear_second_order.h"
 
 namespace sparq {
@@ -11,12 +12,6 @@ namespace sparq {
 namespace {
 
 using compress::SparseStream;
-
-// What the dense ring would have sent for one sum of dim floats.
-std::uint64_t dense_ring_bytes(const Transport& t, std::size_t dim) {
-  const auto p = static_cast<std::uint64_t>(t.size());
-  return 2 * (p - 1) * dim * sizeof(float) / p;
-}
 
 class Owners final : public OwnedSums {
  public:
@@ -65,7 +60,7 @@ class Owners final : public OwnedSums {
   // A reduce and a gather together are one allreduce's worth: each counts half the dense ring's bytes.
   void count(const CollStats& st, EpochTally& tally) {
     tally.sent += st.wire.bytes_sent;
-    tally.dense_sent += dense_ring_bytes(t_, dim_) / 2;
+    tally.dense_sent += dense_ring_bytes(t_.size(), dim_) / 2;
     ++tally.algos[st.algo];
   }
 
@@ -92,7 +87,7 @@ class Replicated final : public OwnedSums {
     exchange_s += clock_.now() - t0;
     std::copy(dense_.begin(), dense_.end(), owned.begin());
     tally.sent += st.wire.bytes_sent;
-    tally.dense_sent += dense_ring_bytes(t_, size_);
+    tally.dense_sent += dense_ring_bytes(t_.size(), size_);
     tally.summed_nnz += nnz;
     tally.summed_dim += size_;
     ++tally.algos[st.algo];
