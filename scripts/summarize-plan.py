@@ -54,14 +54,14 @@ def main():
         same = by_flags.get(key(chosen["flags"])) or by_flags[key(dict(chosen["flags"], threads="1"))]
         mine = same["modelled_ms_per_step"]
         best = min((p for p in longer if p["admitted"]), key=lambda p: p["modelled_ms_per_step"])
-        default = by_flags[key(dict(DEFAULTS, threads="1"))]["modelled_ms_per_step"]
+        default = by_flags.get(key(dict(DEFAULTS, threads="1")), {}).get("modelled_ms_per_step")  # None: not run
         best_fp32 = min(p["modelled_ms_per_step"] for p in longer if fp32(p))
         admitted = sum(p["admitted"] for p in sweep if not p.get("refined"))
         n_pruned = sum("modelled_ms_per_step" in p and not p.get("refined") for p in pruned)
         space = sum(not p.get("refined") for p in sweep)
         print(f"| {name} | {space} ({admitted}) | {n_pruned} / {len(first)} | {secs} | {same['label']}{'' if same['flags'] == chosen['flags'] else ' (its ' + chosen['flags']['threads'] + ' threads not in the sweep)'} | {mine:.2f} "
               f"| {best['label']} | {best['modelled_ms_per_step']:.2f} | {mine / best['modelled_ms_per_step']:.3f} "
-              f"| {default / mine:.2f}x | {best_fp32 / mine:.2f}x |")
+              f"| {f'{default / mine:.2f}x' if default else 'not run (memory)'} | {best_fp32 / mine:.2f}x |")
 
 
 def measured_ms(path):

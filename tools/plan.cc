@@ -163,11 +163,16 @@ void write_metrics(const std::string& path, const std::vector<plan::Candidate>& 
   }
 }
 
+// A plan runs on the clock as in-process ranks of this process: every
+// rank's tables, and about a quarter more for their gradients and buffers
+// (a replicated plan at 128 ranks took 1.15x its tables), must fit here.
+constexpr double kEmulationShare = 1.25;
+
 // Every plan of the space with its accuracy verdict, its bound, and left
-// out where its tables do not fit a host.
+// out where its tables do not fit a host, or its ranks this machine.
 std::vector<plan::Candidate> candidates(const PlanArgs& a, const DlrmConfig& cfg, const NetModel& net) {
-  const double memory = a.host_memory == "0" ? static_cast<double>(available_memory())
-                                             : static_cast<double>(parse_bytes(a.host_memory));
+  const double here = static_cast<double>(available_memory());
+  const double memory = a.host_memory == "0" ? here : static_cast<double>(parse_bytes(a.host_memory));
   const plan::PlanShape shape{dense_params(cfg), cfg.num_tables(), cfg.emb_dim, a.t.batch, a.hosts};
   std::vector<plan::Candidate> all;
   for (const plan::PlanKnobs& k : plan::plan_space(a.hosts)) {
@@ -177,6 +182,10 @@ std::vector<plan::Candidate> candidates(const PlanArgs& a, const DlrmConfig& cfg
     if (tables > memory)
       c.verdict = {false, 0, fmt::format("memory: {} of tables a rank, {} a host", format_bytes(tables),
                                          format_bytes(memory))};
+    else if (kEmulationShare * tables * a.hosts > here)
+      c.verdict = {false, 0, fmt::format("memory: running {} ranks on the clock here needs about {}, this machine "
+                                         "has {}", a.hosts, format_bytes(kEmulationShare * tables * a.hosts),
+                                         format_bytes(here))};
     all.push_back(std::move(c));
   }
   SPARQ_CHECK_AS(InputError, std::any_of(all.begin(), all.end(), [](const auto& c) { return c.verdict.admitted; }),

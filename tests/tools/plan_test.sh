@@ -91,6 +91,10 @@ one_line "max-loss-change must be >= 0" plan --data-path "$D/data" "${MODEL[@]}"
 one_line "threads 'x': expected 1 to 1024" plan --data-path "$D/data" "${MODEL[@]}" --hosts 4 --net 1gbit,50us \
   --threads-choices 1,x
 one_line "no plan fits: memory" plan --data-path "$D/data" "${MODEL[@]}" --hosts 4 --net 1gbit,50us --host-memory 1KiB
+# Hosts with the memory, but the clock runs their ranks here: 26 tables of 10^8 rows do not fit this machine.
+one_line "no plan fits: memory: running 4 ranks on the clock here needs about" plan --data-path "$D/data" \
+  --arch-embedding-size 100000000 --arch-mlp-bot 13-64-16 --arch-mlp-top 64-1 --mini-batch-size 256 --hosts 4 \
+  --net 1gbit,50us --host-memory 1024GiB
 one_line "give the network to plan for: --net BW,LAT, or --measure" plan --data-path "$D/data" "${MODEL[@]}" --hosts 4
 one_line "give the network to plan for: --net BW,LAT, or --measure" plan --data-path "$D/data" "${MODEL[@]}" --hosts 4 \
   --net 1gbit,50us --measure
