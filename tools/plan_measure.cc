@@ -47,7 +47,14 @@ std::optional<std::string> measure_net(int hosts, double timeout_s) {
     if (t.rank() != 0) return;
     std::vector<plan::CollectiveTime> times;
     for (const Timed& x : timed) times.push_back(x.time);
-    const plan::NetFit fit = plan::fit_alpha_beta(times);
+    plan::NetFit fit;
+    try {
+      fit = plan::fit_alpha_beta(times);
+    } catch (const InputError& e) {  // with what was measured, so that the cause shows
+      std::string seen;
+      for (const Timed& x : timed) seen += fmt::format("; {} {} B {:.3f} ms", x.what, x.row.size, x.time.seconds * 1e3);
+      SPARQ_THROW(InputError, "{} (measured{})", e.what(), seen);
+    }
     for (const Timed& x : timed) {
       const double model = x.time.messages * fit.latency_s + x.time.bytes * fit.seconds_per_byte;
       fmt::print("measured {:>17} {:>8} B: {:8.3f} ms, the fit {:8.3f} ms ({:.2f}x)\n", x.what, x.row.size,
