@@ -16,18 +16,18 @@ static_assert(sizeof(std::uint32_t) == kValue, "the index lists travel in the va
 }  // namespace
 
 OwnerExchange::OwnerExchange(Transport& t, std::span<const std::uint32_t> mine, std::size_t dim, Millis timeout)
-    : timeout_(timeout), mine_(mine.begin(), mine.end()) {
+    : timeout_(timeout), held_(mine.size()) {
   const int p = t.size();
   const pattern::Partition part{dim, p};
   begin_ = part.offset(t.rank()), size_ = part.len(t.rank());
-  SPARQ_CHECK_AS(InputError, std::adjacent_find(mine_.begin(), mine_.end(), std::greater_equal<>()) == mine_.end() &&
-                                 (mine_.empty() || mine_.back() < dim),
+  SPARQ_CHECK_AS(InputError, std::adjacent_find(mine.begin(), mine.end(), std::greater_equal<>()) == mine.end() &&
+                                 (mine.empty() || mine.back() < dim),
                  "owner exchange: this rank's indices must be sorted, unique and below {}", dim);
   std::vector<std::int64_t> send(p, 0), recv(p, 0);
   for (int q = 0, k = 0; q < p; ++q) {
     const std::size_t end = part.offset(q) + part.len(q);
     const int first = k;
-    while (static_cast<std::size_t>(k) < mine_.size() && mine_[k] < end) ++k;
+    while (static_cast<std::size_t>(k) < mine.size() && mine[k] < end) ++k;
     send[q] = k - first;
   }
   AlltoallOptions ao{.tag = tags::kOwnerExchange, .timeout = timeout_};
@@ -41,7 +41,7 @@ OwnerExchange::OwnerExchange(Transport& t, std::span<const std::uint32_t> mine, 
     total += recv[q];
   }
   at_.resize(total);
-  alltoallv(t, std::as_bytes(std::span(mine_)), to_owner_, std::as_writable_bytes(std::span(at_)), from_rank_, ao);
+  alltoallv(t, std::as_bytes(mine), to_owner_, std::as_writable_bytes(std::span(at_)), from_rank_, ao);
   for (int q = 0, k = 0; q < p; ++q) {
     std::uint32_t last = 0;
     for (std::int64_t i = 0; i < recv[q]; ++i, ++k) {
@@ -53,11 +53,11 @@ OwnerExchange::OwnerExchange(Transport& t, std::span<const std::uint32_t> mine, 
       at_[k] = static_cast<std::uint32_t>(j - begin_);
     }
   }
-  buf_.resize(std::max(total, mine_.size()));
+  buf_.resize(total);
 }
 
 CollStats OwnerExchange::reduce(Transport& t, std::span<const float> local, std::span<double> owned) {
-  SPARQ_CHECK(local.size() == mine_.size() && owned.size() == size_, "owner exchange: reduce of {} / {} values",
+  SPARQ_CHECK(local.size() == held_ && owned.size() == size_, "owner exchange: reduce of {} / {} values",
               local.size(), owned.size());
   const std::span<float> in(buf_.data(), at_.size());
   AlltoallOptions ao{.tag = tags::kOwnerExchange, .timeout = timeout_};
@@ -70,7 +70,7 @@ CollStats OwnerExchange::reduce(Transport& t, std::span<const float> local, std:
 }
 
 CollStats OwnerExchange::gather(Transport& t, std::span<const double> owned, std::span<float> local) {
-  SPARQ_CHECK(local.size() == mine_.size() && owned.size() == size_, "owner exchange: gather of {} / {} values",
+  SPARQ_CHECK(local.size() == held_ && owned.size() == size_, "owner exchange: gather of {} / {} values",
               local.size(), owned.size());
   const std::span<float> out(buf_.data(), at_.size());
   for (std::size_t k = 0; k < at_.size(); ++k) out[k] = static_cast<float>(owned[at_[k]]);

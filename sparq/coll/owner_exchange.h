@@ -26,21 +26,20 @@ class OwnerExchange {
   // this rank's range is a WireError.
   OwnerExchange(Transport& t, std::span<const std::uint32_t> mine, std::size_t dim, Millis timeout = Millis{0});
 
-  std::span<const std::uint32_t> mine() const { return mine_; }
   std::size_t owned_begin() const { return begin_; }
   std::size_t owned_size() const { return size_; }
 
   // owned[j - begin] = the sum over the ranks that hold j of their value at
   // j, added in rank order in float as the other sums of the project are (0
   // where no rank holds j): on 2 ranks, one addition, as a dense allreduce. `local`:
-  // one value a held index, in the order of mine(). Collective.
+  // one value a held index, in the order of `mine` given at construction. Collective.
   CollStats reduce(Transport& t, std::span<const float> local, std::span<double> owned);
-  // local[k] = the owner's value at mine()[k], as a float. Collective.
+  // local[k] = the owner's value at mine[k], as a float. Collective.
   CollStats gather(Transport& t, std::span<const double> owned, std::span<float> local);
 
  private:
   Millis timeout_;
-  std::vector<std::uint32_t> mine_;
+  std::size_t held_;  // indices this rank holds: the values of a reduce or gather
   std::size_t begin_ = 0, size_ = 0;
   // Bytes: to each owner (my indices in its range), from each rank (its indices in mine).
   std::vector<std::size_t> to_owner_, from_rank_;

@@ -206,7 +206,7 @@ LinearTrainResult train_linear(Transport& t, LinearModel& model, const SparseRow
     }
     ++res.epochs;
   }
-  steps->complete(model);
+  if (o.save.empty()) steps->complete(model);  // with --save, each epoch completed it
   if (t.rank() == 0) report_end(sink, o, res);
   return res;
 }
