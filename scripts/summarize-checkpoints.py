@@ -12,7 +12,8 @@ bytes are those of the checkpoint files each run left, counted on disk.
 EVERY steps (each a progress line's ms per step: the steps' own time, the
 saves left out) with the same median of the run without checkpoints: what
 the background writer takes from the steps; runs recorded before the
-windows were: "-".
+windows were: "-". Last, the delta runs' own line of what their checkpoint
+files hold (median over the runs; MB are 10^6 bytes, as in the table).
 """
 import json
 import pathlib
@@ -55,6 +56,12 @@ def main():
     for r in resume:
         print(f"\nResumed from the {r['from']} to step {r['to']} (--threads {r['threads']}): "
               f"{'equal' if r['equal_to_whole_run'] else 'NOT equal'} byte for byte to the whole run's checkpoint.")
+    ck = [r["checkpoints"] for r in runs if r["kind"] == "delta" and r.get("checkpoints")]
+    if ck:
+        med = lambda k: statistics.median(c[k] for c in ck)
+        print(f"\nThe delta runs' own line, median of {len(ck)}: checkpoints: {med('wholes'):.0f} whole "
+              f"({med('whole_bytes') / 1e6:.1f} MB) and {med('deltas'):.0f} deltas ({med('delta_bytes') / 1e6:.1f} MB); "
+              f"{med('delta_bytes') / med('deltas') / 1e6:.1f} MB a delta.")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
     summarize-trials.py kill DIR     scripts/kill-trials
     summarize-trials.py resume DIR   scripts/fault-resume
     summarize-trials.py fuzz DIR     scripts/fuzz all ... -print_final_stats=1 (its logs)
+    summarize-trials.py soak DIR     scripts/soak (its metrics.jsonl.gz)
 
 Reads DIR/trials.jsonl. Kill trials: a trial passes when the job ended
 non-zero within --timeout + 5 s; "names the rank" counts the error outputs
@@ -13,7 +14,12 @@ limit. Resume trials: "killed at" is the step of the checkpoint each resumed
 run started from, "resumed == uninterrupted" the trials whose end equals the
 uninterrupted run's checkpoint byte for byte. Fuzzing: every DIR/TARGET.log,
 libFuzzer's final count and speed, and whether it reported a finding.
+Soak: from DIR/metrics.jsonl.gz (the run's progress lines), the fastest and
+slowest progress interval after the warm-up (DIR/summary.txt's, else
+120 s), and the training loss: its largest rise from one progress line to
+the next with the five lines after it, its lowest and its last.
 """
+import gzip
 import json
 import pathlib
 import re
@@ -65,9 +71,31 @@ def fuzz_table(folder):
               f"{int(stat.get('average_exec_per_sec', 0)):,} | {int(found)} |")
 
 
+def soak(folder):
+    folder = pathlib.Path(folder)
+    with gzip.open(folder / "metrics.jsonl.gz", "rt") as f:
+        events = [json.loads(line) for line in f]
+    summary = folder / "summary.txt"
+    warm = re.search(r" at (\d+) s,", summary.read_text()) if summary.exists() else None
+    warm = int(warm.group(1)) if warm else 120
+    lr = next(e["flags"]["learning-rate"] for e in events if e.get("event") == "config")
+    train = [e for e in events if e.get("event") == "train"]
+    after = [e["ms_per_it"] for e in train if e["wall_s"] >= warm]
+    print(f"progress intervals after the {warm} s warm-up: {min(after):.0f}-{max(after):.0f} ms a step "
+          f"({len(after)} intervals)")
+    i = max(range(1, len(train)), key=lambda k: train[k]["loss"] - train[k - 1]["loss"])
+    low = min(train, key=lambda e: e["loss"])
+    then = ", ".join(f"{e['loss']:.3f}" for e in train[i + 1:i + 6])
+    print(f"training loss (learning rate {lr}): largest rise from {train[i - 1]['loss']:.3f} (step "
+          f"{train[i - 1]['step']}) to {train[i]['loss']:.3f} (step {train[i]['step']}), then {then}; "
+          f"lowest {low['loss']:.3f} (step {low['step']}); last {train[-1]['loss']:.3f} (step {train[-1]['step']})")
+
+
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "fuzz":
         return fuzz_table(sys.argv[2])
+    if len(sys.argv) == 3 and sys.argv[1] == "soak":
+        return soak(sys.argv[2])
     if len(sys.argv) != 3 or sys.argv[1] not in TABLES:
         sys.exit(__doc__)
     kind = sys.argv[1]

@@ -48,6 +48,13 @@ MUTATIONS = [
     ("a table without its mark", lambda r: replace_once(r / "docs/results.md", "<!-- kept as recorded: history, each "
                                                         "change against the build before it", "<!-- each change"),
      "a table with neither a results-check mark nor a kept-as-recorded reason"),
+    ("a figure in prose", lambda r: replace_once(r / "docs/results.md", "lower (0.507950", "lower (0.507960"),
+     "0.507960 in prose"),
+    ("a figure in the README's prose", lambda r: replace_once(r / "README.md", "AUC 0.7747", "AUC 0.7847"),
+     "0.7847 in prose"),
+    ("a paragraph of history without its mark", lambda r: replace_once(
+        r / "docs/results.md", "<!-- kept as recorded: the generator's tuning runs of an early session, not stored -->\n",
+        ""), "0.128 in prose"),
 ]
 
 
