@@ -28,6 +28,7 @@
 #include "sparq/transport/launch.h"
 #include "tools/cli_sink.h"
 #include "tools/plan.h"
+#include "tools/provenance.h"
 #include "tools/train_data.h"
 #include "tools/train_options.h"
 
@@ -37,7 +38,8 @@ namespace {
 
 // The first line of a --metrics file: the run's whole configuration, every
 // flag of `sparq train` by its name (without the dashes) under "flags", the
-// ranks, the transport's name, sparq's version and the start time (UTC).
+// ranks, the transport's name, sparq's version, the start time (UTC), and
+// the build and machine it ran on (provenance.h).
 nlohmann::json config_event(const TrainArgs& a, int ranks, std::string_view transport) {
   nlohmann::json flags = nlohmann::json::object();
   for (const auto& [name, text] : a.flag_values) {  // numbers and booleans as such, the rest as given
@@ -49,8 +51,14 @@ nlohmann::json config_event(const TrainArgs& a, int ranks, std::string_view tran
   gmtime_r(&now, &utc);
   char start[32];
   std::strftime(start, sizeof start, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return {{"event", "config"}, {"flags", flags},           {"ranks", ranks},
-          {"transport", transport}, {"version", SPARQ_VERSION}, {"start_time", start}};
+  return {{"event", "config"},
+          {"flags", flags},
+          {"ranks", ranks},
+          {"transport", transport},
+          {"version", SPARQ_VERSION},
+          {"start_time", start},
+          {"build", build_record(parse_gemm_precision(a.mlp_precision))},
+          {"machine", machine_record()}};
 }
 
 }  // namespace

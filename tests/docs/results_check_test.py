@@ -55,6 +55,8 @@ MUTATIONS = [
     ("a paragraph of history without its mark", lambda r: replace_once(
         r / "docs/results.md", "<!-- kept as recorded: the generator's tuning runs of an early session, not stored -->\n",
         ""), "0.128 in prose"),
+    ("a folder of runs without its record", lambda r: (r / "docs/data/time/1gbit/provenance.txt").unlink(),
+     "docs/data/time/1gbit: stored runs with no record"),
 ]
 
 

@@ -32,6 +32,12 @@ c = lines[0]
 assert c["event"] == "config", c
 assert c["ranks"] == 2 and c["transport"] == "local", c
 assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", c["start_time"]), c["start_time"]
+# What made the run: the build's commit ('+': with changes), the GEMM and
+# MPI libraries, the CPU.
+assert re.fullmatch(r"[0-9a-f]{7,}\+?|unknown", c["build"]["commit"]), c["build"]
+assert c["build"]["gemm"].startswith("gemm: ") and c["build"]["mpi"] not in ("", "unknown"), c["build"]
+cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+assert c["machine"]["cpu"] == cpu and c["machine"]["cores"] >= 1, c["machine"]
 assert c["flags"]["dp-codec"] == "q4+ec" and c["flags"]["num-batches"] == 30, c["flags"]
 # Every flag of `sparq train` is in the config line, and nothing else.
 help_text = subprocess.run([sys.argv[2], "train", "--help"], capture_output=True, text=True).stdout
