@@ -171,6 +171,32 @@ def check(out):
           f"{med['defaults'] / med['plan']:.2f}x faster than the defaults.")
 
 
+def modelled_ms(path):
+    """A run's step on the virtual clock: the median of its print intervals after the first."""
+    trains = [e for e in load(path) if e["event"] == "train"]
+    return statistics.median(e["modeled_ms_per_it"] for e in trains[1:])
+
+
+def clock_check(out):
+    """scripts/plan-clock-check: the planner's plan and the sweep's fastest, both by sparq train --plan in
+    the same rounds on the clock, and the default flags."""
+    settings = sorted((out / "clock-check").glob("*/planner_r1.jsonl"), key=lambda f: (int(f.parent.name[1:].split("-")[0]),
+                                                                                       f.parent.name))
+    if not settings:
+        return
+    print("\n| setting | rounds | the planner's plan, ms/step | the sweep's fastest | the default flags "
+          "| planner / fastest | defaults / planner |")
+    print("|---|---|---|---|---|---|---|")
+    for first in settings:
+        d = first.parent
+        ms = {k: [modelled_ms(f) for f in sorted(d.glob(f"{k}_r*.jsonl"))] for k in ("planner", "fastest", "defaults")}
+        med = {k: statistics.median(v) for k, v in ms.items() if v}
+        cell = lambda k: f"{med[k]:.2f} <sub>{', '.join(f'{x:.2f}' for x in ms[k])}</sub>" if k in med else "not run (memory)"
+        vs = f"{med['defaults'] / med['planner']:.2f}x" if "defaults" in med else "-"
+        print(f"| {d.name} | {len(ms['planner'])} | {cell('planner')} | {cell('fastest')} | {cell('defaults')} "
+              f"| {med['planner'] / med['fastest']:.3f} | {vs} |")
+
+
 def measure(out):
     """scripts/plan-cluster-measure: the plan for the network the hosts measured, beside the plan for the
     network fitted to stored benchmarks and the default flags, trained in interleaved rounds."""
@@ -238,6 +264,7 @@ if __name__ == "__main__":
         sys.exit()
     main()
     check(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
+    clock_check(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
     measure(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
     unshaped(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
     cluster(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))

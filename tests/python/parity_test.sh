@@ -8,8 +8,14 @@
 # for fp32, DCT-DP, DCT-DP with the q4/q2 alltoalls, and q4+ec; with the MLPs
 # in bf16 (where the CPU has AVX512_BF16) within BF16_TOL: torch's autocast
 # rounds every layer's output to bf16, sparq only the GEMMs' operands.
-# The models the two save after the fp32 run (the example's --save writes
-# sparq's layout) agree parameter by parameter within 1e-6 (measured: 7e-8).
+# The models the two save after 3 fp32 steps (the example's --save writes
+# sparq's layout) agree parameter by parameter within 1e-4, where a
+# parameter misplaced by the layout would be off by its own size (1e-2 and
+# more). Not tighter, and not after 50 steps: at learning rate 0.1 the GEMM
+# libraries' different roundings grow, by step 3 to 4e-6 (sparq on oneDNN
+# against torch on an AMD EPYC) and by step 50 to ~1e-3 in some weights
+# (sparq on oneDNN against sparq on OpenBLAS: 8e-4), while the losses still
+# agree within 3e-5.
 #   parity_test.sh SPARQ PYTHON MPIEXEC
 set -euo pipefail
 sparq=$1 py=$2 mpiexec=$3
@@ -33,17 +39,15 @@ fi
 fail=0
 for cfg in "${cfgs[@]}"; do
   set -- $cfg
-  save_a=() save_b=()
-  [[ $cfg == "none fp32 fp32 fp32" ]] && save_a=(--save "$tmp/model.ck") save_b=(--save "$tmp/ddp.ck")
   tol=3e-5
   [[ $4 == bf16 ]] && tol=$BF16_TOL
   a=$("$sparq" train "${common[@]}" --num-batches 51 --print-freq 50 --ranks 2 --emb-placement table-wise \
         --load "$tmp/init.ck" --dp-codec "$1" --emb-codec-fwd "$2" --emb-codec-bwd "$3" --emb-row-len 16 \
-        --mlp-precision "$4" --fuse-bytes 0 "${save_a[@]}" | loss_at_50)
+        --mlp-precision "$4" --fuse-bytes 0 | loss_at_50)
   port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   b=$(MASTER_PORT=$port "$mpiexec" -n 2 --oversubscribe --bind-to none -x MASTER_ADDR -x MASTER_PORT -x GLOO_SOCKET_IFNAME \
         "$py" "$root/examples/dlrm_ddp.py" "${common[@]}" --num-batches 51 --print-freq 50 \
-        --load-sparq "$tmp/init.ck" --hook "$1" --emb-codec "$2/$3" --mlp-precision "$4" "${save_b[@]}" | loss_at_50)
+        --load-sparq "$tmp/init.ck" --hook "$1" --emb-codec "$2/$3" --mlp-precision "$4" | loss_at_50)
   if "$py" -c 'import sys; a, b, tol = map(float, sys.argv[1:]); sys.exit(abs(a - b) > tol)' "$a" "$b" "$tol"; then
     echo "ok   $cfg: sparq train $a, dlrm_ddp.py $b"
   else
@@ -51,7 +55,14 @@ for cfg in "${cfgs[@]}"; do
     fail=1
   fi
 done
-# The saved models: sparq's reader on both files, every parameter compared.
+# The saved models: 3 fp32 steps each, sparq's reader on both files, every
+# parameter compared.
+"$sparq" train "${common[@]}" --num-batches 3 --ranks 2 --emb-placement table-wise --load "$tmp/init.ck" \
+  --fuse-bytes 0 --save "$tmp/model.ck" > /dev/null
+port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+MASTER_PORT=$port "$mpiexec" -n 2 --oversubscribe --bind-to none -x MASTER_ADDR -x MASTER_PORT -x GLOO_SOCKET_IFNAME \
+  "$py" "$root/examples/dlrm_ddp.py" "${common[@]}" --num-batches 3 --load-sparq "$tmp/init.ck" --hook none \
+  --emb-codec fp32/fp32 --save "$tmp/ddp.ck" > /dev/null
 # sparq's codecs on the device (sparq.gpu's kernels; here on CPU tensors
 # under Triton's interpreter) train the same bits as on the host, their
 # payloads through sparq's transport (route host) or through torch.distributed
@@ -80,7 +91,7 @@ from sparq.dlrm import read_checkpoint
 sizes, dim = [1000] * 26, 16
 (ma, da, ta), (mb, db, tb) = (read_checkpoint(p, sizes, dim) for p in sys.argv[1:])
 worst = max(np.abs(da - db).max(), max(np.abs(a - b).max() for a, b in zip(ta, tb)))
-ok = mb["step"] == ma["step"] == 51 and worst < 1e-6
+ok = mb["step"] == ma["step"] == 3 and worst < 1e-4
 print(f"{'ok  ' if ok else 'FAIL'} saved models: step {ma['step']} / {mb['step']}, largest parameter difference {worst:.2e}")
 sys.exit(not ok)
 EOF
