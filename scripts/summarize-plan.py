@@ -185,16 +185,17 @@ def clock_check(out):
     if not settings:
         return
     print("\n| setting | rounds | the planner's plan, ms/step | the sweep's fastest | the default flags "
-          "| planner / fastest | defaults / planner |")
+          "| planner / fastest (median of the rounds' ratios) | defaults / planner |")
     print("|---|---|---|---|---|---|---|")
     for first in settings:
         d = first.parent
         ms = {k: [modelled_ms(f) for f in sorted(d.glob(f"{k}_r*.jsonl"))] for k in ("planner", "fastest", "defaults")}
         med = {k: statistics.median(v) for k, v in ms.items() if v}
         cell = lambda k: f"{med[k]:.2f} <sub>{', '.join(f'{x:.2f}' for x in ms[k])}</sub>" if k in med else "not run (memory)"
-        vs = f"{med['defaults'] / med['planner']:.2f}x" if "defaults" in med else "-"
+        paired = lambda a, b: statistics.median(x / y for x, y in zip(ms[a], ms[b]))
+        vs = f"{paired('defaults', 'planner'):.2f}x" if "defaults" in med else "-"
         print(f"| {d.name} | {len(ms['planner'])} | {cell('planner')} | {cell('fastest')} | {cell('defaults')} "
-              f"| {med['planner'] / med['fastest']:.3f} | {vs} |")
+              f"| {paired('planner', 'fastest'):.3f} | {vs} |")
 
 
 def measure(out):
