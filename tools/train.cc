@@ -39,8 +39,8 @@ namespace {
 // The first line of a --metrics file: the run's whole configuration, every
 // flag of `sparq train` by its name (without the dashes) under "flags", the
 // ranks, the transport's name, sparq's version, the start time (UTC), and
-// the build and machine it ran on (provenance.h).
-nlohmann::json config_event(const TrainArgs& a, int ranks, std::string_view transport) {
+// the build and machine it ran on (made_by: provenance.h's records).
+nlohmann::json config_event(const TrainArgs& a, int ranks, std::string_view transport, const nlohmann::json& made_by) {
   nlohmann::json flags = nlohmann::json::object();
   for (const auto& [name, text] : a.flag_values) {  // numbers and booleans as such, the rest as given
     auto v = nlohmann::json::parse(text, nullptr, false);
@@ -57,8 +57,8 @@ nlohmann::json config_event(const TrainArgs& a, int ranks, std::string_view tran
           {"transport", transport},
           {"version", SPARQ_VERSION},
           {"start_time", start},
-          {"build", build_record(parse_gemm_precision(a.mlp_precision))},
-          {"machine", machine_record()}};
+          {"build", made_by.at("build")},
+          {"machine", made_by.at("machine")}};
 }
 
 }  // namespace
@@ -94,10 +94,13 @@ void run_train(const TrainArgs& given) {
   }
   // Every process loads the data once; in-process ranks share it (read only).
   const TrainData data = load_data(a);
+  // Read once here, not by every in-process rank at once.
+  const nlohmann::json made_by = {{"build", build_record(parse_gemm_precision(a.mlp_precision))},
+                                  {"machine", machine_record()}};
   launch(lo, [&](Transport& t) {
     CliSink sink(t.rank() == 0 ? a.metrics : "");
     TrainerOptions mine = to;
-    mine.config = config_event(a, t.size(), t.name());
+    mine.config = config_event(a, t.size(), t.name(), made_by);
     const std::unique_ptr<Plan> p = make_plan(t, plan);
     train(*p, data, mine, sink);
   });
