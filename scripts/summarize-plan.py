@@ -6,6 +6,7 @@ scripts/plan-cluster-sweep measured the same plans on the 4-host cluster
 (docs/data/plan/cluster4), measured against modelled.
 
     python3 scripts/summarize-plan.py [docs/data/plan]"""
+import importlib.util
 import json
 import pathlib
 import re
@@ -198,6 +199,35 @@ def clock_check(out):
               f"| {paired('planner', 'fastest'):.3f} | {vs} |")
 
 
+def accuracy(out):
+    """scripts/plan-accuracy: the plan's test loss against the same runs without codecs, paired by seed, on
+    each of the DP/MP maps' data sets, and over all of them."""
+    runs = out / "accuracy"
+    if not (runs / "plan.json").exists():
+        return
+    dp = importlib.util.spec_from_file_location("summarize_dp", pathlib.Path(__file__).parent / "summarize-dp.py")
+    t975 = importlib.util.module_from_spec(dp)
+    dp.loader.exec_module(t975)
+    final = lambda f: next((e["loss"] for e in reversed(load(f)) if e["event"] == "test"), None) if f.exists() else None
+    changes = {}
+    for f in sorted(runs.glob("*_plan_s*.jsonl")):
+        data, seed = re.fullmatch(r"(.+)_plan_s(\d+)", f.stem).groups()
+        ours, base = final(f), final(runs / f"{data}_fp32_s{seed}.jsonl")
+        if ours is not None and base is not None:  # both runs ended
+            changes.setdefault(data, []).append(100 * (ours / base - 1))
+    plan = json.loads((runs / "plan.json").read_text())
+    budget = 0.1
+    flags = " ".join(f"--{k} {v}" for k, v in sorted(plan["flags"].items()))
+    print(f"\nThe plan `{flags}` against table-wise fp32, test loss change after one epoch, paired by seed:")
+    print("\n| data set | seeds | mean [95 % interval] | per seed | mean within +0.1 % |")
+    print("|---|---|---|---|---|")
+    for name, xs in list(changes.items()) + [("all sets", [x for xs in changes.values() for x in xs])]:
+        m = statistics.fmean(xs)
+        half = t975.T975[len(xs) - 1] * statistics.stdev(xs) / len(xs) ** 0.5 if len(xs) > 1 else 0
+        print(f"| {name} | {len(xs)} | {m:+.3f} % [{m - half:+.3f}, {m + half:+.3f}] | "
+              f"{', '.join(f'{x:+.3f}' for x in xs)} | {'yes' if m <= budget else 'no'} |")
+
+
 def measure(out):
     """scripts/plan-cluster-measure: the plan for the network the hosts measured, beside the plan for the
     network fitted to stored benchmarks and the default flags, trained in interleaved rounds."""
@@ -266,6 +296,7 @@ if __name__ == "__main__":
     main()
     check(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
     clock_check(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
+    accuracy(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
     measure(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
     unshaped(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
     cluster(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
