@@ -65,10 +65,11 @@ def main():
               f"| {f'{default / mine:.2f}x' if default else 'not run (memory)'} | {best_fp32 / mine:.2f}x |")
 
 
-def measured_ms(path):
-    """A cluster run's step: the median of its print intervals after the first."""
+def measured_ms(path, key="ms_per_it"):
+    """A run's step: the median of its print intervals after the first (key
+    "modeled_ms_per_it": on the virtual clock)."""
     trains = [e for e in load(path) if e["event"] == "train"]
-    return statistics.median(e["ms_per_it"] for e in trains[1:])
+    return statistics.median(e[key] for e in trains[1:])
 
 
 def ranks(xs):
@@ -172,12 +173,6 @@ def check(out):
           f"{med['defaults'] / med['plan']:.2f}x faster than the defaults.")
 
 
-def modelled_ms(path):
-    """A run's step on the virtual clock: the median of its print intervals after the first."""
-    trains = [e for e in load(path) if e["event"] == "train"]
-    return statistics.median(e["modeled_ms_per_it"] for e in trains[1:])
-
-
 def clock_check(out):
     """scripts/plan-clock-check: the planner's plan and the sweep's fastest, both by sparq train --plan in
     the same rounds on the clock, and the default flags."""
@@ -190,7 +185,7 @@ def clock_check(out):
     print("|---|---|---|---|---|---|---|")
     for first in settings:
         d = first.parent
-        ms = {k: [modelled_ms(f) for f in sorted(d.glob(f"{k}_r*.jsonl"))] for k in ("planner", "fastest", "defaults")}
+        ms = {k: [measured_ms(f, "modeled_ms_per_it") for f in sorted(d.glob(f"{k}_r*.jsonl"))] for k in ("planner", "fastest", "defaults")}
         med = {k: statistics.median(v) for k, v in ms.items() if v}
         cell = lambda k: f"{med[k]:.2f} <sub>{', '.join(f'{x:.2f}' for x in ms[k])}</sub>" if k in med else "not run (memory)"
         paired = lambda a, b: statistics.median(x / y for x, y in zip(ms[a], ms[b]))
