@@ -58,6 +58,11 @@ def entries(data):
             got = paired(seeds(emu, f"fp32_p{p}"), seeds(emu, f"{name}_p{p}"))
             yield ("dp", f"{codec}@{coll}", "table-wise", p, got, synth + ", global batch 64P",
                    f"docs/data/emulation/10gbit/{name}_p{p}_s*.jsonl")
+    # bf16 MLPs: the 4-host cluster's fp32 table-wise runs, once with each precision.
+    time = data / "time"
+    got = paired(seeds(time / "1gbit", "fp32-tablewise"), seeds(time / "1gbit-bf16", "fp32-tablewise"))
+    yield ("mlp", "bf16", "table-wise", 4, got, synth + ", global batch 2048",
+           "docs/data/time/1gbit-bf16/fp32-tablewise_s*.jsonl")
 
 
 def main():

@@ -16,6 +16,7 @@
 #include "sparq/core/error.h"
 #include "sparq/core/memory.h"
 #include "sparq/core/units.h"
+#include "sparq/model/blas.h"
 #include "sparq/plan/bounds.h"
 #include "sparq/plan/search.h"
 #include "sparq/train/trainer.h"
@@ -45,6 +46,7 @@ constexpr std::size_t kRefineRuns = 3;   // a leader's refining run is this many
 TrainArgs with_knobs(TrainArgs t, const plan::PlanKnobs& k) {
   t.emb_placement = k.placement, t.dp_codec = k.dp_codec, t.dp_allreduce = k.dp_allreduce;
   t.emb_codec_fwd = k.emb_fwd, t.emb_codec_bwd = k.emb_bwd, t.fuse_bytes = k.fuse, t.threads = k.threads;
+  t.mlp_precision = k.mlp;
   for (const auto& [name, value] : k.flags())  // set as if given: --threads is then emulated under --net
     if (std::find(t.given.begin(), t.given.end(), name) == t.given.end()) t.given.push_back(name);
   return t;
@@ -179,7 +181,9 @@ std::vector<plan::Candidate> candidates(const PlanArgs& a, const DlrmConfig& cfg
     plan::Candidate c{k, a.pilot ? plan::Verdict{true, 0, "pilot"} : plan::judge(k, a.hosts, a.budget), 0, {}, ""};
     c.bound_ms = 1e3 * plan::min_bytes_sent(k, shape) * net.beta_s_per_b;
     const double tables = table_bytes_per_rank(k, cfg, a.hosts);
-    if (tables > memory)
+    if (k.mlp == "bf16" && !bf16_gemm_unavailable().empty())
+      c.verdict = {false, 0, "bf16 MLPs: " + bf16_gemm_unavailable()};
+    else if (tables > memory)
       c.verdict = {false, 0, fmt::format("memory: {} of tables a rank, {} a host", format_bytes(tables),
                                          format_bytes(memory))};
     else if (kEmulationShare * tables * a.hosts > here)
@@ -241,9 +245,9 @@ plan::PlanFile choose_plan(const PlanArgs& a) {
   fmt::print("sparq plan: {} ranks on {}, global batch {}, {}; budget {:+.3f} % test loss; {}\n", a.hosts,
              net.describe(), a.t.batch, cfg.describe(), a.budget,
              a.pilot ? fmt::format("pilots of {} steps", a.pilot) : "accuracy from the stored runs");
-  fmt::print("space: data parallel (replicated or table-wise tables), dense codecs, alltoall codecs, fusion, on one "
-             "thread a rank; the leaders again at {} threads; not yet searched: model parallelism, the parameter "
-             "server, bf16 MLPs\n", a.threads);
+  fmt::print("space: data parallel (replicated or table-wise tables), dense codecs, alltoall codecs, fusion, fp32 or "
+             "bf16 MLPs, on one thread a rank; the leaders again at {} threads; not yet searched: model parallelism, "
+             "the parameter server\n", a.threads);
   std::vector<plan::Candidate> all = candidates(a, cfg, net);
   const TrainData data = load_data(a.t);
   SPARQ_CHECK_AS(InputError, !a.pilot || data.test.size() > 0, "--pilot needs test data (a test set to compare losses)");

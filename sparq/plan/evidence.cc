@@ -43,6 +43,7 @@ Verdict judge(const PlanKnobs& k, int ranks, double budget) {
   if (k.dp_codec != "none")
     parts.push_back({"dp", k.dp_codec + (k.dp_allreduce == "auto" ? "" : "@" + k.dp_allreduce)});
   if (k.emb_fwd != "fp32" || k.emb_bwd != "fp32") parts.push_back({"emb", k.emb_fwd + "/" + k.emb_bwd});
+  if (k.mlp != "fp32") parts.push_back({"mlp", k.mlp});
   if (parts.empty()) return {true, 0, "fp32: no codec"};
   std::string backing;
   for (const Part& p : parts) {

@@ -41,13 +41,14 @@ std::vector<Candidate> search(std::vector<Candidate> all, const std::function<Me
     return a.knobs.fp32() != b.knobs.fp32() ? a.knobs.fp32() : a.bound_ms < b.bound_ms;
   });
   double best = std::numeric_limits<double>::infinity();
-  double least_compute = std::numeric_limits<double>::infinity();
+  std::map<std::string, double> least_compute;  // by the MLPs' precision: bf16 computes less than fp32
   for (Candidate& c : all) {
     if (!c.verdict.admitted) {
       c.skipped = "accuracy: " + c.verdict.why;
       continue;
     }
-    const double bound = std::max(c.bound_ms, std::isfinite(least_compute) ? o.compute_floor * least_compute : 0.0);
+    const auto least = least_compute.find(c.knobs.mlp);
+    const double bound = std::max(c.bound_ms, least != least_compute.end() ? o.compute_floor * least->second : 0.0);
     if (!o.exhaustive && !c.knobs.fp32() && bound >= best) {
       c.skipped = fmt::format("cannot win: at least {:.2f} ms a step, the fastest run took {:.2f}", bound, best);
       continue;
@@ -55,7 +56,10 @@ std::vector<Candidate> search(std::vector<Candidate> all, const std::function<Me
     c.run = run(c.knobs);
     if (o.judge_run) c.verdict = o.judge_run(c.knobs, *c.run);
     if (c.verdict.admitted) best = std::min(best, c.run->ms_per_step);
-    if (c.run->compute_ms > 0) least_compute = std::min(least_compute, c.run->compute_ms);
+    if (c.run->compute_ms > 0) {
+      auto [it, first] = least_compute.try_emplace(c.knobs.mlp, c.run->compute_ms);
+      if (!first) it->second = std::min(it->second, c.run->compute_ms);
+    }
   }
   if (o.refine) refine_leaders(all, o);
   std::stable_sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {

@@ -23,6 +23,7 @@ constexpr DenseChoice kDense[] = {
 };
 constexpr const char* kEmb[][2] = {{"fp32", "fp32"}, {"q8", "q8"}, {"q8", "q4"}, {"q4", "q4"}, {"q4", "q2"}, {"q2", "q2"}};
 constexpr const char* kFuse[] = {"0", "1MiB", "4MiB"};
+constexpr const char* kMlp[] = {"fp32", "bf16"};
 
 int parse_threads(const std::string& s) {
   std::size_t used = 0;
@@ -40,7 +41,7 @@ int parse_threads(const std::string& s) {
 Flags PlanKnobs::flags() const {
   return {{"emb-placement", placement}, {"dp-codec", dp_codec},   {"dp-allreduce", dp_allreduce},
           {"emb-codec-fwd", emb_fwd},   {"emb-codec-bwd", emb_bwd}, {"fuse-bytes", fuse},
-          {"threads", std::to_string(threads)}};
+          {"threads", std::to_string(threads)}, {"mlp-precision", mlp}};
 }
 
 std::string PlanKnobs::label() const {
@@ -49,18 +50,24 @@ std::string PlanKnobs::label() const {
   s += ", " + dp_codec;
   if (dp_allreduce != "auto") s += "@" + dp_allreduce;
   s += ", fuse " + fuse;
+  if (mlp != "fp32") s += fmt::format(", {} MLPs", mlp);
   return threads > 1 ? fmt::format("{}, {} threads", s, threads) : s;
 }
 
 std::vector<PlanKnobs> plan_space(int ranks) {
-  if (ranks <= 1) return {PlanKnobs{}};
   std::vector<PlanKnobs> out;
-  for (const std::string placement : {"replicated", "table-wise"})
-    for (const DenseChoice& d : kDense)
-      for (const auto& [fwd, bwd] : kEmb) {
-        if (placement == "replicated" && fwd != std::string("fp32")) break;  // the alltoall codecs are table-wise's
-        for (const char* fuse : kFuse) out.push_back({placement, d.codec, d.allreduce, fwd, bwd, fuse});
-      }
+  for (const char* mlp : kMlp) {
+    if (ranks <= 1) {  // no exchange: the MLPs' precision only
+      out.push_back({.mlp = mlp});
+      continue;
+    }
+    for (const std::string placement : {"replicated", "table-wise"})
+      for (const DenseChoice& d : kDense)
+        for (const auto& [fwd, bwd] : kEmb) {
+          if (placement == "replicated" && fwd != std::string("fp32")) break;  // the alltoall codecs are table-wise's
+          for (const char* fuse : kFuse) out.push_back({placement, d.codec, d.allreduce, fwd, bwd, fuse, 1, mlp});
+        }
+  }
   return out;
 }
 
@@ -74,6 +81,10 @@ PlanKnobs knobs_from_flags(const Flags& flags) {
     else if (name == "emb-codec-bwd") k.emb_bwd = value;
     else if (name == "fuse-bytes") k.fuse = value;
     else if (name == "threads") k.threads = parse_threads(value);
+    else if (name == "mlp-precision") {
+      SPARQ_CHECK_AS(InputError, value == "fp32" || value == "bf16", "mlp-precision '{}': expected fp32 or bf16", value);
+      k.mlp = value;
+    }
     else SPARQ_THROW(InputError, "--{} is not a flag a plan sets", name);
   }
   return k;

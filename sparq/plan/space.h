@@ -2,12 +2,14 @@
 // The plans `sparq plan` chooses among, as the `sparq train` flags that set
 // them: data parallelism with the tables replicated or spread table-wise, the
 // dense gradients' codec and its collective, the tables' alltoall codecs
-// (table-wise only) and the fusion of the dense exchange.
+// (table-wise only), the fusion of the dense exchange and the MLPs'
+// precision (fp32, or bf16 operands: a codec of the computation, judged for
+// accuracy like the others).
 //
 // Threads a rank are not in the space: the search runs every plan on one
 // thread, and only its leaders again on other thread counts (search.h).
-// Not in the space yet: model parallelism (DCT-MP at the cuts), the
-// parameter server and bf16 MLPs; `sparq plan` says so at the start.
+// Not in the space yet: model parallelism (DCT-MP at the cuts) and the
+// parameter server; `sparq plan` says so at the start.
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,13 +25,14 @@ struct PlanKnobs {
   std::string emb_fwd = "fp32", emb_bwd = "fp32";
   std::string fuse = "0";                // --fuse-bytes
   int threads = 1;                       // --threads a rank
+  std::string mlp = "fp32";              // --mlp-precision: or "bf16"
 
   // The `sparq train` flags of this plan, every knob, in a fixed order.
   Flags flags() const;
-  // "table-wise q4/q2, dct:0.98,1000, fuse 1MiB[, 2 threads]"
+  // "table-wise q4/q2, dct:0.98,1000, fuse 1MiB[, bf16 MLPs][, 2 threads]"
   std::string label() const;
-  // No codec anywhere: what every speed-up is against.
-  bool fp32() const { return dp_codec == "none" && emb_fwd == "fp32" && emb_bwd == "fp32"; }
+  // No codec anywhere, fp32 MLPs: what every speed-up is against.
+  bool fp32() const { return dp_codec == "none" && emb_fwd == "fp32" && emb_bwd == "fp32" && mlp == "fp32"; }
   bool operator==(const PlanKnobs&) const = default;
 };
 

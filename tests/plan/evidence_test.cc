@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 namespace sparq::plan {
@@ -57,6 +58,20 @@ TEST(Evidence, TheCodecsChangesAddUpAgainstTheBudget) {
   const Verdict out = judge(k, 8, ring + emb - 1e-6);
   EXPECT_FALSE(out.admitted);
   EXPECT_NE(out.why.find("over the budget"), std::string::npos) << out.why;
+}
+
+TEST(Evidence, Bf16MlpsAreACodecWithTheirOwnRuns) {
+  PlanKnobs k = knobs("table-wise", "none", "auto", "fp32", "fp32");
+  k.mlp = "bf16";
+  const double mlp = row("bf16", 4).mean_change;
+  ASSERT_GT(mlp, 0);
+  const Verdict in = judge(k, 8, mlp + 1e-6);
+  EXPECT_TRUE(in.admitted) << in.why;
+  EXPECT_NE(in.why.find("docs/data/time/1gbit-bf16/fp32-tablewise_s*.jsonl"), std::string::npos) << in.why;
+  EXPECT_FALSE(judge(k, 8, mlp - 1e-6).admitted);
+  EXPECT_FALSE(judge(k, 16, 1.0).admitted);  // measured at 4 ranks only
+  k.emb_fwd = "q4", k.emb_bwd = "q2";      // with the alltoall's codecs, the changes add up
+  EXPECT_NEAR(judge(k, 4, 1.0).expected_change, mlp + std::max(0.0, row("q4/q2", 4).mean_change), 1e-12);
 }
 
 TEST(Evidence, ANegativeChangeEarnsNoCredit) {

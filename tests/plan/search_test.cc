@@ -145,4 +145,20 @@ TEST(PlanSearch, VariantsOfALeaderRunToo) {
   EXPECT_EQ(fastest(got, true)->knobs.threads, 2);
 }
 
+TEST(PlanSearch, Bf16MlpsAreNotBoundedByFp32sComputation) {
+  // Two plans with fp32 MLPs compute 10 ms (the codec's hides its exchange:
+  // 9 ms a step); a bf16 plan computes 6 ms. Bounded by fp32's computation
+  // it could not beat 9 ms (0.9 x 10); bounded by its own it runs and wins.
+  PlanKnobs fp32, codec, bf16;
+  codec.dp_codec = "q4", bf16.dp_codec = "q4", bf16.mlp = "bf16";
+  std::vector<Candidate> all;
+  for (const PlanKnobs& k : {fp32, codec, bf16}) all.push_back({k, {true, 0, ""}, 0.1, {}, ""});
+  const std::map<std::string, Measured> steps = {{fp32.label(), {12, 10, {}, {}}},
+                                                  {codec.label(), {9, 10, {}, {}}},
+                                                  {bf16.label(), {7, 6, {}, {}}}};
+  const auto got = search(all, [&](const PlanKnobs& k) { return steps.at(k.label()); }, {});
+  ASSERT_NE(fastest(got), nullptr);
+  EXPECT_EQ(fastest(got)->knobs.mlp, "bf16");
+}
+
 }  // namespace sparq::plan

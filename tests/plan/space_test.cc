@@ -8,10 +8,13 @@
 
 namespace sparq::plan {
 
-TEST(PlanSpace, OneRankHasOnePlanAndNoCodec) {
+TEST(PlanSpace, OneRankHasNoExchangeOnlyTheMlpsPrecision) {
   const auto s = plan_space(1);
-  ASSERT_EQ(s.size(), 1u);
+  ASSERT_EQ(s.size(), 2u);
   EXPECT_TRUE(s[0].fp32());
+  EXPECT_EQ(s[1].mlp, "bf16");
+  EXPECT_FALSE(s[1].fp32());  // bf16 MLPs are a codec of the computation
+  EXPECT_EQ(s[1].dp_codec, "none");
 }
 
 TEST(PlanSpace, EveryPlanIsDistinctAndTheAlltoallCodecsAreTableWise) {
@@ -25,9 +28,10 @@ TEST(PlanSpace, EveryPlanIsDistinctAndTheAlltoallCodecsAreTableWise) {
     }
     fp32 += k.fp32();
   }
-  // 8 dense choices x 3 fusions replicated, x 6 alltoall pairs table-wise.
-  EXPECT_EQ(s.size(), 8u * 3 + 8u * 6 * 3);
-  EXPECT_EQ(fp32, 6);  // none x {replicated, table-wise fp32/fp32} x 3 fusions
+  // 8 dense choices x 3 fusions replicated, x 6 alltoall pairs table-wise;
+  // each with fp32 and bf16 MLPs.
+  EXPECT_EQ(s.size(), 2 * (8u * 3 + 8u * 6 * 3));
+  EXPECT_EQ(fp32, 6);  // none x {replicated, table-wise fp32/fp32} x 3 fusions, fp32 MLPs
 }
 
 TEST(PlanSpace, FlagsGiveTheKnobsBack) {
@@ -38,6 +42,8 @@ TEST(PlanSpace, AFlagThatIsNotAKnobIsRefused) {
   EXPECT_THROW(knobs_from_flags({{"learning-rate", "0.1"}}), InputError);
   for (const char* bad : {"0", "two", "2x", ""}) EXPECT_THROW(knobs_from_flags({{"threads", bad}}), InputError) << bad;
   EXPECT_EQ(knobs_from_flags({{"threads", "4"}}).threads, 4);
+  EXPECT_THROW(knobs_from_flags({{"mlp-precision", "fp16"}}), InputError);
+  EXPECT_EQ(knobs_from_flags({{"mlp-precision", "bf16"}}).mlp, "bf16");
 }
 
 }  // namespace sparq::plan

@@ -31,9 +31,18 @@ best = min((p for p in refined if p["admitted"]), key=lambda p: p["modelled_ms_p
 assert best["flags"] == chosen["flags"], (best["flags"], chosen["flags"])
 assert chosen["modelled_ms_per_step"] == best["modelled_ms_per_step"]
 fp32 = min(p["modelled_ms_per_step"] for p in refined if p["flags"]["dp-codec"] == "none"
-           and p["flags"]["emb-codec-fwd"] == "fp32" and p["flags"]["emb-codec-bwd"] == "fp32")
+           and p["flags"]["emb-codec-fwd"] == "fp32" and p["flags"]["emb-codec-bwd"] == "fp32"
+           and p["flags"]["mlp-precision"] == "fp32")
 assert chosen["fp32_ms_per_step"] == fp32
 assert all(p["accuracy"] for p in plans), "a plan without its evidence"
+# bf16 MLPs: over the default budget by the stored runs (or not on this CPU).
+# Each admitted plan's bf16 twin is left out for what bf16 does.
+space = {p["label"]: p for p in plans if not p["refined"]}
+bf16 = [p for p in space.values() if p["flags"]["mlp-precision"] == "bf16"]
+assert len(bf16) == len(space) // 2 and not any(p["admitted"] for p in bf16)
+for p in bf16:
+    twin = space[p["label"].replace(", bf16 MLPs", "")]
+    assert not twin["admitted"] or "bf16" in p["accuracy"], p
 print(f"ok: {len(run)} of {len(plans)} plans run ({len(refined)} longer runs of the leaders), chosen {chosen['flags']}")
 PY
 
