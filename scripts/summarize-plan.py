@@ -31,7 +31,8 @@ def load(path):
 
 def fp32(p):
     f = p["flags"]
-    return f["dp-codec"] == "none" and f["emb-codec-fwd"] == "fp32" and f["emb-codec-bwd"] == "fp32"
+    return (f["dp-codec"] == "none" and f["emb-codec-fwd"] == "fp32" and f["emb-codec-bwd"] == "fp32"
+            and f.get("mlp-precision", "fp32") == "fp32")  # runs before bf16 joined the space have no such flag
 
 
 def main():
@@ -293,6 +294,32 @@ def unshaped(out):
         print(f"| {what} | {', '.join(f'{x:.2f}' for x in ms[k])} | {med[k]:.2f} | {med[k] / med['planner']:.3f}x |")
 
 
+def budget(out):
+    """scripts/plan-budget-check: the cluster's plan at each accuracy budget, and each trained on the cluster
+    beside the default flags in interleaved rounds."""
+    d = out / "budget"
+    if not d.is_dir():
+        return
+    budgets = sorted(f.name[len("budget"):-len(".plan.json")] for f in d.glob("budget*.plan.json"))
+    defaults = [measured_ms(f) for f in sorted(d.glob("defaults_r*.jsonl"))]
+    print(f"\n| budget | plans (admitted) | planning s | the plan | expected change | modelled ms/step "
+          f"| on the cluster, {len(defaults)} rounds | median | vs the default flags |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for b in budgets:
+        plans = [p for p in load(d / f"budget{b}.jsonl") if not p.get("refined")]
+        plan = json.loads((d / f"budget{b}.plan.json").read_text())
+        chosen = next(p for p in plans if all(p["flags"][k] == v for k, v in plan["flags"].items() if k != "threads"))
+        secs = re.search(r"planned in ([\d.]+) s", (d / f"budget{b}.log").read_text()).group(1)
+        ms = [measured_ms(f) for f in sorted(d.glob(f"budget{b}_r*.jsonl"))]
+        threads = plan["flags"]["threads"]
+        print(f"| +{b} % | {len(plans)} ({sum(p['admitted'] for p in plans)}) | {secs} | {chosen['label']}, "
+              f"{threads} thread{'' if threads == '1' else 's'} a rank | {chosen['expected_change']:+.3f} % "
+              f"| {plan['modelled_ms_per_step']:.2f} | {', '.join(f'{x:.2f}' for x in ms)} | {statistics.median(ms):.2f} "
+              f"| {statistics.median(x / y for x, y in zip(defaults, ms)):.2f}x |")
+    print(f"| the default flags | - | - | - | - | - | {', '.join(f'{x:.2f}' for x in defaults)} "
+          f"| {statistics.median(defaults):.2f} | 1.00x |")
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--fastest-measured"]:  # [RUNS]: a sweep's runs folder (docs/data/plan/cluster4's)
         print(fastest_measured(pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else "docs/data/plan/cluster4")))
@@ -303,4 +330,5 @@ if __name__ == "__main__":
     accuracy(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
     measure(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
     unshaped(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
+    budget(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
     cluster(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
