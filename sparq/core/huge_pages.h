@@ -19,8 +19,26 @@ struct FreeBytes {
 };
 
 // `bytes` of uninitialised memory, at least 64-byte aligned; from 2 MiB on
-// a fresh mapping (`mapped` its length, else 0). Throws std::bad_alloc.
+// a mapping of its own (`mapped` its length, else 0): a fresh one, or one
+// freed while a ReuseMappings lives. Throws std::bad_alloc.
 void* alloc_random_access(std::size_t bytes, std::size_t& mapped);
+
+// While one lives, a freed mapping is kept and handed to the next request
+// of its length, its pages still faulted in (huge): for a process that
+// builds the same model over and over (`sparq plan` trains every plan from
+// scratch: the kernel's zeroing of each new table's pages was a sixth of
+// its CPU). A request of a length none has unmaps the kept ones first, so
+// what is kept never adds to what the process needed before; the last
+// ReuseMappings to end unmaps them all.
+class ReuseMappings {
+ public:
+  ReuseMappings();
+  ~ReuseMappings();
+  ReuseMappings(const ReuseMappings&) = delete;
+  ReuseMappings& operator=(const ReuseMappings&) = delete;
+};
+// The bytes kept for reuse now (free for this process to take).
+std::size_t kept_mapping_bytes();
 
 template <class T>
 using RandomAccessArray = std::unique_ptr<T[], FreeBytes>;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "sparq/core/error.h"
+#include "sparq/core/huge_pages.h"
 
 namespace sparq {
 
@@ -52,7 +53,7 @@ std::uint64_t available_memory() {
     avail = std::min(avail, left_under(dir, "memory.max", "memory.current"));
   for (const std::string& dir : {"/sys/fs/cgroup/memory" + v1, std::string("/sys/fs/cgroup/memory")})
     avail = std::min(avail, left_under(dir, "memory.limit_in_bytes", "memory.usage_in_bytes"));
-  return avail;
+  return avail + kept_mapping_bytes();  // kept for reuse: this process's to take
 }
 
 void check_memory(double bytes, std::string_view what) {

@@ -10,7 +10,8 @@ namespace sparq {
 
 // MemAvailable from /proc/meminfo, or what is left under this process's
 // cgroup memory limit (v2 memory.max - memory.current, v1
-// limit_in_bytes - usage_in_bytes) when that is lower.
+// limit_in_bytes - usage_in_bytes) when that is lower; and the mappings this
+// process keeps for reuse (huge_pages.h).
 std::uint64_t available_memory();
 
 // Throws InputError "needs N GiB for WHAT, M GiB available" unless `bytes`

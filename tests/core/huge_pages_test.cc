@@ -58,6 +58,31 @@ TEST(HugePages, LargeArraysAreAlignedFreshMappingsAdvisedForHugePages) {
   EXPECT_EQ(mapping_at(p).kb, 0u) << "still mapped after the array was freed";
 }
 
+TEST(HugePages, WhileReuseLivesAFreedMappingServesTheNextOfItsLength) {
+  const std::size_t n = (4u << 20) / sizeof(float);
+  const void* first = nullptr;
+  {
+    ReuseMappings reuse;
+    RandomAccessArray<float> a = make_random_access<float>(n);
+    first = a.get();
+    a[0] = 7;
+    a.reset();
+    EXPECT_EQ(kept_mapping_bytes(), 4u << 20);
+    EXPECT_EQ(mapping_at(first).kb, 4u << 10) << "kept mapped for reuse";
+    RandomAccessArray<float> b = make_random_access<float>(n);
+    EXPECT_EQ(b.get(), first);
+    EXPECT_EQ(b[0], 7) << "the same pages, not fresh ones";
+    EXPECT_EQ(kept_mapping_bytes(), 0u);
+    b.reset();
+    RandomAccessArray<float> c = make_random_access<float>(2 * n);  // no such length kept: all are unmapped
+    EXPECT_EQ(kept_mapping_bytes(), 0u);
+    EXPECT_NE(mapping_at(first).kb, 4u << 10);
+    c.reset();
+    EXPECT_EQ(kept_mapping_bytes(), 8u << 20);
+  }
+  EXPECT_EQ(kept_mapping_bytes(), 0u) << "the last ReuseMappings unmaps what it kept";
+}
+
 TEST(HugePages, SmallArraysComeFromMalloc) {
   RandomAccessArray<double> a = make_random_access<double>(1000);
   ASSERT_NE(a.get(), nullptr);
