@@ -37,7 +37,17 @@ def paired(base, runs):
     changes = [100 * (runs[s] / base[s] - 1) for s in common]
     if not changes:
         return None
-    return statistics.fmean(changes), max(changes), len(changes)
+    return statistics.fmean(changes), max(changes), len(changes), changes
+
+
+def pooled(folder, base, run):
+    """paired() over every data set of a map: runs SET_BASE_sSEED against SET_RUN_sSEED."""
+    changes = []
+    for data_set in sorted({p.name.split(f"_{base}_s")[0] for p in folder.glob(f"*_{base}_s*.jsonl")}):
+        got = paired(seeds(folder, f"{data_set}_{base}"), seeds(folder, f"{data_set}_{run}"))
+        if got:
+            changes += got[3]
+    return (statistics.fmean(changes), max(changes), len(changes), changes) if changes else None
 
 
 def entries(data):
@@ -63,6 +73,16 @@ def entries(data):
     got = paired(seeds(time / "1gbit", "fp32-tablewise"), seeds(time / "1gbit-bf16", "fp32-tablewise"))
     yield ("mlp", "bf16", "table-wise", 4, got, synth + ", global batch 2048",
            "docs/data/time/1gbit-bf16/fp32-tablewise_s*.jsonl")
+    # DCT-MP at a hybrid plan's cut: the maps' four data sets, 2 stages (bot:2), 2 micro-batches.
+    maps = "the DP/MP maps' four sets (Zipf 1.0/1.3 x teacher AUC 0.75/0.85), one epoch, global batch 256"
+    for folder, eta in (("map", "0.90"), ("map", "0.95"), ("map-bf16", "0.90+bf16")):
+        yield ("mp", f"dct:{eta}", "replicated", 2, pooled(data / "mp" / folder, "0", eta), maps,
+               f"docs/data/mp/{folder}/*_{eta}_s*.jsonl")
+    # The parameter server (1 server, asynchronous workers) against synchronous data parallelism.
+    mp = data / "mp"
+    for run, codec in (("ps_ps", "none"), ("ps_dct", "dct:0.98,1000"), ("ps_dctbf16", "dct:0.98,1000+bf16")):
+        yield ("ps", codec, "replicated", 3, paired(seeds(mp, "ps_sync"), seeds(mp, run)), synth + ", global batch 128",
+               f"docs/data/mp/{run}_s*.jsonl")
 
 
 def main():
@@ -72,7 +92,7 @@ def main():
     for kind, codec, placement, ranks, got, what, source in entries(data):
         if got is None:
             continue
-        mean, worst, n = got
+        mean, worst, n, _ = got
         print(f'{{"{kind}", "{codec}", "{placement}", {ranks}, {mean:.3f}, {worst:.3f}, {n}, "{what}", "{source}"}},')
 
 

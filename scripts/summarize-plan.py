@@ -105,7 +105,11 @@ def cluster(out):
     best = min(rows, key=lambda r: r[1])
     best_fp32 = min(ms for p, ms, _ in rows if fp32(p))
     errors = [p["modelled_ms_per_step"] / ms for p, ms, _ in rows]
-    print(f"\n{len(rows)} plans measured on the cluster ({rows[0][2]} rounds each, median): Spearman "
+    rounds = [v for v in measured.values() if len(v) == 2]
+    print(f"\nThe cluster against itself: Spearman {spearman([v[0] for v in rounds], [v[1] for v in rounds]):.3f} "
+          f"between the sweep's two rounds of {len(rounds)} plans; round 1 / round 2 "
+          f"{min(a / b for a, b in rounds):.2f}-{max(a / b for a, b in rounds):.2f}.")
+    print(f"{len(rows)} plans measured on the cluster ({rows[0][2]} rounds each, median): Spearman "
           f"{spearman([p['modelled_ms_per_step'] for p, _, _ in rows], [ms for _, ms, _ in rows]):.3f} between modelled "
           f"and measured; modelled/measured {min(errors):.2f}-{max(errors):.2f} (median "
           f"{statistics.median(errors):.2f}), {sum(abs(e - 1) <= 0.15 for e in errors)} of {len(rows)} within 15 %.")
@@ -242,7 +246,7 @@ def measure(out):
     log = (runs / "plan.log").read_text()
     net = re.search(r"^measured network: (\S+)", log, re.M).group(1)
     secs = re.search(r"planned in ([\d.]+) s", log).group(1)
-    fitted = json.loads((out / "cluster4-1gbit_pruned.plan.json").read_text())
+    fitted = json.loads((runs / "fitted.plan.json").read_text())  # the plan file the rounds trained
     plans = {"measured": (json.loads((runs / "plan.json").read_text()), f"{net}, measured by the hosts"),
              "fitted": (fitted, f"{fitted['net']}, fit-net.py and stack-cpu.py"), "defaults": (None, "-")}
     ms = {kind: [measured_ms(f) for f in sorted(runs.glob(f"{kind}_r*.jsonl"))] for kind in plans}
@@ -294,6 +298,25 @@ def unshaped(out):
         print(f"| {what} | {', '.join(f'{x:.2f}' for x in ms[k])} | {med[k]:.2f} | {med[k] / med['planner']:.3f}x |")
 
 
+def planning_time(out):
+    """scripts/reproduce-plan's planner runs alone (MODES=pruned) into docs/data/plan/planning-time: how long
+    sparq plan takes at each rank count."""
+    d = out / "planning-time"
+    if not d.is_dir():
+        return
+    rows = []
+    for f in d.glob("*_pruned.jsonl"):
+        log = f.with_suffix(".log").read_text()
+        hosts = int(re.match(r"sparq plan: (\d+) ranks", log).group(1))
+        space = [p for p in load(f) if not p.get("refined")]
+        rows.append((hosts, f.name[:-len("_pruned.jsonl")], f"{len(space)} ({sum(p['admitted'] for p in space)})",
+                     sum("modelled_ms_per_step" in p for p in load(f)), re.search(r"planned in ([\d.]+) s", log).group(1)))
+    print("\n| setting | ranks | plans (admitted) | runs on the clock | planning s |")
+    print("|---|---|---|---|---|")
+    for hosts, name, plans, ran, secs in sorted(rows):
+        print(f"| {name} | {hosts} | {plans} | {ran} | {secs} |")
+
+
 def budget(out):
     """scripts/plan-budget-check: the cluster's plan at each accuracy budget, and each trained on the cluster
     beside the default flags in interleaved rounds."""
@@ -330,5 +353,6 @@ if __name__ == "__main__":
     accuracy(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
     measure(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
     unshaped(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
+    planning_time(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
     budget(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
     cluster(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))

@@ -47,7 +47,8 @@ constexpr std::size_t kRefineRuns = 3;   // a leader's refining run is this many
 TrainArgs with_knobs(TrainArgs t, const plan::PlanKnobs& k) {
   t.emb_placement = k.placement, t.dp_codec = k.dp_codec, t.dp_allreduce = k.dp_allreduce;
   t.emb_codec_fwd = k.emb_fwd, t.emb_codec_bwd = k.emb_bwd, t.fuse_bytes = k.fuse, t.threads = k.threads;
-  t.mlp_precision = k.mlp;
+  t.mlp_precision = k.mlp, t.mp_splits = k.mp_splits, t.micro_batches = static_cast<std::size_t>(k.micro_batches);
+  t.mp_codec = k.mp_codec, t.dp_mode = k.dp_mode, t.servers = k.servers;
   for (const auto& [name, value] : k.flags())  // set as if given: --threads is then emulated under --net
     if (std::find(t.given.begin(), t.given.end(), name) == t.given.end()) t.given.push_back(name);
   return t;
@@ -109,12 +110,15 @@ std::size_t dense_params(const DlrmConfig& cfg) {
   return n;
 }
 
-// The tables' bytes on the rank that holds the most of them (at least).
+// The tables' bytes on the rank that holds the most of them (at least):
+// table-wise spreads them over the replicas (a hybrid plan's replicas are
+// pipelines of 2 stages), a parameter server's workers replicate them.
 double table_bytes_per_rank(const plan::PlanKnobs& k, const DlrmConfig& cfg, int ranks) {
   std::vector<double> bytes;
   for (std::size_t r : cfg.table_rows) bytes.push_back(static_cast<double>(r * cfg.emb_dim) * 4);
   std::sort(bytes.rbegin(), bytes.rend());
-  const std::size_t held = k.placement == "replicated" ? bytes.size() : (bytes.size() + ranks - 1) / ranks;
+  const std::size_t replicas = static_cast<std::size_t>(k.structure() == "hybrid" ? ranks / 2 : ranks);
+  const std::size_t held = k.placement == "replicated" ? bytes.size() : (bytes.size() + replicas - 1) / replicas;
   double sum = 0;
   for (std::size_t i = 0; i < held; ++i) sum += bytes[i];
   return sum;
@@ -248,8 +252,8 @@ plan::PlanFile choose_plan(const PlanArgs& a) {
              net.describe(), a.t.batch, cfg.describe(), a.budget,
              a.pilot ? fmt::format("pilots of {} steps", a.pilot) : "accuracy from the stored runs");
   fmt::print("space: data parallel (replicated or table-wise tables), dense codecs, alltoall codecs, fusion, fp32 or "
-             "bf16 MLPs, on one thread a rank; the leaders again at {} threads; not yet searched: model parallelism, "
-             "the parameter server\n", a.threads);
+             "bf16 MLPs; hybrid (the bottom MLP over 2 stages, DCT-MP or nothing at the cut); a parameter server; on "
+             "one thread a rank, the leaders again at {} threads\n", a.threads);
   std::vector<plan::Candidate> all = candidates(a, cfg, net);
   const TrainData data = load_data(a.t);
   SPARQ_CHECK_AS(InputError, !a.pilot || data.test.size() > 0, "--pilot needs test data (a test set to compare losses)");

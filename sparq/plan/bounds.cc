@@ -32,7 +32,8 @@ double dense_bytes(const PlanKnobs& k, double n, double p) {
 
 double min_bytes_sent(const PlanKnobs& k, const PlanShape& s) {
   const double p = s.ranks;
-  if (s.ranks <= 1) return 0;
+  if (s.ranks <= 1 || k.structure() == "hybrid") return 0;
+  if (k.structure() == "ps") return dense_bytes(k, static_cast<double>(s.dense_params), 2);  // a worker's push
   double bytes = dense_bytes(k, static_cast<double>(s.dense_params), p);
   if (k.placement == "table-wise") {
     const double batch = static_cast<double>(s.global_batch), dim = static_cast<double>(s.emb_dim);

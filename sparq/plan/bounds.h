@@ -25,7 +25,10 @@ struct PlanShape {
 //   the (P-1)/P of the batch other ranks hold, forward, and each rank sends
 //   the gradients of its B/P samples' lookups in the other ranks' tables,
 //   backward, each value at its codec's bits;
-// - replicated tables: 0 (their exchange depends on the rows a batch touches).
+// - replicated tables: 0 (their exchange depends on the rows a batch touches);
+// - a parameter server's worker: its push, as the dense gradients between 2
+//   ranks (fp32: n values; DCT-DP: (1-eta) n);
+// - a hybrid plan: 0 (its cut's and replicas' bytes depend on the stages).
 double min_bytes_sent(const PlanKnobs& k, const PlanShape& s);
 
 }  // namespace sparq::plan

@@ -40,8 +40,11 @@ std::span<const EvidenceRow> evidence_rows() { return kRows; }
 Verdict judge(const PlanKnobs& k, int ranks, double budget) {
   Verdict v{true, 0, ""};
   std::vector<Part> parts;
-  if (k.dp_codec != "none")
+  if (k.dp_mode == "ps")  // asynchronous: the server with its push codec is one codec
+    parts.push_back({"ps", k.dp_codec});
+  else if (k.dp_codec != "none")
     parts.push_back({"dp", k.dp_codec + (k.dp_allreduce == "auto" ? "" : "@" + k.dp_allreduce)});
+  if (k.mp_codec != "none") parts.push_back({"mp", k.mp_codec});
   if (k.emb_fwd != "fp32" || k.emb_bwd != "fp32") parts.push_back({"emb", k.emb_fwd + "/" + k.emb_bwd});
   if (k.mlp != "fp32") parts.push_back({"mlp", k.mlp});
   if (parts.empty()) return {true, 0, "fp32: no codec"};

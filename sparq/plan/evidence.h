@@ -4,7 +4,8 @@
 // the table from docs/data), or a pilot on the user's own data.
 //
 // The rule: each codec of the plan (the dense gradients', the tables'
-// alltoall pair, and bf16 MLPs) needs a stored measurement at a rank count within 2x of the
+// alltoall pair, bf16 MLPs, DCT-MP at a hybrid plan's cut, and the
+// parameter server's asynchrony with its push codec) needs a stored measurement at a rank count within 2x of the
 // plan's, over at least 2 paired seeds; the plan's expected change of the
 // final test loss is the sum of its codecs' mean changes (a negative one
 // counted as 0), and it enters
@@ -19,7 +20,8 @@
 namespace sparq::plan {
 
 struct EvidenceRow {
-  const char* kind;       // "dp" (--dp-codec[@--dp-allreduce]), "emb" (fwd/bwd) or "mlp" (--mlp-precision)
+  const char* kind;       // "dp" (--dp-codec[@--dp-allreduce]), "emb" (fwd/bwd), "mlp" (--mlp-precision),
+                          // "mp" (--mp-codec) or "ps" (--dp-mode ps with its --dp-codec)
   const char* codec;      // "dct:0.98,1000", "q4@ring", "q4/q2", "bf16"
   const char* placement;  // of the runs
   int ranks;

@@ -10,6 +10,18 @@ namespace sparq::plan {
 
 namespace {
 
+// A plan's step against a data-parallel rank's computation. Every plan
+// does the same work over the same ranks (a hybrid replica's 2 stages
+// compute twice a data-parallel rank's share of the batch, a server's
+// workers more than it), so a rank computes at least as long; a pipeline
+// of S stages and M micro-batches also idles (S - 1) of its M + S - 1
+// slots (GPipe's bubble).
+double pipeline_factor(const PlanKnobs& k) {
+  if (k.structure() != "hybrid") return 1;
+  constexpr double kStages = 2;  // the space's hybrid plans cut the bottom MLP in two
+  return (k.micro_batches + kStages - 1) / k.micro_batches;
+}
+
 void refine_leaders(std::vector<Candidate>& all, const SearchOptions& o) {
   std::vector<const Candidate*> leaders;
   for (const Candidate& c : all)
@@ -37,18 +49,24 @@ std::vector<Candidate> search(std::vector<Candidate> all, const std::function<Me
                               const SearchOptions& o) {
   // The fp32 plans first (every speed-up is against the fastest of them),
   // then by bound.
+  // The fp32 plans first (every speed-up is against the fastest of them),
+  // then the data-parallel plans (their computation bounds the others'),
+  // each by bound.
   std::stable_sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
-    return a.knobs.fp32() != b.knobs.fp32() ? a.knobs.fp32() : a.bound_ms < b.bound_ms;
+    if (a.knobs.fp32() != b.knobs.fp32()) return a.knobs.fp32();
+    const bool dp_a = a.knobs.structure() == "dp", dp_b = b.knobs.structure() == "dp";
+    return dp_a != dp_b ? dp_a : a.bound_ms < b.bound_ms;
   });
   double best = std::numeric_limits<double>::infinity();
-  std::map<std::string, double> least_compute;  // by the MLPs' precision: bf16 computes less than fp32
+  std::map<std::string, double> least_compute;  // data parallel's, by MLP precision: bf16 computes less
   for (Candidate& c : all) {
     if (!c.verdict.admitted) {
       c.skipped = "accuracy: " + c.verdict.why;
       continue;
     }
     const auto least = least_compute.find(c.knobs.mlp);
-    const double bound = std::max(c.bound_ms, least != least_compute.end() ? o.compute_floor * least->second : 0.0);
+    const double floor = least == least_compute.end() ? 0 : o.compute_floor * least->second * pipeline_factor(c.knobs);
+    const double bound = std::max(c.bound_ms, floor);
     if (!o.exhaustive && !c.knobs.fp32() && bound >= best) {
       c.skipped = fmt::format("cannot win: at least {:.2f} ms a step, the fastest run took {:.2f}", bound, best);
       continue;
@@ -56,7 +74,7 @@ std::vector<Candidate> search(std::vector<Candidate> all, const std::function<Me
     c.run = run(c.knobs);
     if (o.judge_run) c.verdict = o.judge_run(c.knobs, *c.run);
     if (c.verdict.admitted) best = std::min(best, c.run->ms_per_step);
-    if (c.run->compute_ms > 0) {
+    if (c.run->compute_ms > 0 && c.knobs.structure() == "dp") {
       auto [it, first] = least_compute.try_emplace(c.knobs.mlp, c.run->compute_ms);
       if (!first) it->second = std::min(it->second, c.run->compute_ms);
     }

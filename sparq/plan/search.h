@@ -37,8 +37,9 @@ struct SearchOptions {
   // first); a plan it leaves out does not count as the fastest.
   std::function<Verdict(const PlanKnobs&, const Measured&)> judge_run;
   // Any plan's computation is at least this fraction of the least any run
-  // plan with the same MLP precision took (codecs add work; a plan never
-  // removes the MLPs').
+  // data-parallel plan of the same MLP precision took (codecs add work; a
+  // plan never removes the MLPs'), a hybrid plan's that times its
+  // pipeline's bubble (search.cc).
   double compute_floor = 0.9;
   // The leaders (the admitted plans within refine_within of the fastest, at
   // most refine_max) run again by refine(), longer, once for each of

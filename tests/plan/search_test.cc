@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 
@@ -159,6 +160,28 @@ TEST(PlanSearch, Bf16MlpsAreNotBoundedByFp32sComputation) {
   const auto got = search(all, [&](const PlanKnobs& k) { return steps.at(k.label()); }, {});
   ASSERT_NE(fastest(got), nullptr);
   EXPECT_EQ(fastest(got)->knobs.mlp, "bf16");
+}
+
+TEST(PlanSearch, AHybridPlanIsBoundedByDataParallelComputationAndItsPipelinesBubble) {
+  // Data parallel computes 10 ms a rank; a hybrid plan's 2 stages and 2
+  // micro-batches cannot take less than 0.9 x 10 x 3/2 = 13.5 ms, slower
+  // than the 11 ms data-parallel plan: it is not run, though it sorts first
+  // by its bound of 0 bytes.
+  PlanKnobs fp32, codec, hybrid;
+  codec.dp_codec = "q4", hybrid.dp_codec = "q4", hybrid.mp_splits = "bot:2", hybrid.micro_batches = 2;
+  std::vector<Candidate> all;
+  all.push_back({hybrid, {true, 0, ""}, 0, {}, ""});
+  all.push_back({codec, {true, 0, ""}, 1, {}, ""});
+  all.push_back({fp32, {true, 0, ""}, 5, {}, ""});
+  std::vector<std::string> ran;
+  const auto got = search(all, [&](const PlanKnobs& k) {
+    ran.push_back(k.label());
+    return k == fp32 ? Measured{12, 10, {}, {}} : k == codec ? Measured{11, 10, {}, {}} : Measured{20, 5, {}, {}};
+  }, {});
+  EXPECT_EQ(ran, (std::vector{fp32.label(), codec.label()}));
+  const auto h = std::find_if(got.begin(), got.end(), [&](const Candidate& c) { return c.knobs == hybrid; });
+  ASSERT_NE(h, got.end());
+  EXPECT_NE(h->skipped.find("cannot win: at least 13.50 ms"), std::string::npos) << h->skipped;
 }
 
 }  // namespace sparq::plan

@@ -28,10 +28,35 @@ TEST(PlanSpace, EveryPlanIsDistinctAndTheAlltoallCodecsAreTableWise) {
     }
     fp32 += k.fp32();
   }
-  // 8 dense choices x 3 fusions replicated, x 6 alltoall pairs table-wise;
-  // each with fp32 and bf16 MLPs.
-  EXPECT_EQ(s.size(), 2 * (8u * 3 + 8u * 6 * 3));
-  EXPECT_EQ(fp32, 6);  // none x {replicated, table-wise fp32/fp32} x 3 fusions, fp32 MLPs
+  // Data parallel: 8 dense choices x 3 fusions replicated, x 6 alltoall
+  // pairs table-wise; hybrid: the same unfused, x 4 cuts; the parameter
+  // server: fp32 and DCT-DP's 4 pushes; each with fp32 and bf16 MLPs.
+  EXPECT_EQ(s.size(), 2 * (8u * 3 + 8u * 6 * 3 + 4 * (8u + 8u * 6) + 5));
+  // none x {replicated, table-wise fp32/fp32}: x 3 fusions, and hybrid with nothing at the cut; fp32 MLPs.
+  EXPECT_EQ(fp32, 6 + 2);
+}
+
+TEST(PlanSpace, HybridPlansNeedTwoReplicasOfTwoStagesAndTheServerTwoWorkers) {
+  auto count = [](int ranks, const char* structure) {
+    int n = 0;
+    for (const PlanKnobs& k : plan_space(ranks)) n += k.structure() == structure;
+    return n;
+  };
+  EXPECT_EQ(count(2, "hybrid"), 0);
+  EXPECT_EQ(count(2, "ps"), 0);
+  EXPECT_EQ(count(3, "hybrid"), 0);
+  EXPECT_GT(count(3, "ps"), 0);
+  EXPECT_GT(count(4, "hybrid"), 0);
+  for (const PlanKnobs& k : plan_space(4)) {
+    if (k.structure() == "hybrid") {
+      EXPECT_EQ(k.fuse, "0") << k.label();  // the replicas exchange unfused after the pipeline
+      EXPECT_EQ(k.micro_batches, 2) << k.label();
+    }
+    if (k.structure() == "ps") {
+      EXPECT_TRUE(k.placement == "replicated" && k.dp_allreduce == "auto" && k.fuse == "0") << k.label();
+      EXPECT_TRUE(k.dp_codec == "none" || k.dp_codec.starts_with("dct:")) << k.label();
+    }
+  }
 }
 
 TEST(PlanSpace, FlagsGiveTheKnobsBack) {
