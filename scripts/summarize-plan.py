@@ -298,25 +298,6 @@ def unshaped(out):
         print(f"| {what} | {', '.join(f'{x:.2f}' for x in ms[k])} | {med[k]:.2f} | {med[k] / med['planner']:.3f}x |")
 
 
-def planning_time(out):
-    """scripts/reproduce-plan's planner runs alone (MODES=pruned) into docs/data/plan/planning-time: how long
-    sparq plan takes at each rank count."""
-    d = out / "planning-time"
-    if not d.is_dir():
-        return
-    rows = []
-    for f in d.glob("*_pruned.jsonl"):
-        log = f.with_suffix(".log").read_text()
-        hosts = int(re.match(r"sparq plan: (\d+) ranks", log).group(1))
-        space = [p for p in load(f) if not p.get("refined")]
-        rows.append((hosts, f.name[:-len("_pruned.jsonl")], f"{len(space)} ({sum(p['admitted'] for p in space)})",
-                     sum("modelled_ms_per_step" in p for p in load(f)), re.search(r"planned in ([\d.]+) s", log).group(1)))
-    print("\n| setting | ranks | plans (admitted) | runs on the clock | planning s |")
-    print("|---|---|---|---|---|")
-    for hosts, name, plans, ran, secs in sorted(rows):
-        print(f"| {name} | {hosts} | {plans} | {ran} | {secs} |")
-
-
 def budget(out):
     """scripts/plan-budget-check: the cluster's plan at each accuracy budget, and each trained on the cluster
     beside the default flags in interleaved rounds."""
@@ -353,6 +334,5 @@ if __name__ == "__main__":
     accuracy(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
     measure(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
     unshaped(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
-    planning_time(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
     budget(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
     cluster(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
