@@ -14,7 +14,8 @@ import statistics
 import sys
 
 DEFAULTS = {"emb-placement": "replicated", "dp-codec": "none", "dp-allreduce": "auto",
-            "emb-codec-fwd": "fp32", "emb-codec-bwd": "fp32", "fuse-bytes": "0"}
+            "emb-codec-fwd": "fp32", "emb-codec-bwd": "fp32", "fuse-bytes": "0", "mlp-precision": "fp32",
+            "mp-splits": "", "micro-batches": "1", "mp-codec": "none", "dp-mode": "allreduce", "servers": "1"}
 
 
 MODELS = {"cluster4-hostcores0": "a core for each thread (--host-cores 0)",
@@ -22,7 +23,12 @@ MODELS = {"cluster4-hostcores0": "a core for each thread (--host-cores 0)",
           "cluster4-alpha500us": "a core for each thread and 500 us a message",
           "cluster4-hostcores1": "one core a host (--host-cores 1), as the plan's sweep",
           "cluster4-hostcores1-alpha300us": "one core a host and 300 us a message"}
-PLAN_FLAGS = ["emb-placement", "dp-codec", "dp-allreduce", "emb-codec-fwd", "emb-codec-bwd", "fuse-bytes"]
+
+
+def plan_key(flags, leave_out=()):
+    """A plan's knobs but its threads (a run's config line or a planner's flags; a flag older runs did not
+    record has its default)."""
+    return json.dumps({k: str(flags.get(k, v)) for k, v in DEFAULTS.items() if k not in leave_out}, sort_keys=True)
 
 
 def load(path):
@@ -96,12 +102,12 @@ def cluster(out):
     measured = measured_by_flags(runs)  # the cluster's runs by their plan's flags (their config lines)
     rows = []
     for p in sweep:
-        ms = measured.get(json.dumps({k: p["flags"][k] for k in PLAN_FLAGS}, sort_keys=True))
+        ms = measured.get(plan_key(p["flags"]))
         if ms:
             rows.append((p, statistics.median(ms), len(ms)))
     defaults = statistics.median(measured_ms(f) for f in sorted(runs.glob("defaults_r*.jsonl")))
     chosen = json.loads((out / "cluster4-1gbit_pruned.plan.json").read_text())["flags"]
-    mine = next(ms for p, ms, _ in rows if all(p["flags"][k] == chosen[k] for k in PLAN_FLAGS))
+    mine = next(ms for p, ms, _ in rows if plan_key(p["flags"]) == plan_key(chosen))
     best = min(rows, key=lambda r: r[1])
     best_fp32 = min(ms for p, ms, _ in rows if fp32(p))
     errors = [p["modelled_ms_per_step"] / ms for p, ms, _ in rows]
@@ -141,7 +147,7 @@ def fusion(rows):
     against 4 MiB, the plans with a --dp-codec apart from those without (auto fuses only the former)."""
     by = {}
     for p, ms, _ in rows:
-        by.setdefault(json.dumps({k: p["flags"][k] for k in PLAN_FLAGS if k != "fuse-bytes"}, sort_keys=True),
+        by.setdefault(plan_key(p["flags"], ("fuse-bytes",)),
                       {})[p["flags"]["fuse-bytes"]] = (ms, p["flags"]["dp-codec"] == "none")
     for kind, want in (("with a --dp-codec", False), ("with --dp-codec none", True)):
         trios = [f for f in by.values() if len(f) == 3 and f["0"][1] == want]
@@ -156,14 +162,14 @@ def measured_by_flags(runs):
     out = {}
     for f in sorted(f for f in runs.glob("p*_r*.jsonl") if re.fullmatch(r"p\d+_r\d+\.jsonl", f.name)):
         config = load(f)[0]["flags"]
-        out.setdefault(json.dumps({k: str(config[k]) for k in PLAN_FLAGS}, sort_keys=True), []).append(measured_ms(f))
+        out.setdefault(plan_key(config), []).append(measured_ms(f))
     return out
 
 
 def fastest_measured(runs):
     """The flags of the fastest plan a cluster sweep measured (its runs' folder), as train flags."""
     flags, _ = min(measured_by_flags(runs).items(), key=lambda kv: statistics.median(kv[1]))
-    return " ".join(f"--{k} {v}" for k, v in json.loads(flags).items())
+    return " ".join(f"--{k} {v}" for k, v in json.loads(flags).items() if v != "")  # "": the flag's default
 
 
 def check(out):
@@ -273,10 +279,10 @@ def unshaped(out):
     measured = measured_by_flags(d / "runs")
     rows = []
     for p in load(d / "sweep.jsonl"):
-        ms = measured.get(json.dumps({k: p["flags"][k] for k in PLAN_FLAGS}, sort_keys=True))
+        ms = measured.get(plan_key(p["flags"]))
         if p["admitted"] and "modelled_ms_per_step" in p and not p.get("refined") and ms:
             rows.append((p, statistics.median(ms)))
-    mine = next((p, ms) for p, ms in rows if all(p["flags"][k] == chosen[k] for k in PLAN_FLAGS))
+    mine = next((p, ms) for p, ms in rows if plan_key(p["flags"]) == plan_key(chosen))
     best = min(rows, key=lambda r: r[1])
     best_fp32 = min((r for r in rows if fp32(r[0])), key=lambda r: r[1])
     errors = [p["modelled_ms_per_step"] / ms for p, ms in rows]
