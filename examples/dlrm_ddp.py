@@ -234,7 +234,7 @@ def parse_args():
     ap.add_argument("--profile-steps", type=int, default=0,
                     help="profile the last this many steps (torch.profiler): the step's GPU (or CPU) time, the "
                          "share of sparq.gpu's kernels and the operators that took most, on rank 0")
-    ap.set_defaults(threads=None)  # given, or the plan's, or 1
+    ap.set_defaults(threads=None, mlp_precision=None)  # given, or the plan's, or PLANNED's
     args = ap.parse_args()
     given = [k for k in PLANNED if getattr(args, k) is not None]
     if args.plan and given:
@@ -243,7 +243,7 @@ def parse_args():
 
 
 # The settings a plan file makes, and their defaults without one.
-PLANNED = {"hook": "none", "emb_codec": "fp32", "bucket_cap_mb": 25.0, "threads": 1}
+PLANNED = {"hook": "none", "emb_codec": "fp32", "bucket_cap_mb": 25.0, "threads": 1, "mlp_precision": "fp32"}
 
 
 def apply_plan(args, size):

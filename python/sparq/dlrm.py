@@ -361,10 +361,11 @@ def plan_model(bot, top, dim, sizes):
 def plan_settings(path, *, model, ranks, global_batch):
     """The DDP settings of a `sparq plan` file for a DLRM in PyTorch: the
     hook's codec and collective, the lookups' alltoall codecs (FWD/BWD),
-    DDP's bucket size in MiB (the plan's fusion; 0: a bucket a tensor) and
-    the threads a rank. The plan must be for this model (plan_model's
-    string), rank count and global batch, and for tables placed table-wise
-    (the examples' only placement); else ValueError saying which."""
+    DDP's bucket size in MiB (the plan's fusion; 0: a bucket a tensor), the
+    threads a rank and the MLPs' precision. The plan must be for this model
+    (plan_model's string), rank count and global batch, data parallel (not
+    hybrid, not a parameter server) with the tables placed table-wise (the
+    examples' only placement); else ValueError saying which."""
     try:
         with open(path) as f:
             plan = json.load(f)
@@ -380,6 +381,10 @@ def plan_settings(path, *, model, ranks, global_batch):
                             ("global batch", global_batch, plan.get("global_batch"))):
         if want != got:
             raise ValueError(f"{path}: a plan for {what} {got}, this run has {want}")
+    # Plan files written before these knobs joined the space hold data-parallel fp32 plans.
+    if flags.get("mp-splits", "") or flags.get("dp-mode", "allreduce") != "allreduce":
+        what = f"hybrid (--mp-splits {flags['mp-splits']})" if flags.get("mp-splits") else "a parameter server"
+        raise ValueError(f"{path}: the plan is {what}; the PyTorch examples train data parallel only")
     if flags["emb-placement"] != "table-wise":
         raise ValueError(f"{path}: the plan places the tables {flags['emb-placement']}; the PyTorch examples "
                          "shard them table-wise only")
@@ -387,4 +392,5 @@ def plan_settings(path, *, model, ranks, global_batch):
         raise ValueError(f"{path}: fusion {flags['fuse-bytes']} is none of {', '.join(_MIB)}")
     return {"hook": flags["dp-codec"], "allreduce": flags["dp-allreduce"],
             "emb_codec": f"{flags['emb-codec-fwd']}/{flags['emb-codec-bwd']}",
-            "bucket_cap_mb": _MIB[flags["fuse-bytes"]], "threads": int(flags["threads"])}
+            "bucket_cap_mb": _MIB[flags["fuse-bytes"]], "threads": int(flags["threads"]),
+            "mlp_precision": flags.get("mlp-precision", "fp32")}

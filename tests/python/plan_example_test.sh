@@ -29,7 +29,8 @@ f = plan["flags"]
 assert plan["model"] == model, (plan["model"], model)
 assert s == {"hook": f["dp-codec"], "allreduce": f["dp-allreduce"],
              "emb_codec": f["emb-codec-fwd"] + "/" + f["emb-codec-bwd"],
-             "bucket_cap_mb": {"0": 0, "1MiB": 1, "4MiB": 4}[f["fuse-bytes"]], "threads": int(f["threads"])}, s
+             "bucket_cap_mb": {"0": 0, "1MiB": 1, "4MiB": 4}[f["fuse-bytes"]], "threads": int(f["threads"]),
+             "mlp_precision": f["mlp-precision"]}, s
 def refused(words, path=f"{d}/plan.json", **kw):
     args = dict(model=model, ranks=2, global_batch=256) | kw
     try:
@@ -44,6 +45,10 @@ refused("a plan for global batch 256, this run has 512", global_batch=512)
 refused("a plan for model", model=plan_model([13, 64, 16], [367, 64, 1], 16, [1000] * 26))
 json.dump(dict(plan, flags=dict(f, **{"emb-placement": "replicated"})), open(f"{d}/replicated.json", "w"))
 refused("places the tables replicated", f"{d}/replicated.json")
+json.dump(dict(plan, flags=dict(f, **{"mp-splits": "bot:2", "micro-batches": "2"})), open(f"{d}/hybrid.json", "w"))
+refused("the plan is hybrid (--mp-splits bot:2)", f"{d}/hybrid.json")
+json.dump(dict(plan, flags=dict(f, **{"dp-mode": "ps"})), open(f"{d}/ps.json", "w"))
+refused("the plan is a parameter server", f"{d}/ps.json")
 open(f"{d}/garbage.json", "w").write("{not json")
 refused("not a plan file of sparq plan", f"{d}/garbage.json")
 print("ok: plan_settings", s)
