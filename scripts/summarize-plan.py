@@ -38,7 +38,7 @@ def load(path):
 def fp32(p):
     f = p["flags"]
     return (f["dp-codec"] == "none" and f["emb-codec-fwd"] == "fp32" and f["emb-codec-bwd"] == "fp32"
-            and f.get("mlp-precision", "fp32") == "fp32")  # runs before bf16 joined the space have no such flag
+            and all(f.get(k, DEFAULTS[k]) == DEFAULTS[k] for k in ("mlp-precision", "mp-codec", "dp-mode")))
 
 
 def main():
@@ -46,6 +46,7 @@ def main():
     print("| setting | plans (admitted) | run: planner / sweep | planning s | planner's plan | its ms/step in the sweep "
           "| sweep's fastest | ms/step | planner / fastest | vs defaults | vs fastest fp32 |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
+    structures = []
     for pruned_path in sorted(out.glob("*_pruned.jsonl")):
         name = pruned_path.name[: -len("_pruned.jsonl")]
         pruned, sweep = load(pruned_path), load(out / f"{name}_exhaustive.jsonl")
@@ -70,6 +71,12 @@ def main():
         print(f"| {name} | {space} ({admitted}) | {n_pruned} / {len(first)} | {secs} | {same['label']}{'' if same['flags'] == chosen['flags'] else ' (its ' + chosen['flags']['threads'] + ' threads not in the sweep)'} | {mine:.2f} "
               f"| {best['label']} | {best['modelled_ms_per_step']:.2f} | {mine / best['modelled_ms_per_step']:.3f} "
               f"| {f'{default / mine:.2f}x' if default else 'not run (memory)'} | {best_fp32 / mine:.2f}x |")
+        hybrid = [p["modelled_ms_per_step"] for p in ran if p["admitted"] and p["flags"].get("mp-splits")]
+        dp = [p["modelled_ms_per_step"] for p in ran if p["admitted"] and not p["flags"].get("mp-splits")]
+        if hybrid:
+            structures.append(f"{name} {min(dp):.2f} / {min(hybrid):.2f}")
+    if structures:
+        print(f"\nThe fastest data-parallel / hybrid plan of each sweep, ms/step: {'; '.join(structures)}.")
 
 
 def measured_ms(path, key="ms_per_it"):

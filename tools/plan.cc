@@ -225,6 +225,19 @@ plan::SearchOptions search_options(const PlanArgs& a, const TrainData& data, std
     return out;
   };
   so.refine = [&a, &data](const plan::PlanKnobs& k) { return run_on_clock(a, data, k, kRefineRuns * a.steps, false); };
+  so.structure_floor = [&a, &data, floors = std::make_shared<std::map<std::string, double>>()](
+                           const plan::PlanKnobs& k) {
+    plan::PlanKnobs bare = k;  // the structure without codecs, one thread
+    bare.dp_codec = "none", bare.dp_allreduce = "auto", bare.emb_fwd = bare.emb_bwd = "fp32", bare.mp_codec = "none";
+    bare.threads = 1;
+    const std::string key = bare.label();
+    if (!floors->contains(key)) {
+      PlanArgs infinite = a;
+      infinite.t.net = "100000gbit,0us";
+      (*floors)[key] = run_on_clock(infinite, data, bare, a.steps, false).ms_per_step;
+    }
+    return floors->at(key);
+  };
   if (!a.pilot) return so;
   so.judge_run = [&a, &fp32_loss](const plan::PlanKnobs& k, const plan::Measured& m) {
     if (!fp32_loss) fp32_loss = m.test_loss;

@@ -10,18 +10,6 @@ namespace sparq::plan {
 
 namespace {
 
-// A plan's step against a data-parallel rank's computation. Every plan
-// does the same work over the same ranks (a hybrid replica's 2 stages
-// compute twice a data-parallel rank's share of the batch, a server's
-// workers more than it), so a rank computes at least as long; a pipeline
-// of S stages and M micro-batches also idles (S - 1) of its M + S - 1
-// slots (GPipe's bubble).
-double pipeline_factor(const PlanKnobs& k) {
-  if (k.structure() != "hybrid") return 1;
-  constexpr double kStages = 2;  // the space's hybrid plans cut the bottom MLP in two
-  return (k.micro_batches + kStages - 1) / k.micro_batches;
-}
-
 void refine_leaders(std::vector<Candidate>& all, const SearchOptions& o) {
   std::vector<const Candidate*> leaders;
   for (const Candidate& c : all)
@@ -64,8 +52,12 @@ std::vector<Candidate> search(std::vector<Candidate> all, const std::function<Me
       c.skipped = "accuracy: " + c.verdict.why;
       continue;
     }
-    const auto least = least_compute.find(c.knobs.mlp);
-    const double floor = least == least_compute.end() ? 0 : o.compute_floor * least->second * pipeline_factor(c.knobs);
+    double floor = 0;
+    if (c.knobs.structure() != "dp") {
+      if (o.structure_floor) floor = o.compute_floor * o.structure_floor(c.knobs);
+    } else if (const auto least = least_compute.find(c.knobs.mlp); least != least_compute.end()) {
+      floor = o.compute_floor * least->second;
+    }
     const double bound = std::max(c.bound_ms, floor);
     if (!o.exhaustive && !c.knobs.fp32() && bound >= best) {
       c.skipped = fmt::format("cannot win: at least {:.2f} ms a step, the fastest run took {:.2f}", bound, best);

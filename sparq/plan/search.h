@@ -36,11 +36,16 @@ struct SearchOptions {
   // With pilots: a run plan's verdict from its run (the fp32 plans run
   // first); a plan it leaves out does not count as the fastest.
   std::function<Verdict(const PlanKnobs&, const Measured&)> judge_run;
-  // Any plan's computation is at least this fraction of the least any run
-  // data-parallel plan of the same MLP precision took (codecs add work; a
-  // plan never removes the MLPs'), a hybrid plan's that times its
-  // pipeline's bubble (search.cc).
+  // A data-parallel plan's computation is at least this fraction of the
+  // least any run data-parallel plan of the same MLP precision took (codecs
+  // add work; a plan never removes the MLPs').
   double compute_floor = 0.9;
+  // A hybrid or server plan's step is at least compute_floor times this: the
+  // step of its structure (MLP precision, placement, stages, servers) with
+  // no codec on an infinitely fast network (codecs add work, a network only
+  // time). Its computation cannot be told from data parallel's: a hybrid
+  // stage updates half the MLPs, its pipeline idles in its bubble.
+  std::function<double(const PlanKnobs&)> structure_floor;
   // The leaders (the admitted plans within refine_within of the fastest, at
   // most refine_max) run again by refine(), longer, once for each of
   // variants(k) (k itself and, e.g., other thread counts), and so does the

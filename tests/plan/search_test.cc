@@ -162,26 +162,39 @@ TEST(PlanSearch, Bf16MlpsAreNotBoundedByFp32sComputation) {
   EXPECT_EQ(fastest(got)->knobs.mlp, "bf16");
 }
 
-TEST(PlanSearch, AHybridPlanIsBoundedByDataParallelComputationAndItsPipelinesBubble) {
-  // Data parallel computes 10 ms a rank; a hybrid plan's 2 stages and 2
-  // micro-batches cannot take less than 0.9 x 10 x 3/2 = 13.5 ms, slower
-  // than the 11 ms data-parallel plan: it is not run, though it sorts first
-  // by its bound of 0 bytes.
+TEST(PlanSearch, AHybridPlanIsBoundedByItsStructureOnAnInfinitelyFastNetwork) {
+  // Data parallel's 11 ms plan ran first; the hybrid plan's bound of 0
+  // bytes sorts it first among the rest, but its structure alone takes 15
+  // ms on an infinitely fast network: 0.9 x 15 = 13.5 ms cannot win. With a
+  // structure of 5 ms it runs (and data parallel's computation, 10 ms, is
+  // no bound on it: a hybrid rank computes one stage).
   PlanKnobs fp32, codec, hybrid;
   codec.dp_codec = "q4", hybrid.dp_codec = "q4", hybrid.mp_splits = "bot:2", hybrid.micro_batches = 2;
-  std::vector<Candidate> all;
-  all.push_back({hybrid, {true, 0, ""}, 0, {}, ""});
-  all.push_back({codec, {true, 0, ""}, 1, {}, ""});
-  all.push_back({fp32, {true, 0, ""}, 5, {}, ""});
-  std::vector<std::string> ran;
-  const auto got = search(all, [&](const PlanKnobs& k) {
-    ran.push_back(k.label());
-    return k == fp32 ? Measured{12, 10, {}, {}} : k == codec ? Measured{11, 10, {}, {}} : Measured{20, 5, {}, {}};
-  }, {});
-  EXPECT_EQ(ran, (std::vector{fp32.label(), codec.label()}));
-  const auto h = std::find_if(got.begin(), got.end(), [&](const Candidate& c) { return c.knobs == hybrid; });
-  ASSERT_NE(h, got.end());
-  EXPECT_NE(h->skipped.find("cannot win: at least 13.50 ms"), std::string::npos) << h->skipped;
+  for (const double structure : {15.0, 5.0}) {
+    std::vector<Candidate> all;
+    all.push_back({hybrid, {true, 0, ""}, 0, {}, ""});
+    all.push_back({codec, {true, 0, ""}, 1, {}, ""});
+    all.push_back({fp32, {true, 0, ""}, 5, {}, ""});
+    std::vector<std::string> ran;
+    SearchOptions o;
+    o.structure_floor = [&](const PlanKnobs& k) {
+      EXPECT_EQ(k.structure(), "hybrid");
+      return structure;
+    };
+    const auto got = search(all, [&](const PlanKnobs& k) {
+      ran.push_back(k.label());
+      return k == fp32 ? Measured{12, 10, {}, {}} : k == codec ? Measured{11, 10, {}, {}} : Measured{8, 4, {}, {}};
+    }, o);
+    const auto h = std::find_if(got.begin(), got.end(), [&](const Candidate& c) { return c.knobs == hybrid; });
+    ASSERT_NE(h, got.end());
+    if (structure == 15) {
+      EXPECT_EQ(ran, (std::vector{fp32.label(), codec.label()}));
+      EXPECT_NE(h->skipped.find("cannot win: at least 13.50 ms"), std::string::npos) << h->skipped;
+    } else {
+      EXPECT_EQ(ran.back(), hybrid.label());
+      EXPECT_EQ(fastest(got)->knobs, hybrid);
+    }
+  }
 }
 
 }  // namespace sparq::plan
