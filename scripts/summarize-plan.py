@@ -185,9 +185,11 @@ def check(out):
         return
     ms = {kind: [measured_ms(f) for f in sorted(runs.glob(f"{kind}_r*.jsonl"))] for kind in ("defaults", "plan", "fastest")}
     med = {k: statistics.median(v) for k, v in ms.items()}
+    ratios = [a / b for a, b in zip(ms["plan"], ms["fastest"])]  # paired by round, as the clock's check
     print(f"\nsparq train --plan on the cluster, {len(ms['plan'])} interleaved rounds (median ms/step): the plan "
           f"{med['plan']:.2f}, the sweep's fastest plan ({fastest_measured(out / 'cluster4')}, --threads 1) {med['fastest']:.2f}, the "
-          f"default flags {med['defaults']:.2f}: the plan is {med['plan'] / med['fastest']:.3f}x the fastest's step and "
+          f"default flags {med['defaults']:.2f}: the plan is {med['plan'] / med['fastest']:.3f}x the fastest's step "
+          f"(round by round {', '.join(f'{r:.3f}' for r in ratios)}: median {statistics.median(ratios):.3f}) and "
           f"{med['defaults'] / med['plan']:.2f}x faster than the defaults.")
 
 
