@@ -339,7 +339,18 @@ def budget(out):
           f"| {statistics.median(defaults):.2f} | 1.00x |")
 
 
+def admitted_flags(sweep):
+    """Each admitted plan an exhaustive run ran (its JSON lines), as train flags but --threads: what the
+    cluster sweeps train, each at --threads 1 (an empty value, no --mp-splits, is the flag's default)."""
+    for p in load(sweep):
+        if p["admitted"] and "modelled_ms_per_step" in p and not p["refined"]:
+            print(" ".join(f"--{k} {v}" for k, v in sorted(p["flags"].items()) if k != "threads" and v != ""))
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--admitted-flags"]:  # SWEEP: an exhaustive run's --metrics
+        admitted_flags(pathlib.Path(sys.argv[2]))
+        sys.exit()
     if sys.argv[1:2] == ["--fastest-measured"]:  # [RUNS]: a sweep's runs folder (docs/data/plan/cluster4's)
         print(fastest_measured(pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else "docs/data/plan/cluster4")))
         sys.exit()
