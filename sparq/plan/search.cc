@@ -36,10 +36,8 @@ void refine_leaders(std::vector<Candidate>& all, const SearchOptions& o) {
 std::vector<Candidate> search(std::vector<Candidate> all, const std::function<Measured(const PlanKnobs&)>& run,
                               const SearchOptions& o) {
   // The fp32 plans first (every speed-up is against the fastest of them),
-  // then by bound.
-  // The fp32 plans first (every speed-up is against the fastest of them),
-  // then the data-parallel plans (their computation bounds the others'),
-  // each by bound.
+  // then the data-parallel plans (fast ones set the pace the others' bounds
+  // are held to), each by bound.
   std::stable_sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
     if (a.knobs.fp32() != b.knobs.fp32()) return a.knobs.fp32();
     const bool dp_a = a.knobs.structure() == "dp", dp_b = b.knobs.structure() == "dp";
@@ -52,14 +50,16 @@ std::vector<Candidate> search(std::vector<Candidate> all, const std::function<Me
       c.skipped = "accuracy: " + c.verdict.why;
       continue;
     }
+    const bool may_skip = !o.exhaustive && !c.knobs.fp32();
     double floor = 0;
     if (c.knobs.structure() != "dp") {
-      if (o.structure_floor) floor = o.compute_floor * o.structure_floor(c.knobs);
+      // The floor costs a run of its own: only where it may save one.
+      if (o.structure_floor && may_skip) floor = o.compute_floor * o.structure_floor(c.knobs);
     } else if (const auto least = least_compute.find(c.knobs.mlp); least != least_compute.end()) {
       floor = o.compute_floor * least->second;
     }
     const double bound = std::max(c.bound_ms, floor);
-    if (!o.exhaustive && !c.knobs.fp32() && bound >= best) {
+    if (may_skip && bound >= best) {
       c.skipped = fmt::format("cannot win: at least {:.2f} ms a step, the fastest run took {:.2f}", bound, best);
       continue;
     }
