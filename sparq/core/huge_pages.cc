@@ -27,8 +27,8 @@ struct Kept {
   }
 };
 Kept& kept() {
-  static Kept k;
-  return k;
+  static Kept* k = new Kept;  // never destroyed: an array may be freed during exit, after static destructors
+  return *k;
 }
 
 // A kept mapping of exactly `len` bytes, or nullptr (then none is kept).
