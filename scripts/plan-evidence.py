@@ -31,23 +31,24 @@ def seeds(folder, prefix):
     return out
 
 
+def changes(base, runs):
+    """The relative change of the test loss, %, of each seed both ran."""
+    return [100 * (runs[s] / base[s] - 1) for s in sorted(set(base) & set(runs))]
+
+
+def summary(xs):
+    """Mean and worst change and the number of pairs (None: no pair)."""
+    return (statistics.fmean(xs), max(xs), len(xs)) if xs else None
+
+
 def paired(base, runs):
-    """Mean and worst relative change of the test loss, % (seeds both ran)."""
-    common = sorted(set(base) & set(runs))
-    changes = [100 * (runs[s] / base[s] - 1) for s in common]
-    if not changes:
-        return None
-    return statistics.fmean(changes), max(changes), len(changes), changes
+    return summary(changes(base, runs))
 
 
 def pooled(folder, base, run):
     """paired() over every data set of a map: runs SET_BASE_sSEED against SET_RUN_sSEED."""
-    changes = []
-    for data_set in sorted({p.name.split(f"_{base}_s")[0] for p in folder.glob(f"*_{base}_s*.jsonl")}):
-        got = paired(seeds(folder, f"{data_set}_{base}"), seeds(folder, f"{data_set}_{run}"))
-        if got:
-            changes += got[3]
-    return (statistics.fmean(changes), max(changes), len(changes), changes) if changes else None
+    sets = sorted({p.name.split(f"_{base}_s")[0] for p in folder.glob(f"*_{base}_s*.jsonl")})
+    return summary([x for d in sets for x in changes(seeds(folder, f"{d}_{base}"), seeds(folder, f"{d}_{run}"))])
 
 
 def entries(data):
@@ -92,7 +93,7 @@ def main():
     for kind, codec, placement, ranks, got, what, source in entries(data):
         if got is None:
             continue
-        mean, worst, n, _ = got
+        mean, worst, n = got
         print(f'{{"{kind}", "{codec}", "{placement}", {ranks}, {mean:.3f}, {worst:.3f}, {n}, "{what}", "{source}"}},')
 
 

@@ -41,8 +41,7 @@ def fp32(p):
             and all(f.get(k, DEFAULTS[k]) == DEFAULTS[k] for k in ("mlp-precision", "mp-codec", "dp-mode")))
 
 
-def main():
-    out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan")
+def main(out):
     print("| setting | plans (admitted) | run: planner / sweep | planning s | planner's plan | its ms/step in the sweep "
           "| sweep's fastest | ms/step | planner / fastest | vs defaults | vs fastest fp32 |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -327,7 +326,7 @@ def budget(out):
     for b in budgets:
         plans = [p for p in load(d / f"budget{b}.jsonl") if not p.get("refined")]
         plan = json.loads((d / f"budget{b}.plan.json").read_text())
-        chosen = next(p for p in plans if all(p["flags"][k] == v for k, v in plan["flags"].items() if k != "threads"))
+        chosen = next(p for p in plans if plan_key(p["flags"]) == plan_key(plan["flags"]))
         secs = re.search(r"planned in ([\d.]+) s", (d / f"budget{b}.log").read_text()).group(1)
         ms = [measured_ms(f) for f in sorted(d.glob(f"budget{b}_r*.jsonl"))]
         threads = plan["flags"]["threads"]
@@ -354,11 +353,6 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--fastest-measured"]:  # [RUNS]: a sweep's runs folder (docs/data/plan/cluster4's)
         print(fastest_measured(pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else "docs/data/plan/cluster4")))
         sys.exit()
-    main()
-    check(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
-    clock_check(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
-    accuracy(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
-    measure(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
-    unshaped(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
-    budget(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
-    cluster(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan"))
+    out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan")
+    for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster):
+        table(out)

@@ -5,8 +5,9 @@
 //
 // The rule: each codec of the plan (the dense gradients', the tables'
 // alltoall pair, bf16 MLPs, DCT-MP at a hybrid plan's cut, and the
-// parameter server's asynchrony with its push codec) needs a stored measurement at a rank count within 2x of the
-// plan's, over at least 2 paired seeds; the plan's expected change of the
+// parameter server's asynchrony with its push codec) needs a stored
+// measurement at a rank count within 2x of the plan's, over at least 2
+// paired seeds; the plan's expected change of the
 // final test loss is the sum of its codecs' mean changes (a negative one
 // counted as 0), and it enters
 // only when that sum is at most the budget. Codecs' effects adding up is an

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
 namespace sparq::plan {
@@ -67,8 +66,8 @@ std::vector<Candidate> search(std::vector<Candidate> all, const std::function<Me
     if (o.judge_run) c.verdict = o.judge_run(c.knobs, *c.run);
     if (c.verdict.admitted) best = std::min(best, c.run->ms_per_step);
     if (c.run->compute_ms > 0 && c.knobs.structure() == "dp") {
-      auto [it, first] = least_compute.try_emplace(c.knobs.mlp, c.run->compute_ms);
-      if (!first) it->second = std::min(it->second, c.run->compute_ms);
+      double& least = least_compute.try_emplace(c.knobs.mlp, c.run->compute_ms).first->second;
+      least = std::min(least, c.run->compute_ms);
     }
   }
   if (o.refine) refine_leaders(all, o);
