@@ -39,9 +39,10 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 import sparq
 import sparq.torch as st
-from sparq.dlrm import (NUM_SPARSE, ThreadClock, add_args, assign_tables, checkpoint_path, copy_dense, init_distributed,
-                        newest_checkpoint, plan_model, plan_settings, read_checkpoint, read_data, report_test, rows_of,
+from sparq.dlrm import (NUM_SPARSE, ThreadClock, add_args, architecture, assign_tables, checkpoint_path, copy_dense,
+                        init_distributed, newest_checkpoint, read_checkpoint, read_data, report_test, rows_of,
                         write_checkpoint)
+from sparq.planner import Plan, plan_model
 
 
 
@@ -247,7 +248,7 @@ PLANNED = {"hook": "none", "emb_codec": "fp32", "bucket_cap_mb": 25.0, "threads"
 
 
 def apply_plan(args, size):
-    """--plan: the plan's settings (sparq.dlrm.plan_settings checks it was made
+    """--plan: the plan's settings (Plan.settings checks it was made
     for this model, rank count and global batch; parse_args, that none of
     them was also given); else the defaults of those not given."""
     args.allreduce = "auto"
@@ -257,8 +258,8 @@ def apply_plan(args, size):
         return
     dim, bot, top, sizes = architecture(args)
     try:
-        s = plan_settings(args.plan, model=plan_model(bot, top, dim, sizes), ranks=size,
-                          global_batch=args.mini_batch_size)
+        s = Plan(args.plan).settings(model=plan_model(bot, top, dim, sizes), ranks=size,
+                                     global_batch=args.mini_batch_size)
     except ValueError as e:
         raise SystemExit(f"--plan {e}") from None
     for k, v in s.items():
@@ -286,20 +287,6 @@ def setup(args):
         pass  # another BLAS: torch's own setting is the one
     torch.manual_seed(args.seed)
     return rank, size, device
-
-
-def architecture(args):
-    """The architecture flags: (feature size, bottom MLP's widths, top
-    MLP's widths from the interaction's output on, the 26 tables' rows)."""
-    dim = args.arch_sparse_feature_size
-    bot = [int(w) for w in args.arch_mlp_bot.split("-")]
-    top_in = bot[-1] + (NUM_SPARSE + 1) * NUM_SPARSE // 2
-    top = [top_in] + [int(w) for w in args.arch_mlp_top.split("-")]
-    sizes = [int(s) for s in args.arch_embedding_size.split("-")]
-    sizes = sizes * NUM_SPARSE if len(sizes) == 1 else sizes
-    if len(sizes) != NUM_SPARSE or bot[-1] != dim:
-        raise SystemExit("--arch-embedding-size needs 1 or 26 sizes, and the bottom MLP must end in the feature size")
-    return dim, bot, top, sizes
 
 
 BITS = {"fp32": 32, "q8": 8, "q4": 4, "q2": 2}

@@ -36,14 +36,17 @@ import sparq
 import sparq.torch as st
 import sparq.torchrec as sq
 from fbgemm_gpu.split_embedding_configs import EmbOptimType
-from sparq.dlrm import (NUM_DENSE, NUM_SPARSE, ThreadClock, add_args, copy_dense, init_distributed, read_checkpoint,
-                        read_data, report_test, rows_of)
+from sparq.dlrm import (NUM_DENSE, NUM_SPARSE, ThreadClock, add_args, architecture, copy_dense, init_distributed,
+                        read_checkpoint, read_data, report_test, rows_of)
+from sparq.planner import Plan, plan_model
 from torchrec import EmbeddingBagCollection, EmbeddingBagConfig, KeyedJaggedTensor
 from torchrec.distributed import DistributedModelParallel
+from torchrec.distributed.model_parallel import DefaultDataParallelWrapper
 from torchrec.distributed.embeddingbag import EmbeddingBagCollectionSharder
 from torchrec.distributed.fbgemm_qcomm_codec import CommType, QCommsConfig, get_qcomm_codecs_registry
 from torchrec.distributed.planner import EmbeddingShardingPlanner, ParameterConstraints, Topology
-from torchrec.distributed.types import CommOp, ShardingType
+from torchrec.distributed.sharding_plan import construct_module_sharding_plan, table_wise
+from torchrec.distributed.types import CommOp, ShardingPlan, ShardingType
 from torchrec.models.dlrm import DLRM
 from torchrec.optim.keyed import KeyedOptimizerWrapper
 from torchrec.optim.optimizers import in_backward_optimizer_filter
@@ -54,16 +57,50 @@ QCOMMS = ("none", "fp16", "bf16", "fp8", "int8", "mx4")
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_args(ap)
-    ap.add_argument("--qcomms", default="none", choices=QCOMMS, help="TorchRec's codec of the embeddings' alltoall")
-    ap.add_argument("--sparq-emb", default="none", help="sparq's codecs of the embeddings' alltoall, FWD/BWD, e.g. q4/q2")
-    ap.add_argument("--hook", default="none", help="the dense gradients: none (torch's allreduce) | dct:ETA,L | "
-                    "q8|q4|q2[+ec] | topk:K/B (sparq's DDP hooks)")
+    ap.add_argument("--qcomms", choices=QCOMMS, help="TorchRec's codec of the embeddings' alltoall (default none)")
+    ap.add_argument("--sparq-emb", help="sparq's codecs of the embeddings' alltoall, FWD/BWD, e.g. q4/q2 "
+                                        "(default none)")
+    ap.add_argument("--hook", help="the dense gradients: none (torch's allreduce) | dct:ETA,L | "
+                    "q8|q4|q2[+ec] | topk:K/B (sparq's DDP hooks; default none)")
+    ap.add_argument("--plan", help="a plan file of `sparq plan` (or sparq.plan()) for this model, rank count and "
+                                   "global batch: sets --hook (and its collective), --sparq-emb, DDP's bucket size "
+                                   "(the plan's fusion), --threads, --mlp-precision and which rank holds each table")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="rank 0 prints torch.profiler's CPU ops of N steps (from step 20 on), by self time")
+    ap.set_defaults(threads=None, mlp_precision=None)  # given, or the plan's, or PLANNED's
     args = ap.parse_args()
+    given = [k for k in PLANNED if getattr(args, k) is not None]
+    if args.plan and given:
+        raise SystemExit(f"--plan sets {', '.join('--' + k.replace('_', '-') for k in given)}: give one or the other")
+    for k, v in PLANNED.items():
+        setattr(args, k, v if getattr(args, k) is None else getattr(args, k))
     if args.qcomms != "none" and args.sparq_emb != "none":
         raise SystemExit("--qcomms and --sparq-emb both code the embeddings' alltoall: give one")
+    args.allreduce = "auto"  # the hook's collective: a plan's, else the rule in build()
     return args
+
+
+# The settings a plan file makes, and their defaults without one.
+PLANNED = {"hook": "none", "qcomms": "none", "sparq_emb": "none", "threads": 1, "mlp_precision": "fp32"}
+
+
+def apply_plan(args, size):
+    """--plan: the plan's settings (Plan.settings checks it was made for
+    this model, rank count and global batch) and its tables' ranks. Returns
+    (the dense part's DDP options, each table's rank or None: TorchRec's
+    planner places them)."""
+    if not args.plan:
+        return {}, None
+    dim, bot, top, sizes = architecture(args)
+    try:
+        plan = Plan(args.plan)
+        s = plan.settings(model=plan_model(bot, top, dim, sizes), ranks=size, global_batch=args.mini_batch_size)
+    except ValueError as e:
+        raise SystemExit(f"--plan {e}") from None
+    args.hook, args.allreduce, args.threads, args.mlp_precision = s["hook"], s["allreduce"], s["threads"], \
+        s["mlp_precision"]
+    args.sparq_emb = "none" if s["emb_codec"] == "fp32/fp32" else s["emb_codec"]
+    return {"bucket_cap_mb": s["bucket_cap_mb"]}, plan.table_owners(sizes)
 
 
 class Autocast(nn.Module):
@@ -122,19 +159,26 @@ def load_sparq(path, dmp, sizes, dim, dense_width):
     return int(meta.get("step", 0))
 
 
-def build(args, rank, size):
-    dim = args.arch_sparse_feature_size
-    bot = [int(w) for w in args.arch_mlp_bot.split("-")]
-    top = [int(w) for w in args.arch_mlp_top.split("-")]
-    sizes = [int(s) for s in args.arch_embedding_size.split("-")]
-    sizes = sizes * NUM_SPARSE if len(sizes) == 1 else sizes
-    if len(sizes) != NUM_SPARSE or bot[0] != NUM_DENSE or bot[-1] != dim:
-        raise SystemExit("--arch-embedding-size needs 1 or 26 sizes, and the bottom MLP must go from 13 to the "
-                         "feature size")
+def sharding_plan(model, sharder, tables, owners, size):
+    """Table-wise: each table on the rank OWNERS gives it (a sparq plan's
+    placement), or where TorchRec's planner puts it (OWNERS None)."""
+    if owners is None:
+        constraints = {t.name: ParameterConstraints(sharding_types=[ShardingType.TABLE_WISE.value]) for t in tables}
+        return EmbeddingShardingPlanner(topology=Topology(world_size=size, compute_device="cpu"),
+                                        constraints=constraints).collective_plan(model, [sharder],
+                                                                                 dist.GroupMember.WORLD)
+    ebc = model.sparse_arch.embedding_bag_collection
+    return ShardingPlan({"sparse_arch.embedding_bag_collection": construct_module_sharding_plan(
+        ebc, {t.name: table_wise(rank=owners[i]) for i, t in enumerate(tables)}, sharder=sharder,
+        local_size=size, world_size=size, device_type="cpu")})
+
+
+def build(args, rank, size, ddp_options, owners):
+    dim, bot, top, sizes = architecture(args)
     tables = [EmbeddingBagConfig(name=f"t{t}", embedding_dim=dim, num_embeddings=sizes[t], feature_names=[f"f{t}"])
               for t in range(NUM_SPARSE)]
     model = DLRM(embedding_bag_collection=EmbeddingBagCollection(tables=tables, device=torch.device("meta")),
-                 dense_in_features=NUM_DENSE, dense_arch_layer_sizes=bot[1:], over_arch_layer_sizes=top)
+                 dense_in_features=NUM_DENSE, dense_arch_layer_sizes=bot[1:], over_arch_layer_sizes=top[1:])
     init_like_sparq(model)
     bf16 = args.mlp_precision == "bf16"
     model.dense_arch, model.over_arch = Autocast(model.dense_arch, bf16), Autocast(model.over_arch, bf16)
@@ -150,15 +194,14 @@ def build(args, rank, size):
     sharder = EmbeddingBagCollectionSharder(
         fused_params={"optimizer": EmbOptimType.EXACT_SGD, "learning_rate": args.learning_rate},
         qcomm_codecs_registry=registry)
-    constraints = {t.name: ParameterConstraints(sharding_types=[ShardingType.TABLE_WISE.value]) for t in tables}
-    plan = EmbeddingShardingPlanner(topology=Topology(world_size=size, compute_device="cpu"),
-                                    constraints=constraints).collective_plan(model, [sharder], dist.GroupMember.WORLD)
+    plan = sharding_plan(model, sharder, tables, owners, size)
     hook = None
-    wrapper = None
+    wrapper = DefaultDataParallelWrapper(**ddp_options)
     if args.hook != "none":
-        hook = st.Hook(args.hook, allreduce="ring" if args.hook.startswith("q") else "auto",
+        allreduce = args.allreduce if args.allreduce != "auto" else "ring" if args.hook.startswith("q") else "auto"
+        hook = st.Hook(args.hook, allreduce=allreduce,
                        comm=st.connect(timeout=datetime.timedelta(seconds=args.timeout)))
-        wrapper = sq.data_parallel_wrapper(hook)
+        wrapper = sq.data_parallel_wrapper(hook, **ddp_options)
     dmp = DistributedModelParallel(model, device=torch.device("cpu"), plan=plan, sharders=[sharder],
                                    data_parallel_wrapper=wrapper)
     dense_opt = KeyedOptimizerWrapper(dict(in_backward_optimizer_filter(dmp.named_parameters())),
@@ -176,13 +219,16 @@ def kjt(ids, sizes):
                                                lengths=torch.ones(NUM_SPARSE * n, dtype=torch.int32))
 
 
+def table_ranks(plan):
+    """The rank that holds each table (t0, t1, ...) in the sharding plan."""
+    ranks = {name: ps.ranks[0] for shards in plan.plan.values() for name, ps in shards.items()}
+    return [ranks[f"t{t}"] for t in range(NUM_SPARSE)]
+
+
 def owned_dims(plan, size, dim):
     """Values per sample each rank's tables give (TorchRec's dim_sum_per_rank)."""
-    d = [0] * size
-    for shards in plan.plan.values():
-        for ps in shards.values():
-            d[ps.ranks[0]] += dim
-    return d
+    ranks = table_ranks(plan)
+    return [dim * ranks.count(r) for r in range(size)]
 
 
 def block_bytes(registry, op_dir, n):
@@ -197,9 +243,10 @@ def block_bytes(registry, op_dir, n):
 def main():
     args = parse_args()
     rank, size = init_distributed(args.timeout)
+    ddp_options, owners = apply_plan(args, size)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    dmp, dense_opt, hook, registry, sizes, start, plan = build(args, rank, size)
+    dmp, dense_opt, hook, registry, sizes, start, plan = build(args, rank, size, ddp_options, owners)
     train, test_set = read_data(args.data_path)
     batch = args.mini_batch_size
     if batch % size:
@@ -219,6 +266,10 @@ def main():
     n_dense = sum(p.numel() for _, p in in_backward_optimizer_filter(dmp.named_parameters()))
     ring = 2 * (size - 1) / size * 4 * n_dense  # torch's allreduce, by the ring formula
     emb = f"sparq {args.sparq_emb}" if args.sparq_emb != "none" else f"torchrec {args.qcomms}"
+    if rank == 0 and args.plan:
+        print(f"torchrec_dlrm: plan {args.plan}: hook {args.hook} ({args.allreduce}), sparq-emb {args.sparq_emb}, "
+              f"bucket-cap-mb {ddp_options['bucket_cap_mb']:g}, threads {args.threads}, tables by rank {table_ranks(plan)}",
+              flush=True)
     if rank == 0:
         print(f"torchrec_dlrm: {size} ranks, tables table-wise ({dims} values per sample by rank), embeddings' "
               f"alltoall {emb}, hook {args.hook}, mlp-precision {args.mlp_precision}, global batch {batch}, "

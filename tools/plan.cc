@@ -39,6 +39,7 @@ struct PlanArgs {
   double budget = 0.1;  // %
   bool exhaustive = false, measure = false;
   std::string host_memory = "0", out = "plan.json", metrics;
+  std::string trainer = "sparq";  // --for: or "pytorch", the plans its examples can train
 };
 
 constexpr std::size_t kWarmupSteps = 2;  // not timed: first touches of the tables and buffers
@@ -146,9 +147,15 @@ void print_table(const std::vector<plan::Candidate>& all, double fp32_ms) {
                fp32_ms / c.run->ms_per_step, bytes_text(c.run->bytes_per_step));
     fmt::print("      accuracy: {}{}\n", c.verdict.admitted ? "" : "LEFT OUT: ", c.verdict.why);
   }
+  // Left out for accuracy, or for what candidates() found (memory, the CPU, --for).
+  auto reason = [](const plan::Candidate& c) {
+    for (const char* other : {"memory", "bf16 MLPs", "--for pytorch"})
+      if (c.verdict.why.starts_with(other)) return std::string(other);
+    return c.skipped.substr(0, c.skipped.find(':'));
+  };
   std::map<std::string, int> reasons;
   for (const plan::Candidate& c : all)
-    if (!c.run) ++reasons[c.skipped.substr(0, c.skipped.find(':'))];
+    if (!c.run) ++reasons[reason(c)];
   for (const auto& [why, n] : reasons) fmt::print("not run: {} plan{} ({})\n", n, n > 1 ? "s" : "", why);
 }
 
@@ -186,7 +193,9 @@ std::vector<plan::Candidate> candidates(const PlanArgs& a, const DlrmConfig& cfg
     plan::Candidate c{k, a.pilot ? plan::Verdict{true, 0, "pilot"} : plan::judge(k, a.hosts, a.budget), 0, {}, ""};
     c.bound_ms = 1e3 * plan::min_bytes_sent(k, shape) * net.beta_s_per_b;
     const double tables = table_bytes_per_rank(k, cfg, a.hosts);
-    if (k.mlp == "bf16" && !bf16_gemm_unavailable().empty())
+    if (a.trainer == "pytorch" && (k.structure() != "dp" || k.placement != "table-wise"))
+      c.verdict = {false, 0, "--for pytorch: the PyTorch examples train data parallel, the tables table-wise"};
+    else if (k.mlp == "bf16" && !bf16_gemm_unavailable().empty())
       c.verdict = {false, 0, "bf16 MLPs: " + bf16_gemm_unavailable()};
     else if (tables > memory)
       c.verdict = {false, 0, fmt::format("memory: {} of tables a rank, {} a host", format_bytes(tables),
@@ -366,6 +375,11 @@ void add_plan(CLI::App& app, Run& run) {
   c->add_option("--pilot", a->pilot,
                 "Judge accuracy on this data instead of the stored runs: every plan run N steps from the same start "
                 "as fp32, then tested (0: the stored runs)")
+      ->capture_default_str();
+  c->add_option("--for", a->trainer,
+                "The trainer the plan is for: sparq (sparq train: the whole space) or pytorch (examples/dlrm_ddp.py "
+                "and torchrec_dlrm.py, sparq.plan(): data-parallel plans with the tables table-wise)")
+      ->check(CLI::IsMember({"sparq", "pytorch"}))
       ->capture_default_str();
   c->add_flag("--exhaustive", a->exhaustive, "Run every admitted plan, also those whose bound cannot win");
   c->add_option("--out", a->out, "The plan file to write")->capture_default_str();

@@ -41,3 +41,4 @@ from ._sparq import (  # noqa: E402,F401
     launched_by_mpiexec,
     quantized_alltoallv,
 )
+from .planner import Plan, plan  # noqa: E402,F401

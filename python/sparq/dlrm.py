@@ -344,53 +344,16 @@ class ThreadClock:
               f"({parts})", flush=True)
 
 
-
-# The plan file's knobs that the PyTorch example has a setting for.
-_PLAN_KNOBS = ("dp-allreduce", "dp-codec", "emb-codec-bwd", "emb-codec-fwd", "emb-placement", "fuse-bytes", "threads")
-_MIB = {"0": 0.0, "1MiB": 1.0, "4MiB": 4.0}
-
-
-def plan_model(bot, top, dim, sizes):
-    """The model a plan file names (as sparq plan writes it): the MLPs' widths
-    (the top one from the interaction's output on), the tables and their rows."""
-    rows = f"{sizes[0]} each" if len(set(sizes)) == 1 else "-".join(map(str, sizes))
-    return (f"bot {'-'.join(map(str, bot))}, top {'-'.join(map(str, top))}, {len(sizes)} tables x {dim}, "
-            f"rows {rows}")
-
-
-def plan_settings(path, *, model, ranks, global_batch):
-    """The DDP settings of a `sparq plan` file for a DLRM in PyTorch: the
-    hook's codec and collective, the lookups' alltoall codecs (FWD/BWD),
-    DDP's bucket size in MiB (the plan's fusion; 0: a bucket a tensor), the
-    threads a rank and the MLPs' precision. The plan must be for this model
-    (plan_model's string), rank count and global batch, data parallel (not
-    hybrid, not a parameter server) with the tables placed table-wise (the
-    examples' only placement); else ValueError saying which."""
-    try:
-        with open(path) as f:
-            plan = json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
-        raise ValueError(f"{path}: not a plan file of sparq plan ({e})") from None
-    if not isinstance(plan, dict) or plan.get("format") != "sparq-plan" or plan.get("format_version") != 1:
-        raise ValueError(f"{path}: not a plan file of sparq plan (format sparq-plan, version 1)")
-    flags = plan.get("flags", {})
-    missing = [k for k in _PLAN_KNOBS if k not in flags]
-    if missing:
-        raise ValueError(f"{path}: the plan has no {', '.join(missing)}")
-    for what, want, got in (("model", model, plan.get("model")), ("ranks", ranks, plan.get("ranks")),
-                            ("global batch", global_batch, plan.get("global_batch"))):
-        if want != got:
-            raise ValueError(f"{path}: a plan for {what} {got}, this run has {want}")
-    # Plan files written before these knobs joined the space hold data-parallel fp32 plans.
-    if flags.get("mp-splits", "") or flags.get("dp-mode", "allreduce") != "allreduce":
-        what = f"hybrid (--mp-splits {flags['mp-splits']})" if flags.get("mp-splits") else "a parameter server"
-        raise ValueError(f"{path}: the plan is {what}; the PyTorch examples train data parallel only")
-    if flags["emb-placement"] != "table-wise":
-        raise ValueError(f"{path}: the plan places the tables {flags['emb-placement']}; the PyTorch examples "
-                         "shard them table-wise only")
-    if flags["fuse-bytes"] not in _MIB:
-        raise ValueError(f"{path}: fusion {flags['fuse-bytes']} is none of {', '.join(_MIB)}")
-    return {"hook": flags["dp-codec"], "allreduce": flags["dp-allreduce"],
-            "emb_codec": f"{flags['emb-codec-fwd']}/{flags['emb-codec-bwd']}",
-            "bucket_cap_mb": _MIB[flags["fuse-bytes"]], "threads": int(flags["threads"]),
-            "mlp_precision": flags.get("mlp-precision", "fp32")}
+def architecture(args):
+    """The architecture flags: (feature size, bottom MLP's widths, top
+    MLP's widths from the interaction's output on, the 26 tables' rows)."""
+    dim = args.arch_sparse_feature_size
+    bot = [int(w) for w in args.arch_mlp_bot.split("-")]
+    top_in = bot[-1] + (NUM_SPARSE + 1) * NUM_SPARSE // 2
+    top = [top_in] + [int(w) for w in args.arch_mlp_top.split("-")]
+    sizes = [int(s) for s in args.arch_embedding_size.split("-")]
+    sizes = sizes * NUM_SPARSE if len(sizes) == 1 else sizes
+    if len(sizes) != NUM_SPARSE or bot[0] != NUM_DENSE or bot[-1] != dim:
+        raise SystemExit("--arch-embedding-size needs 1 or 26 sizes, and the bottom MLP must go from 13 to the "
+                         "feature size")
+    return dim, bot, top, sizes
