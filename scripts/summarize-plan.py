@@ -22,7 +22,8 @@ MODELS = {"cluster4-hostcores0": "a core for each thread (--host-cores 0)",
           "cluster4-alpha200us": "a core for each thread and 200 us a message",
           "cluster4-alpha500us": "a core for each thread and 500 us a message",
           "cluster4-hostcores1": "one core a host (--host-cores 1), as the plan's sweep",
-          "cluster4-hostcores1-alpha300us": "one core a host and 300 us a message"}
+          "cluster4-hostcores1-alpha300us": "one core a host and 300 us a message",
+          "cluster4-shared2": "the 4 hosts sharing 2 cores at full speed (--shared-cores 2)"}
 
 
 def plan_key(flags, leave_out=()):
@@ -216,10 +217,7 @@ def clock_check(out):
 def accuracy(out):
     """scripts/plan-accuracy: the plan's test loss against the same runs without codecs, paired by seed, on
     each of the DP/MP maps' data sets and over all of them: the final test's, and the mean of the last three
-    tests' (steadier)."""
-    runs = out / "accuracy"
-    if not (runs / "plan.json").exists():
-        return
+    tests' (steadier); one epoch at the default rate (accuracy-1epoch), and three with the rate decayed."""
     dp = importlib.util.spec_from_file_location("summarize_dp", pathlib.Path(__file__).parent / "summarize-dp.py")
     t975 = importlib.util.module_from_spec(dp)
     dp.loader.exec_module(t975)
@@ -229,26 +227,35 @@ def accuracy(out):
         losses = [e["loss"] for e in events if e["event"] == "test"]
         return losses if losses and any(e["event"] == "summary" for e in events) else None
 
-    changes = {}  # data set -> [(final, last three)]
-    for f in sorted(runs.glob("*_plan_s*.jsonl")):
-        data, seed = re.fullmatch(r"(.+)_plan_s(\d+)", f.stem).groups()
-        ours, base = tests(f), tests(runs / f"{data}_fp32_s{seed}.jsonl")
-        if ours and base:
-            last3 = statistics.fmean(ours[-3:]) / statistics.fmean(base[-3:])
-            changes.setdefault(data, []).append((100 * (ours[-1] / base[-1] - 1), 100 * (last3 - 1)))
-    plan = json.loads((runs / "plan.json").read_text())
-    flags = " ".join(f"--{k} {v}" for k, v in sorted(plan["flags"].items()))
-    print(f"\nThe plan `{flags}` against table-wise fp32, test loss change after one epoch, paired by seed:")
-    print("\n| data set | seeds | final test: mean [95 % interval] | per seed | last three tests: mean [95 % interval] "
-          "| per seed |")
-    print("|---|---|---|---|---|---|")
-
     def cell(xs):
         m = statistics.fmean(xs)
         half = t975.T975[len(xs) - 1] * statistics.stdev(xs) / len(xs) ** 0.5 if len(xs) > 1 else 0
         return f"{m:+.3f} % [{m - half:+.3f}, {m + half:+.3f}] | {', '.join(f'{x:+.3f}' for x in xs)}"
-    for name, pairs in list(changes.items()) + [("all sets", [p for ps in changes.values() for p in ps])]:
-        print(f"| {name} | {len(pairs)} | {cell([p[0] for p in pairs])} | {cell([p[1] for p in pairs])} |")
+
+    for runs in (out / "accuracy-1epoch", out / "accuracy"):
+        if not (runs / "plan.json").exists():
+            continue
+        changes = {}  # data set -> [(final, last three)]
+        for f in sorted(runs.glob("*_plan_s*.jsonl")):
+            data, seed = re.fullmatch(r"(.+)_plan_s(\d+)", f.stem).groups()
+            ours, base = tests(f), tests(runs / f"{data}_fp32_s{seed}.jsonl")
+            if ours and base:
+                last3 = statistics.fmean(ours[-3:]) / statistics.fmean(base[-3:])
+                changes.setdefault(data, []).append((100 * (ours[-1] / base[-1] - 1), 100 * (last3 - 1)))
+        if not changes:
+            continue
+        plan = json.loads((runs / "plan.json").read_text())
+        flags = " ".join(f"--{k} {v}" for k, v in sorted(plan["flags"].items()))
+        config = load(next(runs.glob("*_fp32_s*.jsonl")))[0]["flags"]
+        protocol = ("one epoch" if config["nepochs"] == 1 else
+                    f"{config['nepochs']} epochs, the rate decayed from step {config['lr-decay-start-step']}")
+        print(f"\nThe plan `{flags}` against table-wise fp32, test loss change after {protocol} "
+              f"({runs.name}), paired by seed:")
+        print("\n| data set | seeds | final test: mean [95 % interval] | per seed "
+              "| last three tests: mean [95 % interval] | per seed |")
+        print("|---|---|---|---|---|---|")
+        for name, pairs in list(changes.items()) + [("all sets", [p for ps in changes.values() for p in ps])]:
+            print(f"| {name} | {len(pairs)} | {cell([p[0] for p in pairs])} | {cell([p[1] for p in pairs])} |")
 
 
 def measure(out):

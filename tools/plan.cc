@@ -361,6 +361,9 @@ void add_plan(CLI::App& app, Run& run) {
       ->capture_default_str();
   c->add_option("--host-cores", a->t.host_cores, "Cores a rank's threads compute on (as train; 0: one each)")
       ->capture_default_str();
+  c->add_option("--shared-cores", a->t.shared_cores,
+                "Cores all ranks' threads compute on (as train: hosts that share one machine; 0: not shared)")
+      ->capture_default_str();
   c->add_option("--host-memory", a->host_memory, "Memory a host has for the tables (e.g. 64GiB; 0: this machine's)")
       ->capture_default_str();
   c->add_option("--max-loss-change", a->budget, "The accuracy budget: the test loss may rise this many % over fp32's")

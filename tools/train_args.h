@@ -81,10 +81,12 @@ struct TrainArgs {
   double timeout_s = 300;
   // In-process ranks on a virtual clock: this network model ("10gbit,20us"),
   // each thread's CPU time times compute_scale as its computation, on
-  // host_cores cores a rank (0: a core per thread).
+  // host_cores cores a rank (0: a core per thread) or on shared_cores cores
+  // that all ranks share (0: not shared).
   std::string net;
   double compute_scale = 1;
   int host_cores = 0;
+  int shared_cores = 0;
   // Every flag by name with its value, as given or by default (the first
   // line of --metrics); filled from the parser, so no flag is left out.
   std::vector<std::pair<std::string, std::string>> flag_values;

@@ -215,6 +215,11 @@ void add_run_flags(CLI::App* c, TrainArgs& a) {
                 "With --net: the cores a rank's threads (training and communication) compute on; fewer cores than "
                 "threads and their computation no longer overlaps (0: a core for each thread)")
       ->capture_default_str();
+  c->add_option("--shared-cores", a.shared_cores,
+                "With --net: the cores all ranks' threads compute on (hosts emulated on one machine, as "
+                "scripts/cluster's: a host that waits lends its core to the others; 0: not shared; not with "
+                "--host-cores)")
+      ->capture_default_str();
   c->add_option("--timeout", a.timeout_s, "Seconds a rank waits for a peer before failing")
       ->capture_default_str()
       ->check(kPositive);

@@ -197,11 +197,19 @@ LaunchOptions launch_options(const TrainArgs& a, bool in_process) {
   SPARQ_CHECK_AS(InputError, a.host_cores >= 0, "--host-cores must be >= 0 (0: a core per thread), got {}",
                  a.host_cores);
   SPARQ_CHECK_AS(InputError, a.host_cores == 0 || lo.net, "--host-cores shapes the modelled computation: it needs --net");
+  SPARQ_CHECK_AS(InputError, a.shared_cores >= 0, "--shared-cores must be >= 0 (0: not shared), got {}",
+                 a.shared_cores);
+  SPARQ_CHECK_AS(InputError, a.shared_cores == 0 || lo.net,
+                 "--shared-cores shapes the modelled computation: it needs --net");
+  SPARQ_CHECK_AS(InputError, a.shared_cores == 0 || a.host_cores == 0,
+                 "--host-cores (each rank's own) and --shared-cores (all ranks') describe the cores two ways: give "
+                 "one");
   lo.ranks = a.ranks;
   lo.in_process = in_process;
   lo.timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
   lo.cpu_scale = lo.net ? a.compute_scale : 0;
   lo.host_cores = a.host_cores;
+  lo.shared_cores = a.shared_cores;
   // With --net a rank computes on one thread unless --threads is given (or a
   // plan sets it): then its threads are emulated on the clock.
   const bool threads_given = std::find(a.given.begin(), a.given.end(), "threads") != a.given.end();

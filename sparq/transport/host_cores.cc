@@ -70,4 +70,15 @@ void HostCores::forget_before(double t) {
     while (!core.empty() && core.begin()->second < t) core.erase(core.begin());
 }
 
+SharedCores::SharedCores(int cores, int ranks) : cores_(cores), floors_(static_cast<std::size_t>(ranks), 0.0) {}
+
+double SharedCores::run(int rank, double start, double work, double floor) {
+  std::lock_guard lk(mu_);
+  const double end = cores_.run(start, work);
+  floors_.at(static_cast<std::size_t>(rank)) = floor;
+  // Kept: what any rank may still fill gaps before.
+  cores_.forget_before(*std::min_element(floors_.begin(), floors_.end()));
+  return end;
+}
+
 }  // namespace sparq

@@ -11,6 +11,7 @@
 // their work after doing it, not in time order, so work is fitted into the
 // past as well as appended). A thread's work is never split across cores.
 #include <map>
+#include <mutex>
 #include <vector>
 
 namespace sparq {
@@ -26,6 +27,25 @@ class HostCores {
  private:
   // Per core: begin -> end of its busy intervals, disjoint, touching ones merged.
   std::vector<std::map<double, double>> cores_;
+};
+
+// The cores that every in-process rank computes on (sparq train
+// --shared-cores): the hosts of a cluster emulated on one machine
+// (scripts/cluster's network namespaces on this machine's cores) share its
+// cores, so a host that waits lends its core to the others, and hosts that
+// all compute at once slow each other down. Every rank's threads place their
+// work on these cores as on HostCores; thread-safe.
+class SharedCores {
+ public:
+  SharedCores(int cores, int ranks);
+  // Places `work` seconds from `start` on for `rank`, no thread of which
+  // will place work before `floor` from now on; returns when it ends.
+  double run(int rank, double start, double work, double floor);
+
+ private:
+  std::mutex mu_;
+  HostCores cores_;
+  std::vector<double> floors_;  // per rank
 };
 
 }  // namespace sparq

@@ -44,9 +44,11 @@ std::string_view launch_mode() {
 
 void launch(const LaunchOptions& opts, const std::function<void(Transport&)>& user_fn) {
   // With a network model, each rank sees its transport through a virtual clock.
+  std::optional<SharedCores> shared;
+  if (opts.net && opts.shared_cores > 0) shared.emplace(opts.shared_cores, opts.ranks == 0 ? 1 : opts.ranks);
   const auto fn = [&](Transport& t) {
     if (!opts.net) return user_fn(t);
-    SimTransport sim(t, *opts.net, opts.cpu_scale, opts.host_cores);
+    SimTransport sim(t, *opts.net, opts.cpu_scale, opts.host_cores, shared ? &*shared : nullptr);
     sim.set_timeout(opts.timeout);
     set_emulated_threads({opts.threads, opts.threads > 1 ? &sim : nullptr});
     struct Reset {
@@ -56,6 +58,8 @@ void launch(const LaunchOptions& opts, const std::function<void(Transport&)>& us
   };
   SPARQ_CHECK_AS(InputError, opts.ranks >= 0, "--ranks must be >= 1, got {}", opts.ranks);
   if (!opts.in_process && launch_mode() == "mpi") {
+    SPARQ_CHECK_AS(InputError, opts.shared_cores == 0,
+                   "shared cores are the in-process ranks' (a cluster emulated on this machine), not mpiexec's");
     const Launcher l = *detect_launcher(process_env);
     MpiSession session(nullptr, nullptr);
     MpiTransport t;

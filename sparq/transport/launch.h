@@ -23,6 +23,10 @@ struct LaunchOptions {
   double cpu_scale = 0;
   // With net: the cores a rank's threads share (0: each thread its own).
   int host_cores = 0;
+  // With net, in-process ranks: the cores every rank's threads share (the
+  // hosts of a cluster emulated on one machine; 0: none; not with
+  // host_cores).
+  int shared_cores = 0;
   // With net: the threads a rank's step is split over, emulated on its
   // training thread (parallel_clock.h).
   int threads = 1;

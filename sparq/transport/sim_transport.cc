@@ -95,14 +95,17 @@ struct SimRecvState final : SimState {
   }
 };
 
-SimTransport::SimTransport(Transport& inner, NetModel net, double cpu_scale, int host_cores)
+SimTransport::SimTransport(Transport& inner, NetModel net, double cpu_scale, int host_cores, SharedCores* shared)
     : inner_(inner),
       net_(net),
       cpu_scale_(cpu_scale),
-      name_(fmt::format("sim({}{}{})+{}", net.describe(),
+      name_(fmt::format("sim({}{}{}{})+{}", net.describe(),
                         cpu_scale == 0 ? "" : cpu_scale == 1 ? ", cpu" : fmt::format(", cpu x{}", cpu_scale),
                         host_cores > 0 ? fmt::format(", {} core{}", host_cores, host_cores > 1 ? "s" : "") : "",
-                        inner.name())) {
+                        shared ? ", shared cores" : "", inner.name())),
+      shared_(shared) {
+  SPARQ_CHECK_AS(InputError, !shared || host_cores == 0,
+                 "a rank computes on cores of its own host or on cores all ranks share, not both");
   SPARQ_CHECK_AS(InputError, std::isfinite(cpu_scale) && cpu_scale >= 0, "CPU time scale must be >= 0, got {}",
                  cpu_scale);
   SPARQ_CHECK_AS(InputError, host_cores >= 0, "a host's cores must be >= 0 (0: a core per thread), got {}",
@@ -112,12 +115,13 @@ SimTransport::SimTransport(Transport& inner, NetModel net, double cpu_scale, int
 }
 
 double SimTransport::compute(double start, double work) const {
-  if (!cores_ || work <= 0) return start + work;
-  const double end = cores_->run(start, work);
+  if (!limited_cores() || work <= 0) return start + work;
   // No thread of this rank places work before the earliest clock.
-  double earliest = end;
+  double earliest = start;
   for (const auto& [id, l] : lines_) earliest = std::min(earliest, l.clock);
-  cores_->forget_before(std::min(earliest, start));
+  if (shared_) return shared_->run(rank(), start, work, earliest);
+  const double end = cores_->run(start, work);
+  cores_->forget_before(earliest);
   return end;
 }
 
@@ -177,8 +181,8 @@ void SimTransport::end_parallel(std::span<const double> part_cpu_s) {
   // The workers (every part but the caller's) then spin for the next job,
   // each on a core: where the host has cores to spare that costs nothing,
   // where it has fewer than threads it delays the rank's other work.
-  if (cores_)
-    for (std::size_t w = 1; w < part_cpu_s.size(); ++w) cores_->run(l.clock, kWorkerSpinSeconds);
+  if (limited_cores())
+    for (std::size_t w = 1; w < part_cpu_s.size(); ++w) compute(l.clock, kWorkerSpinSeconds);
   l.cpu_mark = thread_cpu_seconds();  // the parts' CPU is charged above, not again
 }
 

@@ -31,7 +31,9 @@
 // another thread of its rank): on a real network that time is the message's,
 // which the model already counts.
 // A thread computes on a core of its own, unless the rank's host has a given
-// number of cores (host_cores > 0): then its threads share them (HostCores).
+// number of cores (host_cores > 0): then its threads share them (HostCores);
+// or unless all the in-process ranks share a given set of cores (shared: a
+// cluster emulated on one machine, SharedCores).
 // Each message carries its arrival time in an 8-byte header, which the
 // counters of this transport do not count (they count what the algorithm
 // sent).
@@ -54,8 +56,10 @@ class SimTransport final : public Transport, public ParallelClock {
   // machine's cores); 0: none unless advance() says so (benchmarks of
   // collectives alone).
   // host_cores > 0: the rank's threads compute on that many cores (0: each
-  // on its own).
-  SimTransport(Transport& inner, NetModel net, double cpu_scale = 0, int host_cores = 0);
+  // on its own); shared: every rank's threads compute on those cores (not
+  // with host_cores; it must outlive the transport).
+  SimTransport(Transport& inner, NetModel net, double cpu_scale = 0, int host_cores = 0,
+               SharedCores* shared = nullptr);
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
   std::string_view name() const override { return name_; }
@@ -101,6 +105,8 @@ class SimTransport final : public Transport, public ParallelClock {
   // When computation that starts at `start` and takes `work` seconds ends
   // (on the host's cores, if they are limited); the caller holds mu_.
   double compute(double start, double work) const;
+  // Whether the rank's threads compute on limited cores (its own or shared).
+  bool limited_cores() const { return cores_ || shared_; }
   // The network stack's CPU time for `bytes` at one end.
   double stack_cpu(std::size_t bytes) const;
   // Applies a received message's timing to the calling thread's clock.
@@ -113,6 +119,7 @@ class SimTransport final : public Transport, public ParallelClock {
   mutable std::mutex mu_;
   mutable std::unordered_map<std::thread::id, Timeline> lines_;
   mutable std::optional<HostCores> cores_;
+  SharedCores* shared_;
   double tx_free_ = 0, rx_free_ = 0;
 };
 

@@ -51,6 +51,11 @@ same dp-dct-tablewise 4 --emb-placement table-wise --emb-codec-fwd q4 --emb-code
 same dp-q4ec 3 --dp-codec q4+ec --dp-allreduce ring
 same hybrid 4 --mp-splits bot:1 --micro-batches 2 --mp-codec dct:0.5 --dp-codec dct:0.9,7
 same ps 2 --dp-mode ps --servers 1
+# Cores that all ranks share change the clock, not the numerics.
+run "$SPARQ" train "${common[@]}" --ranks 4 --mp-splits bot:1 --micro-batches 2 --mp-codec dct:0.5 \
+  --dp-codec dct:0.9,7 --net 1gbit,20us --shared-cores 2 --save "$D/hybrid.shared" || fail "shared: $(cat "$D/err")"
+cmp -s "$D/hybrid.plain" "$D/hybrid.shared" || fail "--shared-cores must not change the numerics"
+echo "ok: hybrid on 2 shared cores"
 
 # The modelled step carries at least rank 0's bytes over its 100 Mbit/s link
 # (fp32 table-wise: the alltoalls and the dense allreduce are most of it).
@@ -76,6 +81,9 @@ expect_error() {
 }
 expect_error "give --ranks P" "$SPARQ" train "${common[@]}" --net 1gbit,20us
 expect_error "10gb,20us" "$SPARQ" train "${common[@]}" --ranks 2 --net 10gb,20us
+expect_error "--shared-cores shapes the modelled computation: it needs --net" "$SPARQ" train "${common[@]}" --ranks 2 \
+  --shared-cores 2
+expect_error "give one" "$SPARQ" train "${common[@]}" --ranks 2 --net 1gbit,20us --shared-cores 2 --host-cores 1
 if [ -n "$MPIEXEC" ]; then  # mpiexec adds its own banner
   run "$MPIEXEC" -n 1 "$SPARQ" train "${common[@]}" --net 1gbit,20us && fail "--net accepted under mpiexec"
   grep -q "^sparq: error: --net .*under mpiexec the network is real" "$D/err" || fail "--net under mpiexec: $(cat "$D/err")"

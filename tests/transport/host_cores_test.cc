@@ -1,8 +1,9 @@
 // HostCores against a reference that keeps every unit of modelled time of
-// every core as a slot (integer starts and works), and SimTransport's threads
-// sharing a host's cores.
+// every core as a slot (integer starts and works), SimTransport's threads
+// sharing a host's cores, and in-process ranks sharing cores (SharedCores).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <thread>
 
@@ -95,6 +96,54 @@ TEST(SimTransport, ThreadsShareTheHostsCores) {
       EXPECT_DOUBLE_EQ(other, second_end) << cores << " cores";
     });
   run_local(1, [&](Transport& t) { EXPECT_THROW(SimTransport(t, net, 0, -1), InputError); });
+}
+
+TEST(SharedCores, AsOneHostsCoresForEveryRank) {
+  std::mt19937 rng(5);
+  SharedCores shared(2, 3);
+  SlotCores slow(2, 20000);
+  for (int i = 0; i < 400; ++i) {  // floors at 0: every rank may still fill any gap
+    const int rank = i % 3, start = std::uniform_int_distribution<>(0, 2000)(rng);
+    const int work = std::uniform_int_distribution<>(0, 12)(rng);
+    ASSERT_EQ(shared.run(rank, start, work, 0), slow.run(start, work)) << "job " << i;
+  }
+}
+
+TEST(SharedCores, KeepsWhatARankBehindMayStillFill) {
+  SharedCores one(1, 2);
+  EXPECT_EQ(one.run(0, 0, 10, 0), 10);
+  EXPECT_EQ(one.run(0, 20, 5, 20), 25);  // rank 0 moved on, rank 1 may still compute at 0
+  EXPECT_EQ(one.run(1, 5, 4, 5), 14);    // after rank 0's 0-10, which is kept
+  EXPECT_EQ(one.run(1, 12, 8, 12), 27);  // 14-20, then 25-27
+  EXPECT_THROW(SharedCores(0, 2), InputError);
+}
+
+// Four ranks, each 10 ms of modelled work from time 0: on 2 cores that all
+// share, two end at 10 ms and two at 20; on 4, all at 10 ms; a rank alone
+// on them (the others wait) computes at once.
+TEST(SimTransport, RanksShareTheSharedCores) {
+  const NetModel net = parse_net_model("10gbit,20us");
+  for (const auto& [cores, ends] : {std::pair{2, std::vector{10e-3, 10e-3, 20e-3, 20e-3}},
+                                    {4, std::vector{10e-3, 10e-3, 10e-3, 10e-3}}}) {
+    SharedCores shared(cores, 4);
+    std::vector<double> got(4);
+    run_local(4, [&](Transport& t) {
+      SimTransport sim(t, net, 0, 0, &shared);
+      sim.advance(10e-3);
+      got[static_cast<std::size_t>(t.rank())] = sim.now();
+    });
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, ends) << cores << " cores";
+  }
+  SharedCores shared(1, 2);
+  run_local(2, [&](Transport& t) {
+    SimTransport sim(t, net, 0, 0, &shared);
+    if (t.rank() == 0) {
+      sim.advance(10e-3);
+      EXPECT_DOUBLE_EQ(sim.now(), 10e-3);
+    }
+  });
+  run_local(1, [&](Transport& t) { EXPECT_THROW(SimTransport(t, net, 0, 1, &shared), InputError); });
 }
 
 }  // namespace
