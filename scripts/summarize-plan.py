@@ -22,8 +22,7 @@ MODELS = {"cluster4-hostcores0": "a core for each thread (--host-cores 0)",
           "cluster4-alpha200us": "a core for each thread and 200 us a message",
           "cluster4-alpha500us": "a core for each thread and 500 us a message",
           "cluster4-hostcores1": "one core a host (--host-cores 1), as the plan's sweep",
-          "cluster4-hostcores1-alpha300us": "one core a host and 300 us a message",
-          "cluster4-shared2": "the 4 hosts sharing 2 cores at full speed (--shared-cores 2)"}
+          "cluster4-hostcores1-alpha300us": "one core a host and 300 us a message"}
 
 
 def plan_key(flags, leave_out=()):
@@ -142,11 +141,36 @@ def cluster(out):
         print(f"Modelled as {MODELS[path.stem]} ({path.name}): Spearman "
               f"{spearman([mod[x] for x in both], [measured[x] for x in both]):.3f}; modelled/measured "
               f"{min(e):.2f}-{max(e):.2f}, {sum(abs(x - 1) <= 0.15 for x in e)} of {len(both)} within 15 %.")
+    model_rounds(out / "models" / "rounds", {plan_key(p["flags"]): ms for p, ms, _ in rows})
     print()
     print("| plan | modelled ms/step | measured ms/step | modelled / measured |")
     print("|---|---|---|---|")
     for p, ms, _ in sorted(rows, key=lambda r: r[1]):
         print(f"| {p['label']} | {p['modelled_ms_per_step']:.2f} | {ms:.2f} | {p['modelled_ms_per_step'] / ms:.2f} |")
+
+
+def model_rounds(runs, measured):
+    """scripts/plan-model-rounds: the cluster's plans modelled two ways in the same rounds, each round's
+    modelled steps and their median against the cluster's measured ones."""
+    if not runs.is_dir():
+        return
+    print()
+    print("| the hosts modelled as | round | Spearman, modelled and measured | modelled / measured "
+          "| within 15 % | hybrid plans: modelled / measured |")
+    print("|---|---|---|---|---|---|")
+    for name, what in (("hostcores1", "a core each at half speed (`--compute-scale 2 --host-cores 1`)"),
+                       ("shared2", "2 cores shared at full speed (`--shared-cores 2`)")):
+        rounds = [{plan_key(p["flags"]): p for p in load(f)} for f in sorted(runs.glob(f"{name}_r*.jsonl"))]
+        keys = [k for k in measured if all(k in r for r in rounds)]
+        steps = [{k: r[k]["modelled_ms_per_step"] for k in keys} for r in rounds]
+        steps.append({k: statistics.median(s[k] for s in steps) for k in keys})
+        hybrid = [k for k in keys if rounds[0][k]["flags"].get("mp-splits")]
+        for i, s in enumerate(steps):
+            e = [s[k] / measured[k] for k in keys]
+            h = [s[k] / measured[k] for k in hybrid]
+            print(f"| {what} | {i + 1 if i < len(rounds) else 'median'} "
+                  f"| {spearman([s[k] for k in keys], [measured[k] for k in keys]):.3f} | {min(e):.2f}-{max(e):.2f} "
+                  f"| {sum(abs(x - 1) <= 0.15 for x in e)} of {len(keys)} | {min(h):.2f}-{max(h):.2f} |")
 
 
 def fusion(rows):
@@ -245,7 +269,7 @@ def accuracy(out):
         if not changes:
             continue
         plan = json.loads((runs / "plan.json").read_text())
-        flags = " ".join(f"--{k} {v}" for k, v in sorted(plan["flags"].items()))
+        flags = " ".join(f"--{k} {v}" for k, v in sorted(plan["flags"].items()) if v != "")
         config = load(next(runs.glob("*_fp32_s*.jsonl")))[0]["flags"]
         protocol = ("one epoch" if config["nepochs"] == 1 else
                     f"{config['nepochs']} epochs, the rate decayed from step {config['lr-decay-start-step']}")
