@@ -212,12 +212,12 @@ def parse_args():
     add_args(ap)
     ap.add_argument("--hook", help="none | dct:ETA,L[+bf16|+fp8] | q8|q4|q2[+ec] | topk:K/B (default none)")
     ap.add_argument("--emb-codec", help="FWD/BWD of the lookups alltoall, e.g. q4/q2 (fp32|q8|q4|q2; default fp32)")
-    ap.add_argument("--bucket-cap-mb", type=float,
-                    help="DDP's bucket size: smaller buckets let the hook's exchanges overlap more of backward "
-                         "(default 25)")
-    ap.add_argument("--plan", help="a plan file of `sparq plan` for this model, rank count and global batch: sets "
-                                   "--hook (and its collective), --emb-codec, --bucket-cap-mb (the plan's fusion) "
-                                   "and --threads")
+    ap.add_argument("--bucket-cap-mb", type=float, default=25.0,
+                    help="DDP's bucket size: smaller buckets let the hook's exchanges overlap more of backward, "
+                         "each a call of the hook (default 25)")
+    ap.add_argument("--plan", help="a plan file of `sparq plan --for pytorch` (or sparq.plan()) for this model, rank "
+                                   "count and global batch: sets --hook (and its collective), --emb-codec, --threads "
+                                   "and --mlp-precision")
     ap.add_argument("--save", help="write the trained model here (rank 0; a sparq checkpoint, atomically); "
                                    "'{step}' in it stands for the step")
     ap.add_argument("--save-every", type=int, default=0,
@@ -244,7 +244,7 @@ def parse_args():
 
 
 # The settings a plan file makes, and their defaults without one.
-PLANNED = {"hook": "none", "emb_codec": "fp32", "bucket_cap_mb": 25.0, "threads": 1, "mlp_precision": "fp32"}
+PLANNED = {"hook": "none", "emb_codec": "fp32", "threads": 1, "mlp_precision": "fp32"}
 
 
 def apply_plan(args, size):

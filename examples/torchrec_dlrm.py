@@ -41,7 +41,7 @@ from sparq.dlrm import (NUM_DENSE, NUM_SPARSE, ThreadClock, add_args, architectu
 from sparq.planner import Plan, plan_model
 from torchrec import EmbeddingBagCollection, EmbeddingBagConfig, KeyedJaggedTensor
 from torchrec.distributed import DistributedModelParallel
-from torchrec.distributed.model_parallel import DefaultDataParallelWrapper
+from torchrec.distributed.embedding_types import EmbeddingComputeKernel
 from torchrec.distributed.embeddingbag import EmbeddingBagCollectionSharder
 from torchrec.distributed.fbgemm_qcomm_codec import CommType, QCommsConfig, get_qcomm_codecs_registry
 from torchrec.distributed.planner import EmbeddingShardingPlanner, ParameterConstraints, Topology
@@ -62,9 +62,9 @@ def parse_args():
                                         "(default none)")
     ap.add_argument("--hook", help="the dense gradients: none (torch's allreduce) | dct:ETA,L | "
                     "q8|q4|q2[+ec] | topk:K/B (sparq's DDP hooks; default none)")
-    ap.add_argument("--plan", help="a plan file of `sparq plan` (or sparq.plan()) for this model, rank count and "
-                                   "global batch: sets --hook (and its collective), --sparq-emb, DDP's bucket size "
-                                   "(the plan's fusion), --threads, --mlp-precision and which rank holds each table")
+    ap.add_argument("--plan", help="a plan file of `sparq plan --for pytorch` (or sparq.plan()) for this model, rank "
+                                   "count and global batch: sets --hook (and its collective), --sparq-emb, --threads, "
+                                   "--mlp-precision and which rank holds each table")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="rank 0 prints torch.profiler's CPU ops of N steps (from step 20 on), by self time")
     ap.set_defaults(threads=None, mlp_precision=None)  # given, or the plan's, or PLANNED's
@@ -86,11 +86,10 @@ PLANNED = {"hook": "none", "qcomms": "none", "sparq_emb": "none", "threads": 1, 
 
 def apply_plan(args, size):
     """--plan: the plan's settings (Plan.settings checks it was made for
-    this model, rank count and global batch) and its tables' ranks. Returns
-    (the dense part's DDP options, each table's rank or None: TorchRec's
-    planner places them)."""
+    this model, rank count and global batch). Returns each table's rank in
+    the plan, or None without one (TorchRec's planner places them)."""
     if not args.plan:
-        return {}, None
+        return None
     dim, bot, top, sizes = architecture(args)
     try:
         plan = Plan(args.plan)
@@ -100,7 +99,7 @@ def apply_plan(args, size):
     args.hook, args.allreduce, args.threads, args.mlp_precision = s["hook"], s["allreduce"], s["threads"], \
         s["mlp_precision"]
     args.sparq_emb = "none" if s["emb_codec"] == "fp32/fp32" else s["emb_codec"]
-    return {"bucket_cap_mb": s["bucket_cap_mb"]}, plan.table_owners(sizes)
+    return plan.table_owners(sizes)
 
 
 class Autocast(nn.Module):
@@ -161,7 +160,10 @@ def load_sparq(path, dmp, sizes, dim, dense_width):
 
 def sharding_plan(model, sharder, tables, owners, size):
     """Table-wise: each table on the rank OWNERS gives it (a sparq plan's
-    placement), or where TorchRec's planner puts it (OWNERS None)."""
+    placement), or where TorchRec's planner puts it (OWNERS None); either
+    way with FBGEMM's fused kernel and its in-backward SGD (TorchRec's
+    planner's choice; a plan built by hand defaults to the dense kernel,
+    whose step took 1.5x as long on the cluster)."""
     if owners is None:
         constraints = {t.name: ParameterConstraints(sharding_types=[ShardingType.TABLE_WISE.value]) for t in tables}
         return EmbeddingShardingPlanner(topology=Topology(world_size=size, compute_device="cpu"),
@@ -169,11 +171,12 @@ def sharding_plan(model, sharder, tables, owners, size):
                                                                                  dist.GroupMember.WORLD)
     ebc = model.sparse_arch.embedding_bag_collection
     return ShardingPlan({"sparse_arch.embedding_bag_collection": construct_module_sharding_plan(
-        ebc, {t.name: table_wise(rank=owners[i]) for i, t in enumerate(tables)}, sharder=sharder,
+        ebc, {t.name: table_wise(rank=owners[i], compute_kernel=EmbeddingComputeKernel.FUSED.value)
+              for i, t in enumerate(tables)}, sharder=sharder,
         local_size=size, world_size=size, device_type="cpu")})
 
 
-def build(args, rank, size, ddp_options, owners):
+def build(args, rank, size, owners):
     dim, bot, top, sizes = architecture(args)
     tables = [EmbeddingBagConfig(name=f"t{t}", embedding_dim=dim, num_embeddings=sizes[t], feature_names=[f"f{t}"])
               for t in range(NUM_SPARSE)]
@@ -196,12 +199,12 @@ def build(args, rank, size, ddp_options, owners):
         qcomm_codecs_registry=registry)
     plan = sharding_plan(model, sharder, tables, owners, size)
     hook = None
-    wrapper = DefaultDataParallelWrapper(**ddp_options)
+    wrapper = None
     if args.hook != "none":
         allreduce = args.allreduce if args.allreduce != "auto" else "ring" if args.hook.startswith("q") else "auto"
         hook = st.Hook(args.hook, allreduce=allreduce,
                        comm=st.connect(timeout=datetime.timedelta(seconds=args.timeout)))
-        wrapper = sq.data_parallel_wrapper(hook, **ddp_options)
+        wrapper = sq.data_parallel_wrapper(hook)
     dmp = DistributedModelParallel(model, device=torch.device("cpu"), plan=plan, sharders=[sharder],
                                    data_parallel_wrapper=wrapper)
     dense_opt = KeyedOptimizerWrapper(dict(in_backward_optimizer_filter(dmp.named_parameters())),
@@ -225,6 +228,11 @@ def table_ranks(plan):
     return [ranks[f"t{t}"] for t in range(NUM_SPARSE)]
 
 
+def kernels(plan):
+    """The compute kernels of the sharding plan's tables."""
+    return sorted({ps.compute_kernel for shards in plan.plan.values() for ps in shards.values()})
+
+
 def owned_dims(plan, size, dim):
     """Values per sample each rank's tables give (TorchRec's dim_sum_per_rank)."""
     ranks = table_ranks(plan)
@@ -243,10 +251,10 @@ def block_bytes(registry, op_dir, n):
 def main():
     args = parse_args()
     rank, size = init_distributed(args.timeout)
-    ddp_options, owners = apply_plan(args, size)
+    owners = apply_plan(args, size)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    dmp, dense_opt, hook, registry, sizes, start, plan = build(args, rank, size, ddp_options, owners)
+    dmp, dense_opt, hook, registry, sizes, start, plan = build(args, rank, size, owners)
     train, test_set = read_data(args.data_path)
     batch = args.mini_batch_size
     if batch % size:
@@ -268,7 +276,7 @@ def main():
     emb = f"sparq {args.sparq_emb}" if args.sparq_emb != "none" else f"torchrec {args.qcomms}"
     if rank == 0 and args.plan:
         print(f"torchrec_dlrm: plan {args.plan}: hook {args.hook} ({args.allreduce}), sparq-emb {args.sparq_emb}, "
-              f"bucket-cap-mb {ddp_options['bucket_cap_mb']:g}, threads {args.threads}, tables by rank {table_ranks(plan)}",
+              f"threads {args.threads}, tables by rank {table_ranks(plan)}, kernels {kernels(plan)}",
               flush=True)
     if rank == 0:
         print(f"torchrec_dlrm: {size} ranks, tables table-wise ({dims} values per sample by rank), embeddings' "

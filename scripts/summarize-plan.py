@@ -25,6 +25,11 @@ MODELS = {"cluster4-hostcores0": "a core for each thread (--host-cores 0)",
           "cluster4-hostcores1-alpha300us": "one core a host and 300 us a message"}
 
 
+def flag_text(flags, leave_out=()):
+    """A plan's flags as a command line's, but those at their default ("") and LEAVE_OUT."""
+    return " ".join(f"--{k} {v}" for k, v in sorted(flags.items()) if v != "" and k not in leave_out)
+
+
 def plan_key(flags, leave_out=()):
     """A plan's knobs but its threads (a run's config line or a planner's flags; a flag older runs did not
     record has its default)."""
@@ -200,7 +205,7 @@ def measured_by_flags(runs):
 def fastest_measured(runs):
     """The flags of the fastest plan a cluster sweep measured (its runs' folder), as train flags."""
     flags, _ = min(measured_by_flags(runs).items(), key=lambda kv: statistics.median(kv[1]))
-    return " ".join(f"--{k} {v}" for k, v in json.loads(flags).items() if v != "")  # "": the flag's default
+    return flag_text(json.loads(flags))
 
 
 def check(out):
@@ -269,7 +274,7 @@ def accuracy(out):
         if not changes:
             continue
         plan = json.loads((runs / "plan.json").read_text())
-        flags = " ".join(f"--{k} {v}" for k, v in sorted(plan["flags"].items()) if v != "")
+        flags = flag_text(plan["flags"])
         config = load(next(runs.glob("*_fp32_s*.jsonl")))[0]["flags"]
         protocol = ("one epoch" if config["nepochs"] == 1 else
                     f"{config['nepochs']} epochs, the rate decayed from step {config['lr-decay-start-step']}")
@@ -301,7 +306,7 @@ def measure(out):
     print("| plan | network planned for | ms/step, round by round | median | vs the default flags |")
     print("|---|---|---|---|---|")
     for kind, (plan, where) in plans.items():
-        label = "the default flags" if plan is None else " ".join(f"--{k} {v}" for k, v in sorted(plan["flags"].items()))
+        label = "the default flags" if plan is None else flag_text(plan["flags"])
         print(f"| {label} | {where} | {', '.join(f'{x:.2f}' for x in ms[kind])} | {med[kind]:.2f} | "
               f"{med['defaults'] / med[kind]:.2f}x |")
 
@@ -374,7 +379,7 @@ def admitted_flags(sweep):
     cluster sweeps train, each at --threads 1 (an empty value, no --mp-splits, is the flag's default)."""
     for p in load(sweep):
         if p["admitted"] and "modelled_ms_per_step" in p and not p["refined"]:
-            print(" ".join(f"--{k} {v}" for k, v in sorted(p["flags"].items()) if k != "threads" and v != ""))
+            print(flag_text(p["flags"], ("threads",)))
 
 
 if __name__ == "__main__":

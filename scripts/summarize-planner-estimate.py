@@ -39,7 +39,7 @@ def main():
         print(f"| TorchRec {e['torchrec']}, {e['topology']} | table-wise fp32, "
               f"{'/'.join(map(str, e['tables_per_rank']))} tables a rank | {e['estimate_ms']:.2f} | {torchrec_ms:.1f} | "
               f"{e['estimate_ms'] / torchrec_ms:.3f} | the tables' lookups and alltoall only ({parts}) |")
-    flags = " ".join(f"--{k} {v}" for k, v in plan["flags"].items())
+    flags = " ".join(f"--{k} {v}" for k, v in plan["flags"].items() if v != "")  # "": the flag's default
     print(f"| `sparq plan --measure` (its fitted {plan['net']}) | `{flags}` | {plan['modelled_ms_per_step']:.2f} | "
           f"{sparq_ms:.2f} | {plan['modelled_ms_per_step'] / sparq_ms:.3f} | the whole step on the virtual clock |")
 

@@ -193,8 +193,12 @@ std::vector<plan::Candidate> candidates(const PlanArgs& a, const DlrmConfig& cfg
     plan::Candidate c{k, a.pilot ? plan::Verdict{true, 0, "pilot"} : plan::judge(k, a.hosts, a.budget), 0, {}, ""};
     c.bound_ms = 1e3 * plan::min_bytes_sent(k, shape) * net.beta_s_per_b;
     const double tables = table_bytes_per_rank(k, cfg, a.hosts);
-    if (a.trainer == "pytorch" && (k.structure() != "dp" || k.placement != "table-wise"))
-      c.verdict = {false, 0, "--for pytorch: the PyTorch examples train data parallel, the tables table-wise"};
+    // The examples keep DDP's buckets (25 MB by default: one for a model of
+    // a few MB of gradients), which sparq's largest fusion stands for.
+    if (a.trainer == "pytorch" && (k.structure() != "dp" || k.placement != "table-wise" || k.fuse != "4MiB"))
+      c.verdict = {false, 0,
+                   "--for pytorch: the PyTorch examples train data parallel, the tables table-wise, in DDP's "
+                   "buckets (planned as 4 MiB fusion)"};
     else if (k.mlp == "bf16" && !bf16_gemm_unavailable().empty())
       c.verdict = {false, 0, "bf16 MLPs: " + bf16_gemm_unavailable()};
     else if (tables > memory)
@@ -381,7 +385,8 @@ void add_plan(CLI::App& app, Run& run) {
       ->capture_default_str();
   c->add_option("--for", a->trainer,
                 "The trainer the plan is for: sparq (sparq train: the whole space) or pytorch (examples/dlrm_ddp.py "
-                "and torchrec_dlrm.py, sparq.plan(): data-parallel plans with the tables table-wise)")
+                "and torchrec_dlrm.py, sparq.plan(): data-parallel plans with the tables table-wise, fused as DDP's "
+                "buckets: 4 MiB)")
       ->check(CLI::IsMember({"sparq", "pytorch"}))
       ->capture_default_str();
   c->add_flag("--exhaustive", a->exhaustive, "Run every admitted plan, also those whose bound cannot win");

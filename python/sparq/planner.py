@@ -3,10 +3,13 @@
 plan() runs the planner of the `sparq` CLI (pip install . puts it beside
 the interpreter) on the user's data, ranks and network, and returns the
 plan it wrote. The plan's settings() are what a PyTorch DLRM needs of it:
-the DDP hook's codec and collective, DDP's bucket size (the plan's fusion),
-the lookups' alltoall codecs (forward/backward), the threads a rank and the
-MLPs' precision; table_owners() is its table-wise placement, for a TorchRec
-sharding plan. Both examples take a plan file (examples/dlrm_ddp.py and
+the DDP hook's codec and collective, the lookups' alltoall codecs
+(forward/backward), the threads a rank and the MLPs' precision;
+table_owners() is its table-wise placement, for a TorchRec sharding plan.
+DDP's buckets keep DDP's size (a hook call each, DDP's own mechanism, not
+sparq's fusion): `sparq plan --for pytorch` plans them as its largest
+fusion, 4 MiB (one exchange for a model of up to 4 MiB of gradients, as one
+bucket of DDP's default 25 MB is). Both examples take a plan file (examples/dlrm_ddp.py and
 examples/torchrec_dlrm.py, --plan).
 """
 import json
@@ -18,8 +21,7 @@ import sys
 from .dlrm import assign_tables
 
 # The plan file's knobs that the PyTorch examples have a setting for.
-_PLAN_KNOBS = ("dp-allreduce", "dp-codec", "emb-codec-bwd", "emb-codec-fwd", "emb-placement", "fuse-bytes", "threads")
-_MIB = {"0": 0.0, "1MiB": 1.0, "4MiB": 4.0}
+_PLAN_KNOBS = ("dp-allreduce", "dp-codec", "emb-codec-bwd", "emb-codec-fwd", "emb-placement", "threads")
 
 
 def cli():
@@ -37,7 +39,7 @@ def cli():
 
 def plan(data_path, *, hosts, mini_batch_size, net, out="plan.json", max_loss_change=0.1, **flags):
     """Runs `sparq plan --for pytorch` (the data-parallel plans with the
-    tables table-wise, which the examples train) for HOSTS ranks on the
+    tables table-wise, which the examples train, fused as DDP's buckets) for HOSTS ranks on the
     network NET (BW,LAT[,stack costs], as `sparq plan --net`) and writes the
     plan file OUT. The modelled steps are sparq train's on the virtual clock:
     they rank the plans, PyTorch's own step differs. FLAGS are more of its
@@ -86,9 +88,8 @@ class Plan:
     def settings(self, *, model, ranks, global_batch):
         """The settings for a data-parallel DLRM in PyTorch with its tables
         table-wise: hook (the dense gradients' codec), allreduce (its
-        collective), emb_codec ("FWD/BWD" of the lookups' alltoall),
-        bucket_cap_mb (the fusion; 0: a bucket a tensor), threads and
-        mlp_precision. The plan must be for this model (plan_model's
+        collective), emb_codec ("FWD/BWD" of the lookups' alltoall), threads
+        and mlp_precision. The plan must be for this model (plan_model's
         string), rank count and global batch, data parallel (not hybrid, not
         a parameter server) and table-wise; else ValueError saying which."""
         for what, want, got in (("model", model, self.model), ("ranks", ranks, self.ranks),
@@ -103,11 +104,8 @@ class Plan:
         if f["emb-placement"] != "table-wise":
             raise ValueError(f"{self.path}: the plan places the tables {f['emb-placement']}; the PyTorch "
                              "examples shard them table-wise only")
-        if f["fuse-bytes"] not in _MIB:
-            raise ValueError(f"{self.path}: fusion {f['fuse-bytes']} is none of {', '.join(_MIB)}")
         return {"hook": f["dp-codec"], "allreduce": f["dp-allreduce"],
-                "emb_codec": f"{f['emb-codec-fwd']}/{f['emb-codec-bwd']}",
-                "bucket_cap_mb": _MIB[f["fuse-bytes"]], "threads": int(f["threads"]),
+                "emb_codec": f"{f['emb-codec-fwd']}/{f['emb-codec-bwd']}", "threads": int(f["threads"]),
                 "mlp_precision": f.get("mlp-precision", "fp32")}
 
     def table_owners(self, sizes):

@@ -2,12 +2,13 @@
 # A plan of `sparq plan` in PyTorch: sparq.plan() runs the planner for the
 # PyTorch examples (data parallel, table-wise: `sparq plan --for pytorch`)
 # and says why where it cannot plan; Plan.settings gives the plan file's
-# codecs, collective, fusion (DDP's bucket size) and threads, and refuses a
+# codecs, collective, threads and MLP precision, and refuses a
 # plan for another model, rank count, global batch or placement, or a file
 # that is no plan, saying which; examples/dlrm_ddp.py --plan and
 # examples/torchrec_dlrm.py --plan train with them on 2 processes (TorchRec's
 # tables on the ranks of the plan's table-wise placement, sparq's rule, not
-# TorchRec's planner's), and refuse a planned setting also given.
+# TorchRec's planner's, in FBGEMM's fused kernel as TorchRec's planner would
+# have them), and refuse a planned setting also given.
 #   plan_example_test.sh SPARQ PYTHON MPIEXEC
 set -uo pipefail
 sparq=$1 py=$2 mpiexec=$3
@@ -35,6 +36,7 @@ p = sparq.plan(f"{d}/data", hosts=2, net="1gbit,50us", mini_batch_size=256, out=
                threads_choices="1")
 assert "(--for pytorch)" in p.table and "chosen: table-wise" in p.table, p.table[-600:]
 assert p.flags["emb-placement"] == "table-wise" and p.flags["mp-splits"] == "" and p.modelled_ms > 0, p.flags
+assert p.flags["fuse-bytes"] == "4MiB", p.flags  # DDP's buckets, as the examples keep them
 assert p.table_owners(rows) == assign_tables(rows, 2) != [t % 2 for t in range(26)], p.table_owners(rows)
 try:
     sparq.plan(f"{d}/data", hosts=2, net="1gbit,50us", mini_batch_size=256, out=f"{d}/no.json", max_loss_change=-1)
@@ -48,8 +50,7 @@ plan = json.load(open(f"{d}/plan.json"))
 f = plan["flags"]
 assert plan["model"] == model, (plan["model"], model)
 assert s == {"hook": f["dp-codec"], "allreduce": f["dp-allreduce"],
-             "emb_codec": f["emb-codec-fwd"] + "/" + f["emb-codec-bwd"],
-             "bucket_cap_mb": {"0": 0, "1MiB": 1, "4MiB": 4}[f["fuse-bytes"]], "threads": int(f["threads"]),
+             "emb_codec": f["emb-codec-fwd"] + "/" + f["emb-codec-bwd"], "threads": int(f["threads"]),
              "mlp_precision": f["mlp-precision"]}, s
 def refused(words, path=f"{d}/plan.json", **kw):
     args = dict(model=model, ranks=2, global_batch=256) | kw
@@ -99,8 +100,8 @@ from sparq.dlrm import assign_tables
 f = json.load(open(sys.argv[1]))["flags"]
 owners = assign_tables([int(r) for r in sys.argv[2].split("-")], 2)
 emb = "none" if f["emb-codec-fwd"] == f["emb-codec-bwd"] == "fp32" else f["emb-codec-fwd"] + "/" + f["emb-codec-bwd"]
-print("hook %s (%s), sparq-emb %s, bucket-cap-mb %g, threads %s, tables by rank %s"
-      % (f["dp-codec"], f["dp-allreduce"], emb, {"0": 0, "1MiB": 1, "4MiB": 4}[f["fuse-bytes"]], f["threads"], owners))
+print("hook %s (%s), sparq-emb %s, threads %s, tables by rank %s, kernels ['fused']"
+      % (f["dp-codec"], f["dp-allreduce"], emb, f["threads"], owners))
 print([16 * owners.count(r) for r in range(2)])
 PY
 )
