@@ -39,8 +39,8 @@ def can_make_netns():
 
 
 def check_names(repo, code, line):
-    names = sorted(set(re.findall(r"\b(st|sq)\.([a-zA-Z_]\w*)", code)))
-    probe = "import sparq.torch as st, sparq.torchrec as sq\n" + "".join(
+    names = sorted(set(re.findall(r"\b(st|sq|sparq)\.([a-zA-Z_]\w*)", code)))
+    probe = "import sparq, sparq.torch as st, sparq.torchrec as sq\n" + "".join(
         f"assert hasattr({mod}, {name!r}), '{mod}.{name}'\n" for mod, name in names)
     r = subprocess.run([os.path.join(repo, ".venv/bin/python"), "-c", probe], capture_output=True, text=True, cwd=repo)
     if r.returncode:
