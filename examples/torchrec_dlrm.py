@@ -13,6 +13,8 @@ The pooled embeddings' alltoall runs in fp32, with TorchRec's own codecs
 sparq's (--sparq-emb FWD/BWD of q8|q4|q2: sparq.torchrec.qcomm_codecs, rows
 of one table's embedding). The dense gradients go by torch's allreduce or
 one of sparq's DDP hooks (--hook dct:ETA,L | q8|q4|q2[+ec] | topk:K/B).
+--plan FILE takes both, the threads, the MLPs' precision and each table's
+rank from a plan of `sparq plan --for pytorch` (sparq.plan()).
 
     .venv/bin/python -m torch.distributed.run --nproc-per-node 2 examples/torchrec_dlrm.py \\
         --data-path data/synth-bin --sparq-emb q4/q2 --hook dct:0.98,1000
