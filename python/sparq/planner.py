@@ -9,8 +9,8 @@ table_owners() is its table-wise placement, for a TorchRec sharding plan.
 DDP's buckets keep DDP's size (a hook call each, DDP's own mechanism, not
 sparq's fusion): `sparq plan --for pytorch` plans them as its largest
 fusion, 4 MiB (one exchange for a model of up to 4 MiB of gradients, as one
-bucket of DDP's default 25 MB is). Both examples take a plan file (examples/dlrm_ddp.py and
-examples/torchrec_dlrm.py, --plan).
+bucket of DDP's default 25 MB is). Both examples take a plan file
+(examples/dlrm_ddp.py and examples/torchrec_dlrm.py, --plan).
 """
 import json
 import os
@@ -39,14 +39,16 @@ def cli():
 
 def plan(data_path, *, hosts, mini_batch_size, net, out="plan.json", max_loss_change=0.1, **flags):
     """Runs `sparq plan --for pytorch` (the data-parallel plans with the
-    tables table-wise, which the examples train, fused as DDP's buckets) for HOSTS ranks on the
-    network NET (BW,LAT[,stack costs], as `sparq plan --net`) and writes the
-    plan file OUT. The modelled steps are sparq train's on the virtual clock:
-    they rank the plans, PyTorch's own step differs. FLAGS are more of its
-    flags, by their Python names (arch_mlp_bot="13-64-16", compute_scale=2,
-    exhaustive=True); the model's must be the ones the training will use. Returns the Plan; its `table` is the planner's
-    printed table. Raises ValueError with the planner's one-line error where
-    it plans nothing (bad input, a budget or memory that no plan meets)."""
+    tables table-wise, which the examples train, fused as DDP's buckets) for
+    HOSTS ranks on the network NET (BW,LAT[,stack costs], as `sparq plan
+    --net`) and writes the plan file OUT. The modelled steps are sparq
+    train's on the virtual clock: they rank the plans, PyTorch's own step
+    differs. FLAGS are more of its flags, by their Python names
+    (arch_mlp_bot="13-64-16", compute_scale=2, exhaustive=True); the model's
+    must be the ones the training will use. Returns the Plan; its `table` is
+    the planner's printed table. Raises ValueError with the planner's
+    one-line error where it plans nothing (bad input, a budget or memory
+    that no plan meets)."""
     args = [cli(), "plan", "--for", "pytorch", "--data-path", os.fspath(data_path), "--hosts", str(hosts),
             "--net", net, "--mini-batch-size", str(mini_batch_size), "--max-loss-change", str(max_loss_change),
             "--out", os.fspath(out)]
@@ -120,4 +122,3 @@ def plan_model(bot, top, dim, sizes):
     rows = f"{sizes[0]} each" if len(set(sizes)) == 1 else "-".join(map(str, sizes))
     return (f"bot {'-'.join(map(str, bot))}, top {'-'.join(map(str, top))}, {len(sizes)} tables x {dim}, "
             f"rows {rows}")
-

@@ -9,8 +9,8 @@ paste it after `scripts/setup`; a block that brings up `scripts/cluster` is
 skipped, with the reason, where network namespaces cannot be made (not root,
 no `ip`). The ```python snippets cannot run alone (they show a call inside
 a user's model), so their `st.NAME` / `sq.NAME` / `sparq.NAME` calls are
-checked to exist in sparq.torch / sparq.torchrec / sparq. Exits 1 at the first failure, naming the
-README's line.
+checked to exist in sparq.torch / sparq.torchrec / sparq. Exits 1 at the
+first failure, naming the README's line.
 """
 import os
 import re

@@ -18,7 +18,7 @@ trap 'rm -rf "$D"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MASTER_ADDR=127.0.0.1 GLOO_SOCKET_IFNAME=lo
 # Tables of unequal rows: sparq's placement (largest first to the least
-# loaded rank) is then not TorchRec's planner's.
+# loaded rank) is then no plain round robin.
 SIZES=(2000 1900 1800 1700 1600 1500 1400 1300 1200 1100 1000 900 800 700 600 500 400 300 200 100 90 80 70 60 50 40)
 ROWS=$(IFS=-; echo "${SIZES[*]}")
 MODEL=(--arch-embedding-size "$ROWS" --arch-mlp-bot 13-64-16 --arch-mlp-top 64-1 --mini-batch-size 256)
