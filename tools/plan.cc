@@ -85,7 +85,15 @@ double median(std::vector<double> v) {
 plan::Measured run_on_clock(const PlanArgs& a, const TrainData& data, const plan::PlanKnobs& k, std::size_t steps,
                             bool test) {
   TrainArgs t = with_knobs(a.t, k);
-  t.ranks = a.hosts, t.nepochs = 1, t.print_freq = 1, t.num_batches = steps;
+  // Every step a whole batch: where an epoch holds fewer than `steps`, the
+  // run goes on into the next (the partial last batch is left out).
+  const std::size_t samples = data.streaming() ? data.stream_lines() : data.train.size();
+  const std::size_t per_epoch = samples / t.batch;
+  SPARQ_CHECK_AS(InputError, per_epoch > 0,
+                 "the training data has {} samples, fewer than one batch of {}: no step of the plans to time", samples,
+                 t.batch);
+  t.ranks = a.hosts, t.print_freq = 1, t.num_batches = std::min(steps, per_epoch);
+  t.nepochs = (steps + t.num_batches - 1) / t.num_batches;
   t.test_freq = test ? 0 : -1;
   PlanOptions po = plan_options(t, a.hosts);
   po.whole_model_on_rank0 = test;  // a timing run neither tests nor saves: rank 0 keeps its own tables only
@@ -96,6 +104,8 @@ plan::Measured run_on_clock(const PlanArgs& a, const TrainData& data, const plan
     const std::unique_ptr<Plan> p = make_plan(tr, po);
     train(*p, data, to, sink);
   });
+  SPARQ_CHECK_AS(InputError, !sink.steps.empty(), "plan {}: no step after the first {} to time ({} samples an epoch)",
+                 k.label(), kWarmupSteps, samples);
   plan::Measured m{median(sink.steps), median(sink.compute), {}, sink.loss};
   for (auto& [name, b] : sink.bytes) m.bytes_per_step[name] = b / static_cast<double>(sink.steps.size());
   return m;

@@ -78,6 +78,18 @@ for name, value in json.load(open(sys.argv[2]))["flags"].items():
 PY
 echo "ok: train --plan"
 
+# An epoch of 2 whole batches (20000 samples at 8192): every plan still runs
+# its 5 steps, into the next epochs, and is timed on them.
+"$SPARQ" plan --data-path "$D/data" --arch-embedding-size 2000 --arch-mlp-bot 13-64-16 --arch-mlp-top 64-1 \
+  --mini-batch-size 8192 --hosts 2 --net 1gbit,50us --steps 5 --threads-choices 1 --out "$D/short.json" \
+  --metrics "$D/short.jsonl" > "$D/out" 2> "$D/err" || fail "plan on 2 batches an epoch: $(cat "$D/err")"
+python3 - "$D/short.jsonl" <<'PY' || fail "plan on 2 batches an epoch: $(cat "$D/out")"
+import json, math, sys
+run = [p["modelled_ms_per_step"] for p in map(json.loads, open(sys.argv[1])) if "modelled_ms_per_step" in p]
+assert run and all(math.isfinite(ms) and ms > 0 for ms in run), run
+PY
+echo "ok: plans on an epoch shorter than their steps"
+
 one_line() {  # WHAT ARGS...: must fail with one line matching WHAT
   local what=$1
   shift
@@ -104,6 +116,9 @@ one_line "no plan fits: memory" plan --data-path "$D/data" "${MODEL[@]}" --hosts
 one_line "no plan fits: memory: running 4 ranks on the clock here needs about" plan --data-path "$D/data" \
   --arch-embedding-size 100000000 --arch-mlp-bot 13-64-16 --arch-mlp-top 64-1 --mini-batch-size 256 --hosts 4 \
   --net 1gbit,50us --host-memory 1024GiB
+one_line "the training data has 20000 samples, fewer than one batch of 32768: no step of the plans to time" plan \
+  --data-path "$D/data" --arch-embedding-size 2000 --arch-mlp-bot 13-64-16 --arch-mlp-top 64-1 --mini-batch-size 32768 \
+  --hosts 4 --net 1gbit,50us
 one_line "give the network to plan for: --net BW,LAT, or --measure" plan --data-path "$D/data" "${MODEL[@]}" --hosts 4
 one_line "give the network to plan for: --net BW,LAT, or --measure" plan --data-path "$D/data" "${MODEL[@]}" --hosts 4 \
   --net 1gbit,50us --measure
