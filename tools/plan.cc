@@ -276,6 +276,7 @@ plan::SearchOptions search_options(const PlanArgs& a, const TrainData& data, std
 plan::PlanFile choose_plan(const PlanArgs& a) {
   const auto start = std::chrono::steady_clock::now();
   const ReuseMappings reuse;  // every plan's run builds the same tables again
+  check_run_flags(a.t);
   SPARQ_CHECK_AS(InputError, a.budget >= 0, "--max-loss-change must be >= 0 (a change of the test loss, %), got {}",
                  a.budget);
   SPARQ_CHECK_AS(InputError, a.steps > kWarmupSteps + 1, "--steps must be > {}", kWarmupSteps + 1);

@@ -130,6 +130,7 @@ void check_mp(const TrainArgs& a, int world, std::size_t nstages, const DataPara
 void check_run_flags(const TrainArgs& a) {
   SPARQ_CHECK_AS(InputError, a.threads >= 1, "--threads must be >= 1");
   SPARQ_CHECK_AS(InputError, a.batch >= 1, "--mini-batch-size must be >= 1");
+  SPARQ_CHECK_AS(InputError, a.test_batch >= 1, "--test-mini-batch-size must be >= 1");
   SPARQ_CHECK_AS(InputError, a.save_every == 0 || !a.save.empty(), "--save-every needs --save PATH");
   SPARQ_CHECK_AS(InputError,
                  a.save_whole_every == 0 || (a.save_every > 0 && a.save_whole_every % a.save_every == 0 &&

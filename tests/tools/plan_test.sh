@@ -119,6 +119,7 @@ one_line "no plan fits: memory: running 4 ranks on the clock here needs about" p
 one_line "the training data has 20000 samples, fewer than one batch of 32768: no step of the plans to time" plan \
   --data-path "$D/data" --arch-embedding-size 2000 --arch-mlp-bot 13-64-16 --arch-mlp-top 64-1 --mini-batch-size 32768 \
   --hosts 4 --net 1gbit,50us
+one_line "\-\-mini-batch-size must be >= 1" plan --data-path "$D/data" --mini-batch-size 0 --hosts 4 --net 1gbit,50us
 one_line "give the network to plan for: --net BW,LAT, or --measure" plan --data-path "$D/data" "${MODEL[@]}" --hosts 4
 one_line "give the network to plan for: --net BW,LAT, or --measure" plan --data-path "$D/data" "${MODEL[@]}" --hosts 4 \
   --net 1gbit,50us --measure
