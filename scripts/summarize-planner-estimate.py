@@ -29,8 +29,8 @@ def main():
     estimates = [json.loads(l) for l in open(ROOT / "docs/data/torchrec/planner-estimate/estimate.jsonl")]
     plan_dir = ROOT / "docs/data/plan/cluster4-measure"
     plan = json.loads((plan_dir / "plan.json").read_text())
-    measured_ms = script("summarize-plan").measured_ms
-    sparq_ms = statistics.median(measured_ms(f) for f in sorted(plan_dir.glob("measured_r*.jsonl")))
+    summarize_plan = script("summarize-plan")
+    sparq_ms = statistics.median(summarize_plan.measured_ms(f) for f in sorted(plan_dir.glob("measured_r*.jsonl")))
     print("| planner | its plan | the planner's estimate, ms/step | measured ms/step | estimate / measured | "
           "what the estimate covers |")
     print("|---|---|---|---|---|---|")
@@ -39,7 +39,7 @@ def main():
         print(f"| TorchRec {e['torchrec']}, {e['topology']} | table-wise fp32, "
               f"{'/'.join(map(str, e['tables_per_rank']))} tables a rank | {e['estimate_ms']:.2f} | {torchrec_ms:.1f} | "
               f"{e['estimate_ms'] / torchrec_ms:.3f} | the tables' lookups and alltoall only ({parts}) |")
-    flags = " ".join(f"--{k} {v}" for k, v in plan["flags"].items() if v != "")  # "": the flag's default
+    flags = summarize_plan.flag_text(plan["flags"])
     print(f"| `sparq plan --measure` (its fitted {plan['net']}) | `{flags}` | {plan['modelled_ms_per_step']:.2f} | "
           f"{sparq_ms:.2f} | {plan['modelled_ms_per_step'] / sparq_ms:.3f} | the whole step on the virtual clock |")
 
