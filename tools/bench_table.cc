@@ -39,7 +39,6 @@ LaunchOptions launch_options(const BenchFlags& f) {
   return lo;
 }
 
-namespace {
 double percentile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   const double pos = q * static_cast<double>(v.size() - 1);
@@ -47,7 +46,6 @@ double percentile(std::vector<double> v, double q) {
   const std::size_t hi = std::min(lo + 1, v.size() - 1);
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
-}  // namespace
 
 double reduce_scalar(Transport& t, double v, bool max) {
   AllreduceOptions o;

@@ -40,6 +40,8 @@ struct Row {
   double result_nnz = std::nan("");
 };
 
+// The q-quantile of v (0.5: the median), interpolated between neighbours.
+double percentile(std::vector<double> v, double q);
 // The slowest rank's value (op Max) or the total (op Sum) of a scalar.
 double reduce_scalar(Transport& t, double v, bool max);
 
