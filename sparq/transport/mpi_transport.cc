@@ -54,17 +54,21 @@ int checked_count(std::size_t n) {
 }
 
 // Polls MPI_Test (which drives Open MPI's progress engine) until done or the
-// deadline: spinning for the first 100 us, then sleeping 50 us after every
+// deadline: spinning for the first 5 ms, then sleeping 50 us after every
 // poll. A long wait (an idle pipeline stage, a slower peer) would otherwise
 // take a whole core from the ranks that compute: with 4 ranks on 2 cores
-// the hybrid plan's step got 2-9% faster (docs/results.md), and sleeping
-// after every poll rather than every 64th took the CPU an idle wait burns
-// from about two thirds of a core to a few percent. The sleep adds at most
-// ~0.1 ms to a message that arrives after the spin.
+// the hybrid plan's step got 2-9% faster, and sleeping after every poll
+// rather than every 64th took the CPU an idle wait burns from about two
+// thirds of a core to a few percent. But a message that arrives during a
+// sleep waits for the sleeper's wake-up (timer slack and a turn on a busy
+// core, not 50 us), and a ring's every step waits for one: with a 100 us
+// spin an unfused q4 ring plan took 5-7 ms a step more on the 4-host
+// cluster than with 5 ms, and no plan measured gained from the shorter
+// spin (docs/results.md, "How long an MPI wait spins").
 template <class TestFn>
 bool poll_until(Clock::time_point deadline, TestFn&& test) {
   using namespace std::chrono_literals;
-  const auto spin_until = Clock::now() + 100us;
+  const auto spin_until = Clock::now() + 5ms;
   for (;;) {
     if (test()) return true;
     const auto now = Clock::now();
