@@ -68,6 +68,7 @@ void bridge_mpi_init() {
   if (initialized) {
     MPI_Query_thread(&level);
   } else {
+    MpiSession::tune_tcp();
     mpi_check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &level), "MPI_Init_thread");
     g_mpi_ours = true;
   }

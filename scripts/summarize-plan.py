@@ -374,6 +374,66 @@ def budget(out):
           f"| {statistics.median(defaults):.2f} | 1.00x |")
 
 
+def spin(out):
+    """The A/B of how long an MPI wait spins before it sleeps (docs/data/plan/spin-ab, its provenance.txt):
+    each plan's steps by variant, the sessions' runs in turn, their median and its ratio to the 100 us spin."""
+    d = out / "spin-ab"
+    if not d.is_dir():
+        return
+    runs = {}
+    for f in sorted(d.glob("runs*.txt")):
+        for line in f.read_text().splitlines():
+            _, plan, sp, sl, ms = line.split()
+            runs.setdefault(plan, {}).setdefault((int(sp[5:]), int(sl[6:])), []).append(float(ms))
+    variants = [(100, 50), (5000, 50), (1000, 50), (100, -1), (100, 1000)]
+    names = {(100, 50): "100 us, then 50 us sleeps", (5000, 50): "5 ms, then 50 us sleeps",
+             (1000, 50): "1 ms, then 50 us sleeps", (100, -1): "100 us, then yields", (100, 1000): "100 us, then 1 ms sleeps"}
+    print("\n| plan | " + " | ".join(names[v] for v in variants) + " |")
+    print("|---|" + "---|" * len(variants))
+    for plan, by in runs.items():
+        base = statistics.median(by[(100, 50)])
+        cells = [f"{', '.join(f'{x:.1f}' for x in by[v])} (median {statistics.median(by[v]):.1f}, "
+                 f"{statistics.median(by[v]) / base:.2f}x)" if v in by else "-" for v in variants]
+        print(f"| {plan} | " + " | ".join(cells) + " |")
+
+
+def resweep(out):
+    """The cluster sweep again with the 5 ms spin (docs/data/plan/cluster4-spin5ms, 4 rounds): the cluster
+    against itself, and the clock's models (the exhaustive run's and scripts/plan-model-rounds') against it."""
+    runs = out / "cluster4-spin5ms"
+    if not runs.is_dir():
+        return
+    measured = measured_by_flags(runs)
+    half = [(statistics.median(v[:2]), statistics.median(v[2:])) for v in measured.values() if len(v) == 4]
+    print(f"\nWith the 5 ms spin, {len(measured)} plans, {min(map(len, measured.values()))} rounds each: rounds 1-2 "
+          f"against rounds 3-4, Spearman {spearman([a for a, _ in half], [b for _, b in half]):.3f}, ratio "
+          f"{min(a / b for a, b in half):.2f}-{max(a / b for a, b in half):.2f}.")
+    old = measured_by_flags(out / "cluster4")
+    r = [statistics.median(measured[k]) / statistics.median(old[k]) for k in measured if k in old]
+    print(f"Against the sweep with the 100 us spin (another hour): new/old {statistics.median(r):.3f} "
+          f"(median of {len(r)} plans; {min(r):.2f}-{max(r):.2f}).")
+    meas = {k: statistics.median(v) for k, v in measured.items()}
+    sweep = {plan_key(p["flags"]): p for p in load(out / "cluster4-1gbit_exhaustive.jsonl")
+             if p["admitted"] and "modelled_ms_per_step" in p and not p.get("refined")}
+    models = [("the exhaustive run's (one core a host at half speed)", [sweep])]
+    for name, what in (("hostcores1", "one core a host at half speed, 3 rounds' median"),
+                       ("shared2", "2 cores shared at full speed, 3 rounds' median")):
+        models.append((what, [{plan_key(p["flags"]): p for p in load(f)}
+                              for f in sorted((out / "models/rounds").glob(f"{name}_r*.jsonl"))]))
+    print("\n| the clock's model | Spearman, modelled and measured | modelled / measured | within 15 % "
+          "| hybrid plans | the rest |")
+    print("|---|---|---|---|---|---|")
+    for what, rounds in models:
+        keys = [k for k in meas if all(k in x for x in rounds)]
+        mod = {k: statistics.median(x[k]["modelled_ms_per_step"] for x in rounds) for k in keys}
+        e = {k: mod[k] / meas[k] for k in keys}
+        hyb = [e[k] for k in keys if rounds[0][k]["flags"].get("mp-splits")]
+        rest = [e[k] for k in keys if not rounds[0][k]["flags"].get("mp-splits")]
+        print(f"| {what} | {spearman([mod[k] for k in keys], [meas[k] for k in keys]):.3f} "
+              f"| {min(e.values()):.2f}-{max(e.values()):.2f} | {sum(abs(x - 1) <= 0.15 for x in e.values())} of {len(keys)} "
+              f"| {min(hyb):.2f}-{max(hyb):.2f} | {min(rest):.2f}-{max(rest):.2f} |")
+
+
 def admitted_flags(sweep):
     """Each admitted plan an exhaustive run ran (its JSON lines), as train flags but --threads: what the
     cluster sweeps train, each at --threads 1 (an empty value, no --mp-splits, is the flag's default)."""
@@ -390,5 +450,5 @@ if __name__ == "__main__":
         print(fastest_measured(pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else "docs/data/plan/cluster4")))
         sys.exit()
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan")
-    for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster):
+    for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, spin, resweep):
         table(out)

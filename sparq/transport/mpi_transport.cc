@@ -17,7 +17,15 @@ void mpi_check(int rc, const char* what) {
   SPARQ_THROW(Error, "{}: {}", what, std::string(text, len));
 }
 
+void MpiSession::tune_tcp() {
+  constexpr const char* kLimit = "4194304";
+  for (const char* name : {"OMPI_MCA_btl_tcp_eager_limit", "OMPI_MCA_btl_tcp_rndv_eager_limit",
+                           "OMPI_MCA_btl_tcp_max_send_size"})
+    setenv(name, kLimit, /*overwrite=*/0);
+}
+
 MpiSession::MpiSession(int* argc, char*** argv) {
+  tune_tcp();
   int initialized = 0;
   MPI_Initialized(&initialized);
   SPARQ_CHECK(!initialized, "MPI initialized twice");

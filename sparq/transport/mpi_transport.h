@@ -30,6 +30,15 @@ class MpiSession {
 
   // True when this process was started by mpiexec/mpirun (Open MPI or PMIx).
   static bool launched_by_mpiexec();
+
+  // Before MPI_Init: Open MPI's TCP messages up to 4 MiB go eagerly, unless
+  // the user set these parameters (OMPI_MCA_btl_tcp_eager_limit,
+  // _rndv_eager_limit, _max_send_size; mpirun --mca sets the same). Above
+  // its 64 KiB default a message waits for the receiver's go-ahead, and Open
+  // MPI moves the rest only inside the sender's MPI calls: a pipeline stage
+  // that sends its activations and goes on computing holds them back
+  // (docs/results.md, "Open MPI's eager limit").
+  static void tune_tcp();
 };
 
 class MpiTransport final : public Transport {
