@@ -374,52 +374,84 @@ def budget(out):
           f"| {statistics.median(defaults):.2f} | 1.00x |")
 
 
-def spin(out):
-    """The A/B of how long an MPI wait spins before it sleeps (docs/data/plan/spin-ab, its provenance.txt):
-    each plan's steps by variant, the sessions' runs in turn, their median and its ratio to the 100 us spin."""
-    d = out / "spin-ab"
-    if not d.is_dir():
-        return
+def ab_runs(folder):
+    """An A/B's runs (runs*.txt of FOLDER, its provenance.txt says how): {plan: {variant: [ms/step]}}, each
+    line 'ROUND PLAN VARIANT... MS [rss=BYTES]'."""
     runs = {}
-    for f in sorted(d.glob("runs*.txt")):
+    for f in sorted(folder.glob("runs*.txt")):
         for line in f.read_text().splitlines():
-            _, plan, sp, sl, ms = line.split()
-            runs.setdefault(plan, {}).setdefault((int(sp[5:]), int(sl[6:])), []).append(float(ms))
-    variants = [(100, 50), (5000, 50), (1000, 50), (100, -1), (100, 1000)]
-    names = {(100, 50): "100 us, then 50 us sleeps", (5000, 50): "5 ms, then 50 us sleeps",
-             (1000, 50): "1 ms, then 50 us sleeps", (100, -1): "100 us, then yields", (100, 1000): "100 us, then 1 ms sleeps"}
-    print("\n| plan | " + " | ".join(names[v] for v in variants) + " |")
+            words = [w for w in line.split() if not w.startswith("rss=")]
+            runs.setdefault(words[1], {}).setdefault(" ".join(words[2:-1]), []).append(float(words[-1]))
+    return runs
+
+
+def ab(folder, variants):
+    """Each plan's steps by variant (VARIANTS: [(its key in the runs, its column)], the first the base):
+    the runs in turn, their median and its ratio to the base's."""
+    if not folder.is_dir():
+        return
+    print("\n| plan | " + " | ".join(name for _, name in variants) + " |")
     print("|---|" + "---|" * len(variants))
-    for plan, by in runs.items():
-        base = statistics.median(by[(100, 50)])
+    for plan, by in ab_runs(folder).items():
+        base = statistics.median(by[variants[0][0]])
         cells = [f"{', '.join(f'{x:.1f}' for x in by[v])} (median {statistics.median(by[v]):.1f}, "
-                 f"{statistics.median(by[v]) / base:.2f}x)" if v in by else "-" for v in variants]
+                 f"{statistics.median(by[v]) / base:.2f}x)" if v in by else "-" for v, _ in variants]
         print(f"| {plan} | " + " | ".join(cells) + " |")
 
 
-def resweep(out):
-    """The cluster sweep again with the 5 ms spin (docs/data/plan/cluster4-spin5ms, 4 rounds): the cluster
-    against itself, and the clock's models (the exhaustive run's and scripts/plan-model-rounds') against it."""
-    runs = out / "cluster4-spin5ms"
+def spin(out):
+    """How long an MPI wait spins before it sleeps (docs/data/plan/spin-ab), and Open MPI's TCP eager
+    limit (docs/data/plan/eager-ab)."""
+    ab(out / "spin-ab", [("spin=100 sleep=50", "100 us, then 50 us sleeps"), ("spin=5000 sleep=50", "5 ms, then 50 us sleeps"),
+                         ("spin=1000 sleep=50", "1 ms, then 50 us sleeps"), ("spin=100 sleep=-1", "100 us, then yields"),
+                         ("spin=100 sleep=1000", "100 us, then 1 ms sleeps")])
+    ab(out / "eager-ab", [("eager=0", "64 KiB (Open MPI's)"), ("eager=1048576", "1 MiB"), ("eager=4194304", "4 MiB"),
+                          ("eager=4194304+buf8MiB", "4 MiB, 8 MiB socket buffers"), ("built-in", "sparq's own (4 MiB)"),
+                          ("eager=65536", "64 KiB by --mca")])
+
+
+def resweeps(out):
+    for name, what, rounds in (("cluster4-spin5ms", "With the 5 ms spin", "rounds"),
+                               ("cluster4-eager", "With the 5 ms spin and 4 MiB eager", "rounds-eager")):
+        resweep(out, name, what, out / "models" / rounds)
+    refit = out / "net-eager" / "net_cluster4"
+    if refit.exists():
+        before = out.parent / "emulation" / "fidelity" / "net_cluster4"
+        print(f"\nThe cluster's network fitted again on this build (scripts/fit-net.py over net-eager's benchmarks, the "
+              f"stack's CPU as before): {refit.read_text().strip()}, against {before.read_text().strip()}.")
+
+
+def resweep(out, name, what, model_rounds):
+    """The cluster sweep again on a later build (docs/data/plan/NAME, 4 rounds): the cluster against
+    itself, and the clock's models (the exhaustive run's and scripts/plan-model-rounds') against it."""
+    runs = out / name
     if not runs.is_dir():
         return
     measured = measured_by_flags(runs)
     half = [(statistics.median(v[:2]), statistics.median(v[2:])) for v in measured.values() if len(v) == 4]
-    print(f"\nWith the 5 ms spin, {len(measured)} plans, {min(map(len, measured.values()))} rounds each: rounds 1-2 "
+    if not half:
+        return
+    print(f"\n{what}, {len(measured)} plans, {min(map(len, measured.values()))} rounds each: rounds 1-2 "
           f"against rounds 3-4, Spearman {spearman([a for a, _ in half], [b for _, b in half]):.3f}, ratio "
           f"{min(a / b for a, b in half):.2f}-{max(a / b for a, b in half):.2f}.")
     old = measured_by_flags(out / "cluster4")
     r = [statistics.median(measured[k]) / statistics.median(old[k]) for k in measured if k in old]
-    print(f"Against the sweep with the 100 us spin (another hour): new/old {statistics.median(r):.3f} "
+    print(f"Against the first sweep (100 us spin, 64 KiB eager; another hour): new/old {statistics.median(r):.3f} "
           f"(median of {len(r)} plans; {min(r):.2f}-{max(r):.2f}).")
     meas = {k: statistics.median(v) for k, v in measured.items()}
     sweep = {plan_key(p["flags"]): p for p in load(out / "cluster4-1gbit_exhaustive.jsonl")
              if p["admitted"] and "modelled_ms_per_step" in p and not p.get("refined")}
-    models = [("the exhaustive run's (one core a host at half speed)", [sweep])]
-    for name, what in (("hostcores1", "one core a host at half speed, 3 rounds' median"),
-                       ("shared2", "2 cores shared at full speed, 3 rounds' median")):
-        models.append((what, [{plan_key(p["flags"]): p for p in load(f)}
-                              for f in sorted((out / "models/rounds").glob(f"{name}_r*.jsonl"))]))
+    def net(log):
+        return re.search(r" ranks on (\S+),", log.read_text()).group(1)
+
+    models = [(f"one core a host at half speed, the exhaustive run ({net(out / 'cluster4-1gbit_exhaustive.log')})",
+               [sweep])]
+    for name, what in (("hostcores1", "one core a host at half speed"), ("shared2", "2 cores shared at full speed")):
+        logs = sorted(model_rounds.glob(f"{name}_r*.log"))
+        if logs:
+            what = f"{what}, {len(logs)} rounds' median (models/{model_rounds.name}, {net(logs[0])})"
+            models.append((what, [{plan_key(p["flags"]): p for p in load(f)}
+                              for f in sorted(model_rounds.glob(f"{name}_r*.jsonl"))]))
     print("\n| the clock's model | Spearman, modelled and measured | modelled / measured | within 15 % "
           "| hybrid plans | the rest |")
     print("|---|---|---|---|---|---|")
@@ -432,6 +464,28 @@ def resweep(out):
         print(f"| {what} | {spearman([mod[k] for k in keys], [meas[k] for k in keys]):.3f} "
               f"| {min(e.values()):.2f}-{max(e.values()):.2f} | {sum(abs(x - 1) <= 0.15 for x in e.values())} of {len(keys)} "
               f"| {min(hyb):.2f}-{max(hyb):.2f} | {min(rest):.2f}-{max(rest):.2f} |")
+    fused_against_unfused(meas, *models[-1])
+
+
+def fused_against_unfused(meas, what, rounds):
+    """Fusion by 4 MiB against none, plan by plan (the data-parallel plans with a --dp-codec), measured and on
+    the clock (a model's rounds, their median)."""
+    keys = [k for k in meas if all(k in x for x in rounds)]
+    mod = {k: statistics.median(x[k]["modelled_ms_per_step"] for x in rounds) for k in keys}
+    by = {}
+    for k in keys:
+        f = json.loads(k)
+        if f.get("mp-splits") or f["dp-codec"] == "none":
+            continue
+        by.setdefault(plan_key({**f, "fuse-bytes": "0"}), {})[f["fuse-bytes"]] = k
+    pairs = [(v["0"], v["4MiB"]) for v in by.values() if "0" in v and "4MiB" in v]
+    m = [meas[b] / meas[a] for a, b in pairs]
+    c = [mod[b] / mod[a] for a, b in pairs]
+    a, b = pairs[0]
+    print(f"Fused by 4 MiB against unfused, the {len(pairs)} data-parallel plans with a --dp-codec: measured "
+          f"{min(m):.2f}-{max(m):.2f} (median {statistics.median(m):.2f}), on the clock ({what}) {min(c):.2f}-{max(c):.2f} "
+          f"(median {statistics.median(c):.2f}); e.g. {rounds[0][a]['label']}: measured {meas[a]:.2f}, fused "
+          f"{meas[b]:.2f}; modelled {mod[a]:.2f}, {mod[b]:.2f}.")
 
 
 def admitted_flags(sweep):
@@ -450,5 +504,5 @@ if __name__ == "__main__":
         print(fastest_measured(pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else "docs/data/plan/cluster4")))
         sys.exit()
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan")
-    for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, spin, resweep):
+    for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, spin, resweeps):
         table(out)

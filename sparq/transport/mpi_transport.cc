@@ -72,7 +72,7 @@ int checked_count(std::size_t n) {
 // core, not 50 us), and a ring's every step waits for one: with a 100 us
 // spin an unfused q4 ring plan took 5-7 ms a step more on the 4-host
 // cluster than with 5 ms, and no plan measured gained from the shorter
-// spin (docs/results.md, "How long an MPI wait spins").
+// spin (docs/results.md, "What real hosts paid that the clock did not charge").
 template <class TestFn>
 bool poll_until(Clock::time_point deadline, TestFn&& test) {
   using namespace std::chrono_literals;

@@ -37,7 +37,7 @@ class MpiSession {
   // its 64 KiB default a message waits for the receiver's go-ahead, and Open
   // MPI moves the rest only inside the sender's MPI calls: a pipeline stage
   // that sends its activations and goes on computing holds them back
-  // (docs/results.md, "Open MPI's eager limit").
+  // (docs/results.md, "What real hosts paid that the clock did not charge").
   static void tune_tcp();
 };
 

@@ -4,11 +4,15 @@
 // Under mpiexec the same tests run on MpiTransport.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <numeric>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "sparq/coll/allreduce.h"
 #include "sparq/transport/local_transport.h"
+#include "sparq/transport/mpi_transport.h"
 #include "tests/support/ranks.h"
 #ifdef SPARQ_HAVE_GLOO
 #include <gloo/rendezvous/hash_store.h>
@@ -233,6 +237,25 @@ TEST(LocalWorld, SendsBeforeReceivesDoNotDeadlock) {
       EXPECT_EQ(in, pattern_bytes(1 << 20, s));
     }
   });
+}
+
+// Open MPI's TCP eager limit: raised to 4 MiB before MPI_Init, each of the
+// three parameters left as the user set it (mpirun --mca sets the same
+// variables). Under mpiexec the session already ran it at start.
+TEST(MpiSession, RaisesTheTcpEagerLimitUnlessTheUserSetIt) {
+  const char* names[] = {"OMPI_MCA_btl_tcp_eager_limit", "OMPI_MCA_btl_tcp_rndv_eager_limit",
+                         "OMPI_MCA_btl_tcp_max_send_size"};
+  std::optional<std::string> saved[3];
+  for (int i = 0; i < 3; ++i)
+    if (const char* v = std::getenv(names[i])) saved[i] = v;
+  unsetenv(names[0]);
+  unsetenv(names[1]);
+  setenv(names[2], "131072", 1);
+  MpiSession::tune_tcp();
+  EXPECT_STREQ(std::getenv(names[0]), "4194304");
+  EXPECT_STREQ(std::getenv(names[1]), "4194304");
+  EXPECT_STREQ(std::getenv(names[2]), "131072");
+  for (int i = 0; i < 3; ++i) saved[i] ? setenv(names[i], saved[i]->c_str(), 1) : unsetenv(names[i]);
 }
 
 }  // namespace
