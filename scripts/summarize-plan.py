@@ -209,14 +209,20 @@ def fastest_measured(runs):
 
 
 def check(out):
-    runs = out / "cluster4-check"
+    for runs, sweep, what in (("cluster4-check", "cluster4", ""),
+                              ("cluster4-check-eager", "cluster4-eager", " (5 ms spin, 4 MiB eager)")):
+        check_rounds(out / runs, out / sweep, what)
+
+
+def check_rounds(runs, sweep, what):
+    """scripts/plan-cluster-check's rounds (RUNS) against the fastest plan of the sweep SWEEP."""
     if not runs.is_dir():
         return
     ms = {kind: [measured_ms(f) for f in sorted(runs.glob(f"{kind}_r*.jsonl"))] for kind in ("defaults", "plan", "fastest")}
     med = {k: statistics.median(v) for k, v in ms.items()}
     ratios = [a / b for a, b in zip(ms["plan"], ms["fastest"])]  # paired by round, as the clock's check
-    print(f"\nsparq train --plan on the cluster, {len(ms['plan'])} interleaved rounds (median ms/step): the plan "
-          f"{med['plan']:.2f}, the sweep's fastest plan ({fastest_measured(out / 'cluster4')}, --threads 1) {med['fastest']:.2f}, the "
+    print(f"\nsparq train --plan on the cluster{what}, {len(ms['plan'])} interleaved rounds (median ms/step): the plan "
+          f"{med['plan']:.2f}, the sweep's fastest plan ({fastest_measured(sweep)}, --threads 1) {med['fastest']:.2f}, the "
           f"default flags {med['defaults']:.2f}: the plan is {med['plan'] / med['fastest']:.3f}x the fastest's step "
           f"(round by round {', '.join(f'{r:.3f}' for r in ratios)}: median {statistics.median(ratios):.3f}) and "
           f"{med['defaults'] / med['plan']:.2f}x faster than the defaults.")
