@@ -405,7 +405,7 @@ def ab(folder, variants):
         print(f"| {plan} | " + " | ".join(cells) + " |")
 
 
-def spin(out):
+def transport_abs(out):
     """How long an MPI wait spins before it sleeps (docs/data/plan/spin-ab), and Open MPI's TCP eager
     limit (docs/data/plan/eager-ab)."""
     ab(out / "spin-ab", [("spin=100 sleep=50", "100 us, then 50 us sleeps"), ("spin=5000 sleep=50", "5 ms, then 50 us sleeps"),
@@ -447,39 +447,47 @@ def resweep(out, name, what, model_rounds):
     meas = {k: statistics.median(v) for k, v in measured.items()}
     sweep = {plan_key(p["flags"]): p for p in load(out / "cluster4-1gbit_exhaustive.jsonl")
              if p["admitted"] and "modelled_ms_per_step" in p and not p.get("refined")}
-    def net(log):
-        return re.search(r" ranks on (\S+),", log.read_text()).group(1)
-
-    models = [(f"one core a host at half speed, the exhaustive run ({net(out / 'cluster4-1gbit_exhaustive.log')})",
+    models = [(f"one core a host at half speed, the exhaustive run ({planned_net(out / 'cluster4-1gbit_exhaustive.log')})",
                [sweep])]
     for name, what in (("hostcores1", "one core a host at half speed"), ("shared2", "2 cores shared at full speed")):
         logs = sorted(model_rounds.glob(f"{name}_r*.log"))
         if logs:
-            what = f"{what}, {len(logs)} rounds' median (models/{model_rounds.name}, {net(logs[0])})"
+            what = f"{what}, {len(logs)} rounds' median (models/{model_rounds.name}, {planned_net(logs[0])})"
             models.append((what, [{plan_key(p["flags"]): p for p in load(f)}
                               for f in sorted(model_rounds.glob(f"{name}_r*.jsonl"))]))
     print("\n| the clock's model | Spearman, modelled and measured | modelled / measured | within 15 % "
           "| hybrid plans | the rest |")
     print("|---|---|---|---|---|---|")
     for what, rounds in models:
-        keys = [k for k in meas if all(k in x for x in rounds)]
-        mod = {k: statistics.median(x[k]["modelled_ms_per_step"] for x in rounds) for k in keys}
+        mod = median_modelled(rounds, meas)
+        keys = list(mod)
         e = {k: mod[k] / meas[k] for k in keys}
         hyb = [e[k] for k in keys if rounds[0][k]["flags"].get("mp-splits")]
         rest = [e[k] for k in keys if not rounds[0][k]["flags"].get("mp-splits")]
         print(f"| {what} | {spearman([mod[k] for k in keys], [meas[k] for k in keys]):.3f} "
               f"| {min(e.values()):.2f}-{max(e.values()):.2f} | {sum(abs(x - 1) <= 0.15 for x in e.values())} of {len(keys)} "
               f"| {min(hyb):.2f}-{max(hyb):.2f} | {min(rest):.2f}-{max(rest):.2f} |")
-    fused_against_unfused(meas, *models[-1])
+    what, rounds = models[-1]
+    fused_against_unfused(meas, median_modelled(rounds, meas), what, rounds[0])
 
 
-def fused_against_unfused(meas, what, rounds):
+def planned_net(log):
+    """The network a sparq plan run planned for (its log's first line)."""
+    return re.search(r" ranks on (\S+),", log.read_text()).group(1)
+
+
+def median_modelled(rounds, measured):
+    """{plan: its modelled step, the median over ROUNDS ({plan: JSON line} each)} for the plans measured and in
+    every round."""
+    return {k: statistics.median(x[k]["modelled_ms_per_step"] for x in rounds)
+            for k in measured if all(k in x for x in rounds)}
+
+
+def fused_against_unfused(meas, mod, what, labels):
     """Fusion by 4 MiB against none, plan by plan (the data-parallel plans with a --dp-codec), measured and on
-    the clock (a model's rounds, their median)."""
-    keys = [k for k in meas if all(k in x for x in rounds)]
-    mod = {k: statistics.median(x[k]["modelled_ms_per_step"] for x in rounds) for k in keys}
+    the clock (MOD: a model's steps; LABELS: its JSON lines)."""
     by = {}
-    for k in keys:
+    for k in mod:
         f = json.loads(k)
         if f.get("mp-splits") or f["dp-codec"] == "none":
             continue
@@ -490,7 +498,7 @@ def fused_against_unfused(meas, what, rounds):
     a, b = pairs[0]
     print(f"Fused by 4 MiB against unfused, the {len(pairs)} data-parallel plans with a --dp-codec: measured "
           f"{min(m):.2f}-{max(m):.2f} (median {statistics.median(m):.2f}), on the clock ({what}) {min(c):.2f}-{max(c):.2f} "
-          f"(median {statistics.median(c):.2f}); e.g. {rounds[0][a]['label']}: measured {meas[a]:.2f}, fused "
+          f"(median {statistics.median(c):.2f}); e.g. {labels[a]['label']}: measured {meas[a]:.2f}, fused "
           f"{meas[b]:.2f}; modelled {mod[a]:.2f}, {mod[b]:.2f}.")
 
 
@@ -510,5 +518,5 @@ if __name__ == "__main__":
         print(fastest_measured(pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else "docs/data/plan/cluster4")))
         sys.exit()
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan")
-    for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, spin, resweeps):
+    for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, transport_abs, resweeps):
         table(out)
