@@ -486,13 +486,7 @@ def median_modelled(rounds, measured):
 def fused_against_unfused(meas, mod, what, labels):
     """Fusion by 4 MiB against none, plan by plan (the data-parallel plans with a --dp-codec), measured and on
     the clock (MOD: a model's steps; LABELS: its JSON lines)."""
-    by = {}
-    for k in mod:
-        f = json.loads(k)
-        if f.get("mp-splits") or f["dp-codec"] == "none":
-            continue
-        by.setdefault(plan_key({**f, "fuse-bytes": "0"}), {})[f["fuse-bytes"]] = k
-    pairs = [(v["0"], v["4MiB"]) for v in by.values() if "0" in v and "4MiB" in v]
+    pairs = fusion_pairs(mod)
     m = [meas[b] / meas[a] for a, b in pairs]
     c = [mod[b] / mod[a] for a, b in pairs]
     a, b = pairs[0]
@@ -500,6 +494,57 @@ def fused_against_unfused(meas, mod, what, labels):
           f"{min(m):.2f}-{max(m):.2f} (median {statistics.median(m):.2f}), on the clock ({what}) {min(c):.2f}-{max(c):.2f} "
           f"(median {statistics.median(c):.2f}); e.g. {labels[a]['label']}: measured {meas[a]:.2f}, fused "
           f"{meas[b]:.2f}; modelled {mod[a]:.2f}, {mod[b]:.2f}.")
+
+
+def clock_variants(out):
+    """The shared-cores model against the eager sweep, as run (models/rounds-eager, models/rounds-steps32)
+    and with the costs tried and not kept (models/tried-eager, its provenance.txt): each variant's rounds
+    against each other, their median against the cluster, and fusion's effect on the clock."""
+    runs = out / "cluster4-eager"
+    if not (out / "models" / "tried-eager").is_dir() or not runs.is_dir():
+        return
+    meas = {k: statistics.median(v) for k, v in measured_by_flags(runs).items()}
+    variants = [("rounds-eager", "shared2", "as built, 8 steps a plan (the planner's)"),
+                ("rounds-steps32", "shared2", "as built, 32 steps a plan"),
+                ("tried-eager", "none", "as built, 8 steps"),
+                ("tried-eager", "handoff500us", "+ 0.5 ms a hand-off"),
+                ("tried-eager", "handoff1000us", "+ 1 ms a hand-off"),
+                ("tried-eager", "handoff2000us", "+ 2 ms a hand-off"),
+                ("tried-eager", "spin1000us", "+ a wait's first 1 ms on a core"),
+                ("tried-eager", "spin5000us", "+ a wait's first 5 ms on a core"),
+                ("tried-eager", "none-ciload", "as built, 8 steps, beside CI"),
+                ("tried-eager", "commfirst-ciload", "+ the communication thread first, beside CI"),
+                ("tried-eager", "spin200us-ciload", "+ a wait's first 0.2 ms on a core, beside CI"),
+                ("tried-eager", "spin500us-ciload", "+ a wait's first 0.5 ms on a core, beside CI"),
+                ("tried-eager", "spin5000usx0.03-ciload", "+ 3 % of a wait's first 5 ms on a core, beside CI"),
+                ("tried-eager", "spin5000usx0.1-ciload", "+ 10 % of a wait's first 5 ms on a core, beside CI")]
+    print("\n| the clock (2 cores shared) | folder | rounds | rounds against each other (Spearman) "
+          "| Spearman, modelled and measured | within 15 % | fused 4 MiB / unfused, median |")
+    print("|---|---|---|---|---|---|---|")
+    for folder, name, what in variants:
+        files = sorted((out / "models" / folder).glob(f"{name}_r*.jsonl"))
+        if not files:
+            continue
+        rounds = [{plan_key(p["flags"]): p for p in load(f)} for f in files]
+        mod = median_modelled(rounds, meas)
+        keys = list(mod)
+        pairs = [spearman([a[k]["modelled_ms_per_step"] for k in keys], [b[k]["modelled_ms_per_step"] for k in keys])
+                 for i, a in enumerate(rounds) for b in rounds[i + 1:]]
+        e = [mod[k] / meas[k] for k in keys]
+        print(f"| {what} | {folder} | {len(rounds)} | {f'{min(pairs):.3f}-{max(pairs):.3f}' if pairs else '-'} "
+              f"| {spearman([mod[k] for k in keys], [meas[k] for k in keys]):.3f} "
+              f"| {sum(abs(x - 1) <= 0.15 for x in e)} of {len(keys)} "
+              f"| {statistics.median(mod[b] / mod[a] for a, b in fusion_pairs(mod)):.2f} |")
+
+
+def fusion_pairs(plans):
+    """(unfused, fused by 4 MiB) of each data-parallel plan with a --dp-codec among PLANS (plan keys)."""
+    by = {}
+    for k in plans:
+        f = json.loads(k)
+        if not f.get("mp-splits") and f["dp-codec"] != "none":
+            by.setdefault(plan_key({**f, "fuse-bytes": "0"}), {})[f["fuse-bytes"]] = k
+    return [(v["0"], v["4MiB"]) for v in by.values() if "0" in v and "4MiB" in v]
 
 
 def admitted_flags(sweep):
@@ -518,5 +563,5 @@ if __name__ == "__main__":
         print(fastest_measured(pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else "docs/data/plan/cluster4")))
         sys.exit()
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan")
-    for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, transport_abs, resweeps):
+    for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, transport_abs, resweeps, clock_variants):
         table(out)
