@@ -506,6 +506,8 @@ def clock_variants(out):
     meas = {k: statistics.median(v) for k, v in measured_by_flags(runs).items()}
     variants = [("rounds-eager", "shared2", "as built, 8 steps a plan (the planner's)"),
                 ("rounds-steps32", "shared2", "as built, 32 steps a plan"),
+                ("rounds-steps32-msg10us", "shared2", "32 steps, 10 us of CPU a message (the communication thread's "
+                 "on the cluster) instead of 4.30"),
                 ("tried-eager", "none", "as built, 8 steps"),
                 ("tried-eager", "handoff500us", "+ 0.5 ms a hand-off"),
                 ("tried-eager", "handoff1000us", "+ 1 ms a hand-off"),
@@ -547,6 +549,37 @@ def fusion_pairs(plans):
     return [(v["0"], v["4MiB"]) for v in by.values() if "0" in v and "4MiB" in v]
 
 
+def thread_cpu(out):
+    """scripts/cluster-thread-cpu: each thread kind's CPU time a step and rank on the cluster, a plan
+    unfused and fused (thread-cpu/runs.jsonl), beside the runs' step."""
+    path = out / "thread-cpu" / "runs.jsonl"
+    if not path.exists():
+        return
+    runs, comm_ms = {}, {}
+    for t in load(path):
+        runs.setdefault((t["plan"], t["round"]), []).append(t)
+    print("\n| plan | round | ms/it (median of the prints after the first) | CPU ms a step and rank: training thread (its start-up included) "
+          "| communication thread | the rest |")
+    print("|---|---|---|---|---|---|")
+    for (plan, rnd), threads in sorted(runs.items(), key=lambda kv: (kv[0][1], kv[0][0] != "unfused")):
+        steps = 10 * len(threads[0]["ms_per_it"])
+        ranks = len({t["pid"] for t in threads})
+        cpu = lambda pick: 1e3 * sum(t["cpu_s"] for t in threads if pick(t)) / steps / ranks
+        main = lambda t: t["tid"] == t["pid"]
+        comm = lambda t: t["thread"] == "sparq-comm"
+        print(f"| {plan} | {rnd} | {statistics.median(threads[0]['ms_per_it'][1:]):.1f} | {cpu(main):.1f} "
+              f"| {cpu(comm):.1f} | {cpu(lambda t: not main(t) and not comm(t)):.1f} |")
+        comm_ms.setdefault(plan, []).append(cpu(comm))
+    # Unfused, each of the model's 14 dense views (7 layers' weights and biases) is an allreduce of its own,
+    # fused by 4 MiB all are one; a ring allreduce on 4 ranks takes 2 (4 - 1) = 6 hops, a message sent and
+    # one received a hop and rank: 78 more messages each way a step.
+    extra = 2 * (14 - 1) * 6
+    u, f = statistics.median(comm_ms["unfused"]), statistics.median(comm_ms["fused4MiB"])
+    print(f"\nThe communication thread's CPU a step and rank, median of the rounds: unfused {u:.2f} ms, fused "
+          f"{f:.2f} ms; the difference over the {extra} more messages sent and received: {1e3 * (u - f) / extra:.1f} us "
+          f"a message and side.")
+
+
 def admitted_flags(sweep):
     """Each admitted plan an exhaustive run ran (its JSON lines), as train flags but --threads: what the
     cluster sweeps train, each at --threads 1 (an empty value, no --mp-splits, is the flag's default)."""
@@ -563,5 +596,5 @@ if __name__ == "__main__":
         print(fastest_measured(pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else "docs/data/plan/cluster4")))
         sys.exit()
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan")
-    for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, transport_abs, resweeps, clock_variants):
+    for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, transport_abs, resweeps, clock_variants, thread_cpu):
         table(out)
