@@ -508,6 +508,7 @@ def clock_variants(out):
                 ("rounds-steps32", "shared2", "as built, 32 steps a plan"),
                 ("rounds-steps32-msg10us", "shared2", "32 steps, 10 us of CPU a message (the communication thread's "
                  "on the cluster) instead of 4.30"),
+                ("tried-eager", "job130us-steps32", "32 steps, + 130 us of CPU a job of the communication thread"),
                 ("tried-eager", "none", "as built, 8 steps"),
                 ("tried-eager", "handoff500us", "+ 0.5 ms a hand-off"),
                 ("tried-eager", "handoff1000us", "+ 1 ms a hand-off"),
@@ -550,34 +551,48 @@ def fusion_pairs(plans):
 
 
 def thread_cpu(out):
-    """scripts/cluster-thread-cpu: each thread kind's CPU time a step and rank on the cluster, a plan
-    unfused and fused (thread-cpu/runs.jsonl), beside the runs' step."""
-    path = out / "thread-cpu" / "runs.jsonl"
-    if not path.exists():
-        return
-    runs, comm_ms = {}, {}
+    """scripts/cluster-thread-cpu: each thread kind's CPU time a step and rank on the cluster, a plan unfused
+    and fused, its dense allreduce on the ring (thread-cpu/) and by recursive doubling (thread-cpu-rd/),
+    beside the runs' step; then what the communication thread pays a message and an allreduce."""
+    # Unfused, each of the model's 14 dense views (7 layers' weights and biases) is an allreduce of its own,
+    # fused by 4 MiB all are one: 13 more a step. On 4 ranks the ring takes 2 (4 - 1) = 6 hops, recursive
+    # doubling 2; a message sent and one received a hop and rank.
+    extra = {}  # algorithm: (more allreduces, more messages sent and received) a step and rank, comm CPU ms
+    for folder, algo, hops in (("thread-cpu", "ring", 6), ("thread-cpu-rd", "recursive doubling", 2)):
+        path = out / folder / "runs.jsonl"
+        if not path.exists():
+            continue
+        comm_ms = {}
+        print(f"\n| plan ({algo}) | round | ms/it (median of the prints after the first) | CPU ms a step and rank: "
+              "training thread (its start-up included) | communication thread | the rest |")
+        print("|---|---|---|---|---|---|")
+        for (plan, rnd), threads in sorted(runs_by_plan_round(path).items(), key=lambda kv: (kv[0][1], kv[0][0] != "unfused")):
+            steps = 10 * len(threads[0]["ms_per_it"])
+            ranks = len({t["pid"] for t in threads})
+            cpu = lambda pick: 1e3 * sum(t["cpu_s"] for t in threads if pick(t)) / steps / ranks
+            main = lambda t: t["tid"] == t["pid"]
+            comm = lambda t: t["thread"] == "sparq-comm"
+            print(f"| {plan} | {rnd} | {statistics.median(threads[0]['ms_per_it'][1:]):.1f} | {cpu(main):.1f} "
+                  f"| {cpu(comm):.1f} | {cpu(lambda t: not main(t) and not comm(t)):.1f} |")
+            comm_ms.setdefault(plan, []).append(cpu(comm))
+        u, f = statistics.median(comm_ms["unfused"]), statistics.median(comm_ms["fused4MiB"])
+        extra[algo] = (13, 2 * 13 * hops, u - f)
+        print(f"\nThe communication thread's CPU a step and rank ({algo}), median of the rounds: unfused {u:.2f} ms, "
+              f"fused {f:.2f} ms; the difference over the {2 * 13 * hops} more messages sent and received: "
+              f"{1e3 * (u - f) / (2 * 13 * hops):.1f} us a message and side.")
+    if len(extra) == 2:
+        (_, m1, d1), (_, m2, d2) = extra["ring"], extra["recursive doubling"]
+        per_msg = (d1 - d2) / (m1 - m2)
+        print(f"Both as a cost a message and side and one an allreduce: {1e3 * per_msg:.1f} us a message, "
+              f"{1e3 * (d2 - m2 * per_msg) / 13:.0f} us an allreduce.")
+
+
+def runs_by_plan_round(path):
+    """scripts/cluster-thread-cpu's threads ({(plan, round): [thread lines]})."""
+    runs = {}
     for t in load(path):
         runs.setdefault((t["plan"], t["round"]), []).append(t)
-    print("\n| plan | round | ms/it (median of the prints after the first) | CPU ms a step and rank: training thread (its start-up included) "
-          "| communication thread | the rest |")
-    print("|---|---|---|---|---|---|")
-    for (plan, rnd), threads in sorted(runs.items(), key=lambda kv: (kv[0][1], kv[0][0] != "unfused")):
-        steps = 10 * len(threads[0]["ms_per_it"])
-        ranks = len({t["pid"] for t in threads})
-        cpu = lambda pick: 1e3 * sum(t["cpu_s"] for t in threads if pick(t)) / steps / ranks
-        main = lambda t: t["tid"] == t["pid"]
-        comm = lambda t: t["thread"] == "sparq-comm"
-        print(f"| {plan} | {rnd} | {statistics.median(threads[0]['ms_per_it'][1:]):.1f} | {cpu(main):.1f} "
-              f"| {cpu(comm):.1f} | {cpu(lambda t: not main(t) and not comm(t)):.1f} |")
-        comm_ms.setdefault(plan, []).append(cpu(comm))
-    # Unfused, each of the model's 14 dense views (7 layers' weights and biases) is an allreduce of its own,
-    # fused by 4 MiB all are one; a ring allreduce on 4 ranks takes 2 (4 - 1) = 6 hops, a message sent and
-    # one received a hop and rank: 78 more messages each way a step.
-    extra = 2 * (14 - 1) * 6
-    u, f = statistics.median(comm_ms["unfused"]), statistics.median(comm_ms["fused4MiB"])
-    print(f"\nThe communication thread's CPU a step and rank, median of the rounds: unfused {u:.2f} ms, fused "
-          f"{f:.2f} ms; the difference over the {extra} more messages sent and received: {1e3 * (u - f) / extra:.1f} us "
-          f"a message and side.")
+    return runs
 
 
 def admitted_flags(sweep):
