@@ -509,6 +509,9 @@ def clock_variants(out):
                 ("rounds-steps32-msg10us", "shared2", "32 steps, 10 us of CPU a message (the communication thread's "
                  "on the cluster) instead of 4.30"),
                 ("tried-eager", "job130us-steps32", "32 steps, + 130 us of CPU a job of the communication thread"),
+                ("rounds-steps32-coll130us", "shared2", "32 steps, the network's CPU a collective at 130 us "
+                 "(--net ...,4.30us,130us), an hour later"),
+                ("rounds-steps32-coll130us", "base", "as built, 32 steps, right after it"),
                 ("tried-eager", "none", "as built, 8 steps"),
                 ("tried-eager", "handoff500us", "+ 0.5 ms a hand-off"),
                 ("tried-eager", "handoff1000us", "+ 1 ms a hand-off"),

@@ -83,6 +83,7 @@ void CommEngine::loop() {
     }
     try {
       if (item.at) t_.virtual_wait_until(*item.at);
+      t_.virtual_collective();
       CollStats s = item.job(t_);
       s.done_at = t_.virtual_time();
       t_.virtual_idle();  // handing over and waiting for the next job

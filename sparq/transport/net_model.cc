@@ -38,8 +38,9 @@ NetModel parse_net_model(std::string_view spec) {
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
-  SPARQ_CHECK_AS(InputError, fields.size() >= 2 && fields.size() <= 4,
-                 "bad --net '{}': expected BANDWIDTH,LATENCY[,CPU_PER_BYTE[,CPU_PER_MESSAGE]] such as 10gbit,20us",
+  SPARQ_CHECK_AS(InputError, fields.size() >= 2 && fields.size() <= 5,
+                 "bad --net '{}': expected BANDWIDTH,LATENCY[,CPU_PER_BYTE[,CPU_PER_MESSAGE[,CPU_PER_COLLECTIVE]]] "
+                 "such as 10gbit,20us",
                  spec);
   static constexpr std::pair<std::string_view, double> bw_units[] = {
       {"bit", 1.0 / 8},  {"kbit", 1e3 / 8}, {"mbit", 1e6 / 8}, {"gbit", 1e9 / 8}, {"Bps", 1.0},
@@ -55,17 +56,22 @@ NetModel parse_net_model(std::string_view spec) {
     const auto [cpu, cu] = number_unit(fields[2], spec);
     m.cpu_s_per_b = cpu * scale(cu, time_units, spec, "CPU time per byte");
   }
-  if (fields.size() == 4) {
+  if (fields.size() >= 4) {
     const auto [cpu, cu] = number_unit(fields[3], spec);
     m.cpu_s_per_msg = cpu * scale(cu, time_units, spec, "CPU time per message");
+  }
+  if (fields.size() == 5) {
+    const auto [cpu, cu] = number_unit(fields[4], spec);
+    m.cpu_s_per_coll = cpu * scale(cu, time_units, spec, "CPU time per collective");
   }
   return m;
 }
 
 std::string NetModel::describe() const {
   std::string cpu;
-  if (cpu_s_per_b > 0 || cpu_s_per_msg > 0) cpu = fmt::format(",{:g}ns", cpu_s_per_b * 1e9);
-  if (cpu_s_per_msg > 0) cpu += fmt::format(",{:g}us", cpu_s_per_msg * 1e6);
+  if (cpu_s_per_b > 0 || cpu_s_per_msg > 0 || cpu_s_per_coll > 0) cpu = fmt::format(",{:g}ns", cpu_s_per_b * 1e9);
+  if (cpu_s_per_msg > 0 || cpu_s_per_coll > 0) cpu += fmt::format(",{:g}us", cpu_s_per_msg * 1e6);
+  if (cpu_s_per_coll > 0) cpu += fmt::format(",{:g}us", cpu_s_per_coll * 1e6);
   return fmt::format("{:g}gbit,{:g}us{}", 8.0 / beta_s_per_b / 1e9, alpha_s * 1e6, cpu);
 }
 

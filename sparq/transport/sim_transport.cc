@@ -140,6 +140,12 @@ SimTransport::Timeline& SimTransport::line(bool charge) const {
 
 void SimTransport::virtual_idle() { pause_cpu(); }
 
+void SimTransport::virtual_collective() {
+  std::lock_guard lk(mu_);
+  Timeline& l = line();
+  l.clock = compute(l.clock, net_.cpu_s_per_coll * (cpu_scale_ > 0 ? cpu_scale_ : 1));  // scaled as stack_cpu()
+}
+
 void SimTransport::charge_cpu() const {
   std::lock_guard lk(mu_);
   line();
