@@ -560,7 +560,7 @@ def thread_cpu(out):
     # Unfused, each of the model's 14 dense views (7 layers' weights and biases) is an allreduce of its own,
     # fused by 4 MiB all are one: 13 more a step. On 4 ranks the ring takes 2 (4 - 1) = 6 hops, recursive
     # doubling 2; a message sent and one received a hop and rank.
-    extra = {}  # algorithm: (more allreduces, more messages sent and received) a step and rank, comm CPU ms
+    extra = {}  # algorithm: (more messages sent and received, more comm CPU ms) a step and rank
     for folder, algo, hops in (("thread-cpu", "ring", 6), ("thread-cpu-rd", "recursive doubling", 2)):
         path = out / folder / "runs.jsonl"
         if not path.exists():
@@ -579,12 +579,12 @@ def thread_cpu(out):
                   f"| {cpu(comm):.1f} | {cpu(lambda t: not main(t) and not comm(t)):.1f} |")
             comm_ms.setdefault(plan, []).append(cpu(comm))
         u, f = statistics.median(comm_ms["unfused"]), statistics.median(comm_ms["fused4MiB"])
-        extra[algo] = (13, 2 * 13 * hops, u - f)
+        extra[algo] = (2 * 13 * hops, u - f)
         print(f"\nThe communication thread's CPU a step and rank ({algo}), median of the rounds: unfused {u:.2f} ms, "
-              f"fused {f:.2f} ms; the difference over the {2 * 13 * hops} more messages sent and received: "
-              f"{1e3 * (u - f) / (2 * 13 * hops):.1f} us a message and side.")
+              f"fused {f:.2f} ms; the difference over the {extra[algo][0]} more messages sent and received: "
+              f"{1e3 * (u - f) / extra[algo][0]:.1f} us a message and side.")
     if len(extra) == 2:
-        (_, m1, d1), (_, m2, d2) = extra["ring"], extra["recursive doubling"]
+        (m1, d1), (m2, d2) = extra["ring"], extra["recursive doubling"]
         per_msg = (d1 - d2) / (m1 - m2)
         print(f"Both as a cost a message and side and one an allreduce: {1e3 * per_msg:.1f} us a message, "
               f"{1e3 * (d2 - m2 * per_msg) / 13:.0f} us an allreduce.")
