@@ -210,7 +210,10 @@ def fastest_measured(runs):
 
 def check(out):
     for runs, sweep, what in (("cluster4-check", "cluster4", ""),
-                              ("cluster4-check-eager", "cluster4-eager", " (5 ms spin, 4 MiB eager)")):
+                              ("cluster4-check-eager", "cluster4-eager", " (5 ms spin, 4 MiB eager)"),
+                              ("cluster4-check-replan", "cluster4-eager", " (planned again: cluster4-eager-1gbit)"),
+                              ("cluster4-check-replan-200", "cluster4-eager",
+                               " (planned again: cluster4-eager-1gbit), 200 steps a run")):
         check_rounds(out / runs, out / sweep, what)
 
 
@@ -221,11 +224,13 @@ def check_rounds(runs, sweep, what):
     ms = {kind: [measured_ms(f) for f in sorted(runs.glob(f"{kind}_r*.jsonl"))] for kind in ("defaults", "plan", "fastest")}
     med = {k: statistics.median(v) for k, v in ms.items()}
     ratios = [a / b for a, b in zip(ms["plan"], ms["fastest"])]  # paired by round, as the clock's check
+    gains = [a / b for a, b in zip(ms["defaults"], ms["plan"])]
     print(f"\nsparq train --plan on the cluster{what}, {len(ms['plan'])} interleaved rounds (median ms/step): the plan "
           f"{med['plan']:.2f}, the sweep's fastest plan ({fastest_measured(sweep)}, --threads 1) {med['fastest']:.2f}, the "
           f"default flags {med['defaults']:.2f}: the plan is {med['plan'] / med['fastest']:.3f}x the fastest's step "
           f"(round by round {', '.join(f'{r:.3f}' for r in ratios)}: median {statistics.median(ratios):.3f}) and "
-          f"{med['defaults'] / med['plan']:.2f}x faster than the defaults.")
+          f"{med['defaults'] / med['plan']:.2f}x faster than the defaults (round by round "
+          f"{', '.join(f'{g:.2f}' for g in gains)}).")
 
 
 def clock_check(out):
@@ -267,7 +272,7 @@ def accuracy(out):
         half = t975.T975[len(xs) - 1] * statistics.stdev(xs) / len(xs) ** 0.5 if len(xs) > 1 else 0
         return f"{m:+.3f} % [{m - half:+.3f}, {m + half:+.3f}] | {', '.join(f'{x:+.3f}' for x in xs)}"
 
-    for runs in (out / "accuracy-1epoch", out / "accuracy"):
+    for runs in (out / "accuracy-1epoch", out / "accuracy", out / "accuracy-replan"):
         if not (runs / "plan.json").exists():
             continue
         changes = {}  # data set -> [(final, last three)]
@@ -471,6 +476,29 @@ def resweep(out, name, what, model_rounds):
     fused_against_unfused(meas, median_modelled(rounds, meas), what, rounds[0])
 
 
+def replanned(out):
+    """The plan made again for today's transport (cluster4-eager-1gbit: the eager fit, 2 cores shared) in
+    the eager sweep's measured steps, and that planner run's exhaustive sweep as a model of them."""
+    runs, name = out / "cluster4-eager", "cluster4-eager-1gbit"
+    if not (out / f"{name}_pruned.plan.json").exists() or not runs.is_dir():
+        return
+    meas = {k: statistics.median(v) for k, v in measured_by_flags(runs).items()}
+    chosen = plan_key(json.loads((out / f"{name}_pruned.plan.json").read_text())["flags"], ("threads",))
+    mine = next(ms for k, ms in meas.items() if plan_key(json.loads(k), ("threads",)) == chosen)
+    best = min(meas, key=meas.get)
+    defaults = statistics.median(measured_ms(f) for f in sorted(runs.glob("defaults_r*.jsonl")))
+    sweep = {plan_key(p["flags"]): p["modelled_ms_per_step"] for p in load(out / f"{name}_exhaustive.jsonl")
+             if p["admitted"] and "modelled_ms_per_step" in p and not p.get("refined")}
+    keys = [k for k in meas if k in sweep]
+    e = [sweep[k] / meas[k] for k in keys]
+    print(f"\nThe plan made again ({name}) in the eager sweep ({min(map(len, measured_by_flags(runs).values()))} "
+          f"rounds, median): {mine:.2f} ms/step, {mine / meas[best]:.3f}x the fastest measured plan "
+          f"({flag_text(json.loads(best), ('threads',))}, {meas[best]:.2f}); the default flags (--threads 2) "
+          f"{defaults:.2f}: {defaults / mine:.2f}x the plan's. Its exhaustive run against the same {len(keys)} "
+          f"plans: Spearman {spearman([sweep[k] for k in keys], [meas[k] for k in keys]):.3f}, modelled/measured "
+          f"{min(e):.2f}-{max(e):.2f}, {sum(abs(x - 1) <= 0.15 for x in e)} of {len(keys)} within 15 %.")
+
+
 def planned_net(log):
     """The network a sparq plan run planned for (its log's first line)."""
     return re.search(r" ranks on (\S+),", log.read_text()).group(1)
@@ -512,6 +540,9 @@ def clock_variants(out):
                 ("rounds-steps32-coll130us", "shared2", "32 steps, the network's CPU a collective at 130 us "
                  "(--net ...,4.30us,130us), an hour later"),
                 ("rounds-steps32-coll130us", "base", "as built, 32 steps, right after it"),
+                ("rounds-steps32-coll-ab", "coll-shared2", "32 steps, CPU a collective 130 us, rounds interleaved with the next, "
+                 "a quiet hour"),
+                ("rounds-steps32-coll-ab", "base-shared2", "as built, 32 steps, interleaved with it"),
                 ("tried-eager", "none", "as built, 8 steps"),
                 ("tried-eager", "handoff500us", "+ 0.5 ms a hand-off"),
                 ("tried-eager", "handoff1000us", "+ 1 ms a hand-off"),
@@ -614,5 +645,5 @@ if __name__ == "__main__":
         print(fastest_measured(pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else "docs/data/plan/cluster4")))
         sys.exit()
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan")
-    for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, transport_abs, resweeps, clock_variants, thread_cpu):
+    for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, transport_abs, resweeps, replanned, clock_variants, thread_cpu):
         table(out)
