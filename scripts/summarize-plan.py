@@ -543,6 +543,11 @@ def clock_variants(out):
                 ("rounds-steps32-coll-ab", "coll-shared2", "32 steps, CPU a collective 130 us, rounds interleaved with the next, "
                  "a quiet hour"),
                 ("rounds-steps32-coll-ab", "base-shared2", "as built, 32 steps, interleaved with it"),
+                ("rounds-steps32-latency", "lat100-shared2", "32 steps, a latency of 100 us a message, rounds "
+                 "interleaved with the 300 us and the as-built rounds"),
+                ("rounds-steps32-latency", "lat200-shared2", "32 steps, a latency of 200 us a message, right after"),
+                ("rounds-steps32-latency", "lat300-shared2", "32 steps, a latency of 300 us a message"),
+                ("rounds-steps32-latency", "base-shared2", "as built, 32 steps, interleaved with them"),
                 ("tried-eager", "none", "as built, 8 steps"),
                 ("tried-eager", "handoff500us", "+ 0.5 ms a hand-off"),
                 ("tried-eager", "handoff1000us", "+ 1 ms a hand-off"),
@@ -572,6 +577,28 @@ def clock_variants(out):
               f"| {spearman([mod[k] for k in keys], [meas[k] for k in keys]):.3f} "
               f"| {sum(abs(x - 1) <= 0.15 for x in e)} of {len(keys)} "
               f"| {statistics.median(mod[b] / mod[a] for a, b in fusion_pairs(mod)):.2f} |")
+
+
+def unfused_by_collective(out):
+    """The latency rounds (models/rounds-steps32-latency): modelled / measured of the unfused data-parallel
+    plans with a dense codec, by the collective their dense gradients take, as built and at 300 us a message."""
+    folder, runs = out / "models" / "rounds-steps32-latency", out / "cluster4-eager"
+    if not folder.is_dir() or not runs.is_dir():
+        return
+    meas = {k: statistics.median(v) for k, v in measured_by_flags(runs).items()}
+    kinds = {"DCT-DP": lambda f: f["dp-codec"].startswith("dct"), "q4 on the ring": lambda f: f["dp-allreduce"] == "ring",
+             "q4 by recursive doubling": lambda f: f["dp-allreduce"] == "recursive-doubling"}
+    parts = []
+    for kind, test in kinds.items():
+        cells = []
+        for name in ("base-shared2", "lat300-shared2"):
+            rounds = [{plan_key(p["flags"]): p for p in load(f)} for f in sorted(folder.glob(f"{name}_r*.jsonl"))]
+            mod = median_modelled(rounds, meas)
+            e = [mod[k] / meas[k] for k in mod if (f := json.loads(k))["fuse-bytes"] == "0" and not f.get("mp-splits")
+                 and f["dp-codec"] != "none" and test(f)]
+            cells.append(f"{min(e):.2f}-{max(e):.2f}")
+        parts.append(f"{kind} {cells[0]} as built, {cells[1]} at 300 us")
+    print(f"\nUnfused data-parallel plans, modelled / measured (models/rounds-steps32-latency): {'; '.join(parts)}.")
 
 
 def fusion_pairs(plans):
@@ -645,5 +672,5 @@ if __name__ == "__main__":
         print(fastest_measured(pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else "docs/data/plan/cluster4")))
         sys.exit()
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan")
-    for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, transport_abs, resweeps, replanned, clock_variants, thread_cpu):
+    for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, transport_abs, resweeps, replanned, clock_variants, unfused_by_collective, thread_cpu):
         table(out)
