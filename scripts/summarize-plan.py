@@ -211,6 +211,8 @@ def fastest_measured(runs):
 def check(out):
     for runs, sweep, what in (("cluster4-check", "cluster4", ""),
                               ("cluster4-check-eager", "cluster4-eager", " (5 ms spin, 4 MiB eager)"),
+                              ("cluster4-check-eager-200", "cluster4-eager",
+                               " (5 ms spin, 4 MiB eager), 200 steps a run"),
                               ("cluster4-check-replan", "cluster4-eager", " (planned again: cluster4-eager-1gbit)"),
                               ("cluster4-check-replan-200", "cluster4-eager",
                                " (planned again: cluster4-eager-1gbit), 200 steps a run")):
