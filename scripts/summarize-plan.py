@@ -528,7 +528,7 @@ def fused_against_unfused(meas, mod, what, labels):
 
 def clock_variants(out):
     """The shared-cores model against the eager sweep, as run (models/rounds-eager, models/rounds-steps32)
-    and with the costs tried and not kept (models/tried-eager, its provenance.txt): each variant's rounds
+    and with the costs tried and not kept (models/tried-eager and models/tried-delay, their provenance.txt): each variant's rounds
     against each other, their median against the cluster, and fusion's effect on the clock."""
     runs = out / "cluster4-eager"
     if not (out / "models" / "tried-eager").is_dir() or not runs.is_dir():
@@ -550,6 +550,9 @@ def clock_variants(out):
                 ("rounds-steps32-latency", "lat200-shared2", "32 steps, a latency of 200 us a message, right after"),
                 ("rounds-steps32-latency", "lat300-shared2", "32 steps, a latency of 300 us a message"),
                 ("rounds-steps32-latency", "base-shared2", "as built, 32 steps, interleaved with them"),
+                ("tried-delay", "delay300us-shared2", "32 steps, + 300 us a job of the communication thread "
+                 "before its end, no core busy"),
+                ("tried-delay", "none-shared2", "as built, 32 steps, interleaved with it"),
                 ("tried-eager", "none", "as built, 8 steps"),
                 ("tried-eager", "handoff500us", "+ 0.5 ms a hand-off"),
                 ("tried-eager", "handoff1000us", "+ 1 ms a hand-off"),
