@@ -202,6 +202,11 @@ def measured_by_flags(runs):
     return out
 
 
+def measured_medians(runs):
+    """{plan key: its median measured step} over a cluster sweep's rounds (RUNS: its folder)."""
+    return {k: statistics.median(v) for k, v in measured_by_flags(runs).items()}
+
+
 def fastest_measured(runs):
     """The flags of the fastest plan a cluster sweep measured (its runs' folder), as train flags."""
     flags, _ = min(measured_by_flags(runs).items(), key=lambda kv: statistics.median(kv[1]))
@@ -484,7 +489,8 @@ def replanned(out):
     runs, name = out / "cluster4-eager", "cluster4-eager-1gbit"
     if not (out / f"{name}_pruned.plan.json").exists() or not runs.is_dir():
         return
-    meas = {k: statistics.median(v) for k, v in measured_by_flags(runs).items()}
+    measured = measured_by_flags(runs)
+    meas = {k: statistics.median(v) for k, v in measured.items()}
     chosen = plan_key(json.loads((out / f"{name}_pruned.plan.json").read_text())["flags"], ("threads",))
     mine = next(ms for k, ms in meas.items() if plan_key(json.loads(k), ("threads",)) == chosen)
     best = min(meas, key=meas.get)
@@ -493,7 +499,7 @@ def replanned(out):
              if p["admitted"] and "modelled_ms_per_step" in p and not p.get("refined")}
     keys = [k for k in meas if k in sweep]
     e = [sweep[k] / meas[k] for k in keys]
-    print(f"\nThe plan made again ({name}) in the eager sweep ({min(map(len, measured_by_flags(runs).values()))} "
+    print(f"\nThe plan made again ({name}) in the eager sweep ({min(map(len, measured.values()))} "
           f"rounds, median): {mine:.2f} ms/step, {mine / meas[best]:.3f}x the fastest measured plan "
           f"({flag_text(json.loads(best), ('threads',))}, {meas[best]:.2f}); the default flags (--threads 2) "
           f"{defaults:.2f}: {defaults / mine:.2f}x the plan's. Its exhaustive run against the same {len(keys)} "
@@ -528,12 +534,13 @@ def fused_against_unfused(meas, mod, what, labels):
 
 def clock_variants(out):
     """The shared-cores model against the eager sweep, as run (models/rounds-eager, models/rounds-steps32)
-    and with the costs tried and not kept (models/tried-eager and models/tried-delay, their provenance.txt): each variant's rounds
-    against each other, their median against the cluster, and fusion's effect on the clock."""
+    and with the costs tried and not kept (models/tried-eager and models/tried-delay, their provenance.txt):
+    each variant's rounds against each other, their median against the cluster, and fusion's effect on the
+    clock."""
     runs = out / "cluster4-eager"
     if not (out / "models" / "tried-eager").is_dir() or not runs.is_dir():
         return
-    meas = {k: statistics.median(v) for k, v in measured_by_flags(runs).items()}
+    meas = measured_medians(runs)
     variants = [("rounds-eager", "shared2", "as built, 8 steps a plan (the planner's)"),
                 ("rounds-steps32", "shared2", "as built, 32 steps a plan"),
                 ("rounds-steps32-msg10us", "shared2", "32 steps, 10 us of CPU a message (the communication thread's "
@@ -590,17 +597,18 @@ def unfused_by_collective(out):
     folder, runs = out / "models" / "rounds-steps32-latency", out / "cluster4-eager"
     if not folder.is_dir() or not runs.is_dir():
         return
-    meas = {k: statistics.median(v) for k, v in measured_by_flags(runs).items()}
+    meas = measured_medians(runs)
     kinds = {"DCT-DP": lambda f: f["dp-codec"].startswith("dct"), "q4 on the ring": lambda f: f["dp-allreduce"] == "ring",
              "q4 by recursive doubling": lambda f: f["dp-allreduce"] == "recursive-doubling"}
+    unfused = [k for k in meas if (f := json.loads(k))["fuse-bytes"] == "0" and not f.get("mp-splits")
+               and f["dp-codec"] != "none"]
+    models = [median_modelled([{plan_key(p["flags"]): p for p in load(f)} for f in sorted(folder.glob(f"{name}_r*.jsonl"))],
+                              meas) for name in ("base-shared2", "lat300-shared2")]
     parts = []
     for kind, test in kinds.items():
         cells = []
-        for name in ("base-shared2", "lat300-shared2"):
-            rounds = [{plan_key(p["flags"]): p for p in load(f)} for f in sorted(folder.glob(f"{name}_r*.jsonl"))]
-            mod = median_modelled(rounds, meas)
-            e = [mod[k] / meas[k] for k in mod if (f := json.loads(k))["fuse-bytes"] == "0" and not f.get("mp-splits")
-                 and f["dp-codec"] != "none" and test(f)]
+        for mod in models:
+            e = [mod[k] / meas[k] for k in unfused if k in mod and test(json.loads(k))]
             cells.append(f"{min(e):.2f}-{max(e):.2f}")
         parts.append(f"{kind} {cells[0]} as built, {cells[1]} at 300 us")
     print(f"\nUnfused data-parallel plans, modelled / measured (models/rounds-steps32-latency): {'; '.join(parts)}.")

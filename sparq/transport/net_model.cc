@@ -1,6 +1,7 @@
 #include "sparq/transport/net_model.h"
 
 #include <charconv>
+#include <iterator>
 #include <vector>
 
 #include <fmt/format.h>
@@ -28,6 +29,12 @@ double scale(std::string_view unit, const std::pair<std::string_view, double> (&
   SPARQ_THROW(InputError, "bad --net '{}': unknown {} unit '{}'", spec, what, unit);
 }
 
+// The optional fields after the latency, in their order.
+constexpr std::pair<double NetModel::*, std::string_view> kCpuFields[] = {
+    {&NetModel::cpu_s_per_b, "CPU time per byte"},
+    {&NetModel::cpu_s_per_msg, "CPU time per message"},
+    {&NetModel::cpu_s_per_coll, "CPU time per collective"}};
+
 }  // namespace
 
 NetModel parse_net_model(std::string_view spec) {
@@ -52,26 +59,24 @@ NetModel parse_net_model(std::string_view spec) {
   const double bytes_per_s = bw * scale(bu, bw_units, spec, "bandwidth");
   SPARQ_CHECK_AS(InputError, bytes_per_s > 0, "bad --net '{}': bandwidth must be positive", spec);
   NetModel m{lat * scale(lu, time_units, spec, "latency"), 1.0 / bytes_per_s};
-  if (fields.size() >= 3) {
-    const auto [cpu, cu] = number_unit(fields[2], spec);
-    m.cpu_s_per_b = cpu * scale(cu, time_units, spec, "CPU time per byte");
-  }
-  if (fields.size() >= 4) {
-    const auto [cpu, cu] = number_unit(fields[3], spec);
-    m.cpu_s_per_msg = cpu * scale(cu, time_units, spec, "CPU time per message");
-  }
-  if (fields.size() == 5) {
-    const auto [cpu, cu] = number_unit(fields[4], spec);
-    m.cpu_s_per_coll = cpu * scale(cu, time_units, spec, "CPU time per collective");
+  for (std::size_t i = 2; i < fields.size(); ++i) {
+    const auto [cpu, cu] = number_unit(fields[i], spec);
+    const auto& [field, what] = kCpuFields[i - 2];
+    m.*field = cpu * scale(cu, time_units, spec, what);
   }
   return m;
 }
 
 std::string NetModel::describe() const {
+  // The optional fields up to the last one set: per byte in ns, the others in us.
+  std::size_t shown = 0;
+  for (std::size_t i = 0; i < std::size(kCpuFields); ++i)
+    if (this->*kCpuFields[i].first > 0) shown = i + 1;
   std::string cpu;
-  if (cpu_s_per_b > 0 || cpu_s_per_msg > 0 || cpu_s_per_coll > 0) cpu = fmt::format(",{:g}ns", cpu_s_per_b * 1e9);
-  if (cpu_s_per_msg > 0 || cpu_s_per_coll > 0) cpu += fmt::format(",{:g}us", cpu_s_per_msg * 1e6);
-  if (cpu_s_per_coll > 0) cpu += fmt::format(",{:g}us", cpu_s_per_coll * 1e6);
+  for (std::size_t i = 0; i < shown; ++i) {
+    const double v = this->*kCpuFields[i].first;
+    cpu += i == 0 ? fmt::format(",{:g}ns", v * 1e9) : fmt::format(",{:g}us", v * 1e6);
+  }
   return fmt::format("{:g}gbit,{:g}us{}", 8.0 / beta_s_per_b / 1e9, alpha_s * 1e6, cpu);
 }
 
