@@ -264,7 +264,22 @@ def clock_check(out):
 def accuracy(out):
     """scripts/plan-accuracy: the plan's test loss against the same runs without codecs, paired by seed, on
     each of the DP/MP maps' data sets and over all of them: the final test's, and the mean of the last three
-    tests' (steadier); one epoch at the default rate (accuracy-1epoch), and three with the rate decayed."""
+    tests' (steadier); one epoch at the default rate (accuracy-1epoch), and three with the rate decayed; then
+    each codec alone (accuracy-codecs, plan-accuracy's CODEC runs: the planner's evidence set by set)."""
+    for runs in (out / "accuracy-1epoch", out / "accuracy", out / "accuracy-replan"):
+        if (runs / "plan.json").exists():
+            flags = flag_text(json.loads((runs / "plan.json").read_text())["flags"])
+            accuracy_table(runs, "plan", f"The plan `{flags}`")
+    codecs = out / "accuracy-codecs"
+    for name in sorted({f.stem.split("_")[2] for f in codecs.glob("*_s*.jsonl")} - {"fp32"}):
+        config = next(load(f)[0]["flags"] for f in codecs.glob(f"*_{name}_s*.jsonl"))
+        flags = " ".join(f"--{k} {config[k]}" for k in ("dp-codec", "dp-allreduce", "emb-codec-fwd", "emb-codec-bwd")
+                         if config[k] not in ("none", "auto", "fp32"))
+        accuracy_table(codecs, name, f"`{flags}` alone ({name})")
+
+
+def accuracy_table(runs, name, what):
+    """The runs NAME in RUNS against the same sets' and seeds' fp32 runs there (see accuracy)."""
     dp = importlib.util.spec_from_file_location("summarize_dp", pathlib.Path(__file__).parent / "summarize-dp.py")
     t975 = importlib.util.module_from_spec(dp)
     dp.loader.exec_module(t975)
@@ -279,30 +294,24 @@ def accuracy(out):
         half = t975.T975[len(xs) - 1] * statistics.stdev(xs) / len(xs) ** 0.5 if len(xs) > 1 else 0
         return f"{m:+.3f} % [{m - half:+.3f}, {m + half:+.3f}] | {', '.join(f'{x:+.3f}' for x in xs)}"
 
-    for runs in (out / "accuracy-1epoch", out / "accuracy", out / "accuracy-replan"):
-        if not (runs / "plan.json").exists():
-            continue
-        changes = {}  # data set -> [(final, last three)]
-        for f in sorted(runs.glob("*_plan_s*.jsonl")):
-            data, seed = re.fullmatch(r"(.+)_plan_s(\d+)", f.stem).groups()
-            ours, base = tests(f), tests(runs / f"{data}_fp32_s{seed}.jsonl")
-            if ours and base:
-                last3 = statistics.fmean(ours[-3:]) / statistics.fmean(base[-3:])
-                changes.setdefault(data, []).append((100 * (ours[-1] / base[-1] - 1), 100 * (last3 - 1)))
-        if not changes:
-            continue
-        plan = json.loads((runs / "plan.json").read_text())
-        flags = flag_text(plan["flags"])
-        config = load(next(runs.glob("*_fp32_s*.jsonl")))[0]["flags"]
-        protocol = ("one epoch" if config["nepochs"] == 1 else
-                    f"{config['nepochs']} epochs, the rate decayed from step {config['lr-decay-start-step']}")
-        print(f"\nThe plan `{flags}` against table-wise fp32, test loss change after {protocol} "
-              f"({runs.name}), paired by seed:")
-        print("\n| data set | seeds | final test: mean [95 % interval] | per seed "
-              "| last three tests: mean [95 % interval] | per seed |")
-        print("|---|---|---|---|---|---|")
-        for name, pairs in list(changes.items()) + [("all sets", [p for ps in changes.values() for p in ps])]:
-            print(f"| {name} | {len(pairs)} | {cell([p[0] for p in pairs])} | {cell([p[1] for p in pairs])} |")
+    changes = {}  # data set -> [(final, last three)]
+    for f in sorted(runs.glob(f"*_{name}_s*.jsonl")):
+        data, seed = re.fullmatch(rf"(.+)_{re.escape(name)}_s(\d+)", f.stem).groups()
+        ours, base = tests(f), tests(runs / f"{data}_fp32_s{seed}.jsonl")
+        if ours and base:
+            last3 = statistics.fmean(ours[-3:]) / statistics.fmean(base[-3:])
+            changes.setdefault(data, []).append((100 * (ours[-1] / base[-1] - 1), 100 * (last3 - 1)))
+    if not changes:
+        return
+    config = load(next(runs.glob("*_fp32_s*.jsonl")))[0]["flags"]
+    protocol = ("one epoch" if config["nepochs"] == 1 else
+                f"{config['nepochs']} epochs, the rate decayed from step {config['lr-decay-start-step']}")
+    print(f"\n{what} against table-wise fp32, test loss change after {protocol} ({runs.name}), paired by seed:")
+    print("\n| data set | seeds | final test: mean [95 % interval] | per seed "
+          "| last three tests: mean [95 % interval] | per seed |")
+    print("|---|---|---|---|---|---|")
+    for set_name, pairs in list(changes.items()) + [("all sets", [p for ps in changes.values() for p in ps])]:
+        print(f"| {set_name} | {len(pairs)} | {cell([p[0] for p in pairs])} | {cell([p[1] for p in pairs])} |")
 
 
 def measure(out):
@@ -560,6 +569,9 @@ def clock_variants(out):
                 ("tried-delay", "delay300us-shared2", "32 steps, + 300 us a job of the communication thread "
                  "before its end, no core busy"),
                 ("tried-delay", "none-shared2", "as built, 32 steps, interleaved with it"),
+                ("rounds-steps32-coll-latency", "lat-shared2", "32 steps, the latency a collective (`--net` "
+                 "...,4.30us,370us: what fusion saves on the cluster an allreduce), rounds interleaved with the next"),
+                ("rounds-steps32-coll-latency", "base-shared2", "32 steps, no latency a collective, interleaved with it"),
                 ("tried-eager", "none", "as built, 8 steps"),
                 ("tried-eager", "handoff500us", "+ 0.5 ms a hand-off"),
                 ("tried-eager", "handoff1000us", "+ 1 ms a hand-off"),
@@ -661,6 +673,64 @@ def thread_cpu(out):
               f"{1e3 * (d2 - m2 * per_msg) / 13:.0f} us an allreduce.")
 
 
+COLL_PLANS = ("ring-unfused", "ring-fused4MiB", "rd-unfused", "rd-fused4MiB")
+
+
+def coll_latency_fit(folder):
+    """scripts/coll-latency-runs: ({plan: cluster's median ms/step}, {latency us: {plan: the clock's}},
+    {collective: fused/unfused on the cluster}, {latency us: {collective: on the clock}}, the fitted latency
+    in us), or None. A ratio is the median of a round's (a repetition's) own: the runs of one round are
+    minutes apart, the rounds are not. The latency is the one at which the clock's ratios of both
+    collectives come closest to the cluster's (least squares, linear between the latencies run): what fusing
+    14 allreduces into one saves on the cluster beyond what the clock charges."""
+    if not (folder / "machine.txt").exists():
+        return None
+    runs = {}  # (where, plan) -> {round: ms}
+    for f in folder.glob("*_r*.jsonl"):
+        where, plan, rnd = re.fullmatch(r"(cluster|clock\d+us)-(.+)_r(\d+)\.jsonl", f.name).groups()
+        key = "ms_per_it" if where == "cluster" else "modeled_ms_per_it"
+        runs.setdefault((where, plan), {})[int(rnd)] = measured_ms(f, key)
+
+    def ratios(where):
+        return {c: statistics.median(runs[where, f"{c}-fused4MiB"][r] / runs[where, f"{c}-unfused"][r]
+                                     for r in runs[where, f"{c}-unfused"]) for c in ("ring", "rd")}
+    med = lambda where: {p: statistics.median(runs[where, p].values()) for p in COLL_PLANS}
+    lats = sorted(int(w[5:-2]) for w, p in runs if w != "cluster" and p == COLL_PLANS[0])
+    clock = {l: med(f"clock{l}us") for l in lats}
+    clock_ratio = {l: ratios(f"clock{l}us") for l in lats}
+    meas_ratio = ratios("cluster")
+
+    def misfit(lat):  # the clock's ratios linear between the latencies run
+        i = min(max(j for j in range(len(lats)) if lats[j] <= lat), len(lats) - 2)
+        w = (lat - lats[i]) / (lats[i + 1] - lats[i])
+        return sum(((1 - w) * clock_ratio[lats[i]][c] + w * clock_ratio[lats[i + 1]][c] - meas_ratio[c]) ** 2
+                   for c in meas_ratio)
+    return med("cluster"), clock, meas_ratio, clock_ratio, min(range(lats[0], lats[-1] + 1), key=misfit)
+
+
+def coll_latency(out):
+    """The latency a collective fitted on the cluster (coll-latency/), the four plans measured and modelled."""
+    fit = coll_latency_fit(out / "coll-latency")
+    if not fit:
+        return
+    meas, clock, meas_ratio, clock_ratio, lat = fit
+    print("\n| plan (table-wise q4/q2, q4 dense, 1 thread) | cluster, median ms/step | "
+          + " | ".join(f"clock at {l} us a collective" for l in clock) + " |")
+    print("|---|---|" + "---|" * len(clock))
+    for p in COLL_PLANS:
+        print(f"| {p} | {meas[p]:.2f} | " + " | ".join(f"{clock[l][p]:.2f}" for l in clock) + " |")
+    saved = {c: 1e3 * (meas[f"{c}-unfused"] - meas[f"{c}-fused4MiB"]) / 13 for c in ("ring", "rd")}
+    print(f"\nOn the cluster fusion saves, an allreduce it removes (13 a step; the medians' difference): ring "
+          f"{saved['ring']:.0f} us, recursive doubling {saved['rd']:.0f} us, their mean "
+          f"{(saved['ring'] + saved['rd']) / 2:.0f} us.")
+    print(f"\nFused by 4 MiB / unfused, the median of the rounds' own: on the cluster ring {meas_ratio['ring']:.3f}, "
+          f"recursive doubling {meas_ratio['rd']:.3f}; on the clock " + "; ".join(
+              f"{l} us {r['ring']:.3f} and {r['rd']:.3f}" for l, r in clock_ratio.items())
+          + (f". The latency a collective that fits both: {lat} us." if lat < max(clock) else
+             f". The latency a collective that fits both is the largest run, {lat} us, or more: "
+             "the cluster's fusion saves more than the clock's at any latency run."))
+
+
 def runs_by_plan_round(path):
     """scripts/cluster-thread-cpu's threads ({(plan, round): [thread lines]})."""
     runs = {}
@@ -681,9 +751,15 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--admitted-flags"]:  # SWEEP: an exhaustive run's --metrics
         admitted_flags(pathlib.Path(sys.argv[2]))
         sys.exit()
+    if sys.argv[1:2] == ["--coll-latency"]:  # RUNS: scripts/coll-latency-runs' folder; prints the fitted latency
+        *_, clock_ratio, lat = coll_latency_fit(pathlib.Path(sys.argv[2]))
+        if lat == max(clock_ratio):
+            sys.exit(f"summarize-plan.py: the fit is at the largest latency run, {lat} us; run larger ones")
+        print(f"{lat}us")
+        sys.exit()
     if sys.argv[1:2] == ["--fastest-measured"]:  # [RUNS]: a sweep's runs folder (docs/data/plan/cluster4's)
         print(fastest_measured(pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else "docs/data/plan/cluster4")))
         sys.exit()
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan")
-    for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, transport_abs, resweeps, replanned, clock_variants, unfused_by_collective, thread_cpu):
+    for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, transport_abs, resweeps, replanned, clock_variants, unfused_by_collective, thread_cpu, coll_latency):
         table(out)

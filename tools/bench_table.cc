@@ -17,7 +17,7 @@ void add_bench_flags(CLI::App* c, BenchFlags& f) {
   c->add_option("--ranks", f.ranks, "in-process ranks (threads over LocalTransport); not with mpiexec")
       ->check(kPositive);
   c->add_option("--net", f.net,
-                "simulate an alpha-beta network BANDWIDTH,LATENCY[,CPU_PER_BYTE[,CPU_PER_MESSAGE[,CPU_PER_COLLECTIVE]]] (e.g. "
+                "simulate an alpha-beta network BANDWIDTH,LATENCY[,CPU_PER_BYTE[,CPU_PER_MESSAGE[,LATENCY_PER_COLLECTIVE]]] (e.g. "
                 "10gbit,20us): adds sim_time_us");
   c->add_option("--compute-scale", f.cpu_scale,
                 "with --net: each rank's CPU time (reductions, codecs) times this is modelled computation "

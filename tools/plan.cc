@@ -367,7 +367,7 @@ void add_plan(CLI::App& app, Run& run) {
   add_model_flags(c, a->t);
   add_data_flags(c, a->t);
   c->add_option("--hosts", a->hosts, "Ranks (hosts) to plan for")->required()->check(kPositive);
-  c->add_option("--net", a->t.net, "The network, BW,LAT[,CPU_PER_BYTE[,CPU_PER_MESSAGE[,CPU_PER_COLLECTIVE]]] (as sparq train --net)");
+  c->add_option("--net", a->t.net, "The network, BW,LAT[,CPU_PER_BYTE[,CPU_PER_MESSAGE[,LATENCY_PER_COLLECTIVE]]] (as sparq train --net)");
   c->add_flag("--measure", a->measure,
               "Measure the network instead of --net: run under mpiexec, one process a host; the hosts time sparq's ring "
               "allreduce and pairwise alltoall (16 KiB-4 MiB) together, the latency and bandwidth fitted to them are "

@@ -83,8 +83,8 @@ void CommEngine::loop() {
     }
     try {
       if (item.at) t_.virtual_wait_until(*item.at);
-      t_.virtual_collective();
       CollStats s = item.job(t_);
+      t_.virtual_collective_end();
       s.done_at = t_.virtual_time();
       t_.virtual_idle();  // handing over and waiting for the next job
       item.done.set_value(std::move(s));

@@ -16,16 +16,30 @@ constexpr EvidenceRow kRows[] = {
 
 constexpr int kMinSeeds = 2;
 
-// The stored row of a codec nearest to `ranks` in log scale, if within 2x.
-const EvidenceRow* nearest(std::string_view kind, std::string_view codec, int ranks) {
+// The stored row of a codec on data set `data` nearest to `ranks` in log
+// scale, if within 2x.
+const EvidenceRow* nearest(std::string_view kind, std::string_view codec, std::string_view data, int ranks) {
   const EvidenceRow* best = nullptr;
   double dist = std::log2(2.0) + 1e-9;
   for (const EvidenceRow& r : kRows) {
-    if (kind != r.kind || codec != r.codec) continue;
+    if (kind != r.kind || codec != r.codec || data != r.data) continue;
     const double d = std::abs(std::log2(static_cast<double>(r.ranks) / ranks));
     if (d <= dist) best = &r, dist = d;
   }
   return best;
+}
+
+// Of the data sets a codec was measured on, the row (nearest to `ranks`,
+// within 2x) of the set where it cost most: a codec is as good as its worst
+// data set, not its average one.
+const EvidenceRow* worst_set(std::string_view kind, std::string_view codec, int ranks) {
+  const EvidenceRow* worst = nullptr;
+  for (const EvidenceRow& r : kRows) {
+    if (kind != r.kind || codec != r.codec) continue;
+    const EvidenceRow* n = nearest(kind, codec, r.data, ranks);
+    if (n && (!worst || n->mean_change > worst->mean_change)) worst = n;
+  }
+  return worst;
 }
 
 struct Part {
@@ -50,7 +64,7 @@ Verdict judge(const PlanKnobs& k, int ranks, double budget) {
   if (parts.empty()) return {true, 0, "fp32: no codec"};
   std::string backing;
   for (const Part& p : parts) {
-    const EvidenceRow* r = nearest(p.kind, p.codec, ranks);
+    const EvidenceRow* r = worst_set(p.kind, p.codec, ranks);
     if (!r) return {false, 0, fmt::format("{}: no stored run within 2x of {} ranks", p.codec, ranks)};
     if (r->seeds < kMinSeeds)
       return {false, 0, fmt::format("{}: {} seed at {} ranks, fewer than {}", p.codec, r->seeds, r->ranks, kMinSeeds)};

@@ -7,7 +7,8 @@
 // alltoall pair, bf16 MLPs, DCT-MP at a hybrid plan's cut, and the
 // parameter server's asynchrony with its push codec) needs a stored
 // measurement at a rank count within 2x of the plan's, over at least 2
-// paired seeds; the plan's expected change of the
+// paired seeds; where it was measured on several data sets, the set where
+// its mean change is largest counts. The plan's expected change of the
 // final test loss is the sum of its codecs' mean changes (a negative one
 // counted as 0), and it enters
 // only when that sum is at most the budget. Codecs' effects adding up is an

@@ -32,7 +32,7 @@ class GroupTransport final : public Transport {
   std::optional<double> virtual_time() const override { return parent_.virtual_time(); }
   void virtual_wait_until(double t) override { parent_.virtual_wait_until(t); }
   void virtual_idle() override { parent_.virtual_idle(); }
-  void virtual_collective() override { parent_.virtual_collective(); }
+  void virtual_collective_end() override { parent_.virtual_collective_end(); }
 
   const std::vector<int>& members() const { return members_; }
 

@@ -30,10 +30,10 @@ double scale(std::string_view unit, const std::pair<std::string_view, double> (&
 }
 
 // The optional fields after the latency, in their order.
-constexpr std::pair<double NetModel::*, std::string_view> kCpuFields[] = {
+constexpr std::pair<double NetModel::*, std::string_view> kOptionalFields[] = {
     {&NetModel::cpu_s_per_b, "CPU time per byte"},
     {&NetModel::cpu_s_per_msg, "CPU time per message"},
-    {&NetModel::cpu_s_per_coll, "CPU time per collective"}};
+    {&NetModel::coll_latency_s, "latency per collective"}};
 
 }  // namespace
 
@@ -46,7 +46,7 @@ NetModel parse_net_model(std::string_view spec) {
     start = comma + 1;
   }
   SPARQ_CHECK_AS(InputError, fields.size() >= 2 && fields.size() <= 5,
-                 "bad --net '{}': expected BANDWIDTH,LATENCY[,CPU_PER_BYTE[,CPU_PER_MESSAGE[,CPU_PER_COLLECTIVE]]] "
+                 "bad --net '{}': expected BANDWIDTH,LATENCY[,CPU_PER_BYTE[,CPU_PER_MESSAGE[,LATENCY_PER_COLLECTIVE]]] "
                  "such as 10gbit,20us",
                  spec);
   static constexpr std::pair<std::string_view, double> bw_units[] = {
@@ -61,7 +61,7 @@ NetModel parse_net_model(std::string_view spec) {
   NetModel m{lat * scale(lu, time_units, spec, "latency"), 1.0 / bytes_per_s};
   for (std::size_t i = 2; i < fields.size(); ++i) {
     const auto [cpu, cu] = number_unit(fields[i], spec);
-    const auto& [field, what] = kCpuFields[i - 2];
+    const auto& [field, what] = kOptionalFields[i - 2];
     m.*field = cpu * scale(cu, time_units, spec, what);
   }
   return m;
@@ -70,14 +70,14 @@ NetModel parse_net_model(std::string_view spec) {
 std::string NetModel::describe() const {
   // The optional fields up to the last one set: per byte in ns, the others in us.
   std::size_t shown = 0;
-  for (std::size_t i = 0; i < std::size(kCpuFields); ++i)
-    if (this->*kCpuFields[i].first > 0) shown = i + 1;
-  std::string cpu;
+  for (std::size_t i = 0; i < std::size(kOptionalFields); ++i)
+    if (this->*kOptionalFields[i].first > 0) shown = i + 1;
+  std::string optional;
   for (std::size_t i = 0; i < shown; ++i) {
-    const double v = this->*kCpuFields[i].first;
-    cpu += i == 0 ? fmt::format(",{:g}ns", v * 1e9) : fmt::format(",{:g}us", v * 1e6);
+    const double v = this->*kOptionalFields[i].first;
+    optional += i == 0 ? fmt::format(",{:g}ns", v * 1e9) : fmt::format(",{:g}us", v * 1e6);
   }
-  return fmt::format("{:g}gbit,{:g}us{}", 8.0 / beta_s_per_b / 1e9, alpha_s * 1e6, cpu);
+  return fmt::format("{:g}gbit,{:g}us{}", 8.0 / beta_s_per_b / 1e9, alpha_s * 1e6, optional);
 }
 
 }  // namespace sparq

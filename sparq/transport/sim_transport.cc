@@ -140,11 +140,10 @@ SimTransport::Timeline& SimTransport::line(bool charge) const {
 
 void SimTransport::virtual_idle() { pause_cpu(); }
 
-void SimTransport::virtual_collective() {
-  if (net_.cpu_s_per_coll == 0) return;  // no lock or CPU-clock read a job where the model has no such cost
+void SimTransport::virtual_collective_end() {
+  if (net_.coll_latency_s == 0) return;  // no lock or CPU-clock read a job where the model has no such cost
   std::lock_guard lk(mu_);
-  Timeline& l = line();
-  l.clock = compute(l.clock, net_.cpu_s_per_coll * (cpu_scale_ > 0 ? cpu_scale_ : 1));  // scaled as stack_cpu()
+  line().clock += net_.coll_latency_s;  // a wait, not work: no core is busy for it
 }
 
 void SimTransport::charge_cpu() const {

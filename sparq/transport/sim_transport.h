@@ -66,7 +66,7 @@ class SimTransport final : public Transport, public ParallelClock {
   std::optional<double> virtual_time() const override { return now(); }
   void virtual_wait_until(double t) override;
   void virtual_idle() override;
-  void virtual_collective() override;
+  void virtual_collective_end() override;
 
   // The calling thread's clock.
   double now() const;

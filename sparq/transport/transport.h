@@ -132,10 +132,10 @@ class Transport {
   // hand-off): the CPU it uses until its next call into the transport is the
   // emulation's, not its computation. Nothing on real transports.
   virtual void virtual_idle() {}
-  // The calling thread (a CommEngine's) starts a collective job: on a virtual
-  // clock it computes the network model's CPU time a collective first.
-  // Nothing on real transports.
-  virtual void virtual_collective() {}
+  // The calling thread (a CommEngine's) ended a collective job: on a virtual
+  // clock its clock moves on by the network model's latency a collective,
+  // no core busy. Nothing on real transports.
+  virtual void virtual_collective_end() {}
 
   Millis timeout() const { return timeout_; }
   void set_timeout(Millis t);

@@ -43,9 +43,9 @@ TEST(NetModel, Parses) {
   EXPECT_DOUBLE_EQ(parse_net_model("1gbit,50us,0.7ns,4us").cpu_s_per_msg, 4e-6);
   EXPECT_EQ(parse_net_model("1gbit,50us,0.7ns,4us").describe(), "1gbit,50us,0.7ns,4us");
   EXPECT_EQ(parse_net_model("1gbit,50us,0ns,4us").describe(), "1gbit,50us,0ns,4us");
-  EXPECT_EQ(m.cpu_s_per_coll, 0);
-  EXPECT_DOUBLE_EQ(parse_net_model("1gbit,50us,0.7ns,4us,130us").cpu_s_per_coll, 130e-6);
-  EXPECT_EQ(parse_net_model("1gbit,50us,0.7ns,4us,130us").describe(), "1gbit,50us,0.7ns,4us,130us");
+  EXPECT_EQ(m.coll_latency_s, 0);
+  EXPECT_DOUBLE_EQ(parse_net_model("1gbit,50us,0.7ns,4us,300us").coll_latency_s, 300e-6);
+  EXPECT_EQ(parse_net_model("1gbit,50us,0.7ns,4us,300us").describe(), "1gbit,50us,0.7ns,4us,300us");
   EXPECT_EQ(parse_net_model("1gbit,50us,0ns,0us,1ms").describe(), "1gbit,50us,0ns,0us,1000us");
   for (const char* bad : {"10gbit", "10gbit,20", "10gb,20us", "fast,20us", "0gbit,1us", "-1gbit,1us", "10gbit,x",
                           "1gbit,50us,1", "1gbit,50us,1ns,2", "1gbit,50us,1ns,2us,3", "1gbit,50us,1ns,2us,3us,4us",
@@ -222,37 +222,39 @@ TEST(SimTransport, SparseRecursiveDoubleFullOverlap) {
 
 // A rank's training thread and its CommEngine are two timelines: a job starts
 // at its submitter's clock, and wait() moves the waiter to the job's end. Two
-// ranks exchange b bytes (full duplex) after 10 ms of computation; with a CPU
-// time a collective (the network's fifth field) each job computes that long
-// on the engine's thread before its messages.
+// ranks exchange b bytes (full duplex) after 10 ms of computation; with a
+// latency a collective (the network's fifth field) each job ends that much
+// after its messages, with no core busy: on a host of one core, where the
+// training thread computes meanwhile, the job ends no later.
 TEST(SimTransport, EngineOverlapsOnTheVirtualClock) {
-  for (const char* spec : {"1gbit,100us", "1gbit,100us,0ns,0us,1ms"}) {
-    const NetModel net = parse_net_model(spec);
-    const std::size_t b = 625000;  // 5 ms on the wire
-    const double comm = net.cpu_s_per_coll + net.alpha_s + b * net.beta_s_per_b;
-    for (const double more : {2e-3, 8e-3}) {  // computation after the submit: less or more than the exchange
-      run_local(2, [&](Transport& t) {
-        SimTransport sim(t, net);
-        std::vector<std::byte> out(b), in(b);
-        auto exchange = [&](Transport& tt) {
-          Request s = tt.isend(1 - tt.rank(), 7, out);
-          tt.recv(1 - tt.rank(), 7, in);
-          s.wait(tt.timeout());
-          return CollStats{};
-        };
-        sim.advance(10e-3);
-        CommEngine e(sim);
-        Work w = e.submit(exchange);
-        sim.advance(more);
-        w.wait();
-        EXPECT_NEAR(sim.now(), 10e-3 + std::max(more, comm), 1e-12) << "rank " << t.rank() << ", " << more;
-        // Two jobs in a row: the second starts when the first ends (one engine thread, one link).
-        Work w1 = e.submit(exchange), w2 = e.submit(exchange);
-        w2.wait();
-        EXPECT_NEAR(sim.now(), 10e-3 + std::max(more, comm) + 2 * comm, 1e-12) << "rank " << t.rank() << ", " << spec;
-      });
+  for (const char* spec : {"1gbit,100us", "1gbit,100us,0ns,0us,1ms"})
+    for (const int cores : {0, 1}) {
+      const NetModel net = parse_net_model(spec);
+      const std::size_t b = 625000;  // 5 ms on the wire
+      const double comm = net.coll_latency_s + net.alpha_s + b * net.beta_s_per_b;
+      for (const double more : {2e-3, 8e-3}) {  // computation after the submit: less or more than the exchange
+        run_local(2, [&](Transport& t) {
+          SimTransport sim(t, net, 0, cores);
+          std::vector<std::byte> out(b), in(b);
+          auto exchange = [&](Transport& tt) {
+            Request s = tt.isend(1 - tt.rank(), 7, out);
+            tt.recv(1 - tt.rank(), 7, in);
+            s.wait(tt.timeout());
+            return CollStats{};
+          };
+          sim.advance(10e-3);
+          CommEngine e(sim);
+          Work w = e.submit(exchange);
+          sim.advance(more);
+          w.wait();
+          EXPECT_NEAR(sim.now(), 10e-3 + std::max(more, comm), 1e-12) << "rank " << t.rank() << ", " << more;
+          // Two jobs in a row: the second starts when the first ends (one engine thread, one link).
+          Work w1 = e.submit(exchange), w2 = e.submit(exchange);
+          w2.wait();
+          EXPECT_NEAR(sim.now(), 10e-3 + std::max(more, comm) + 2 * comm, 1e-12) << "rank " << t.rank() << ", " << spec;
+        });
+      }
     }
-  }
 }
 
 // Burns `seconds` of the calling thread's CPU.
