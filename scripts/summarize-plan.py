@@ -220,7 +220,9 @@ def check(out):
                                " (5 ms spin, 4 MiB eager), 200 steps a run"),
                               ("cluster4-check-replan", "cluster4-eager", " (planned again: cluster4-eager-1gbit)"),
                               ("cluster4-check-replan-200", "cluster4-eager",
-                               " (planned again: cluster4-eager-1gbit), 200 steps a run")):
+                               " (planned again: cluster4-eager-1gbit), 200 steps a run"),
+                              ("cluster4-check-byset-200", "cluster4-eager",
+                               " (planned on the evidence set by set: plan-byset), 200 steps a run")):
         check_rounds(out / runs, out / sweep, what)
 
 
