@@ -268,7 +268,7 @@ def accuracy(out):
     each of the DP/MP maps' data sets and over all of them: the final test's, and the mean of the last three
     tests' (steadier); one epoch at the default rate (accuracy-1epoch), and three with the rate decayed; then
     each codec alone (accuracy-codecs, plan-accuracy's CODEC runs: the planner's evidence set by set)."""
-    for runs in (out / "accuracy-1epoch", out / "accuracy", out / "accuracy-replan"):
+    for runs in (out / "accuracy-1epoch", out / "accuracy", out / "accuracy-replan", out / "accuracy-byset"):
         if (runs / "plan.json").exists():
             flags = flag_text(json.loads((runs / "plan.json").read_text())["flags"])
             accuracy_table(runs, "plan", f"The plan `{flags}`")
