@@ -558,7 +558,7 @@ def clock_variants(out):
                  "on the cluster) instead of 4.30"),
                 ("tried-eager", "job130us-steps32", "32 steps, + 130 us of CPU a job of the communication thread"),
                 ("rounds-steps32-coll130us", "shared2", "32 steps, the network's CPU a collective at 130 us "
-                 "(--net ...,4.30us,130us), an hour later"),
+                 "(--net ...,4.30us,130us, the fifth field's earlier CPU form), an hour later"),
                 ("rounds-steps32-coll130us", "base", "as built, 32 steps, right after it"),
                 ("rounds-steps32-coll-ab", "coll-shared2", "32 steps, CPU a collective 130 us, rounds interleaved with the next, "
                  "a quiet hour"),
@@ -697,7 +697,7 @@ def coll_latency_fit(folder):
         return {c: statistics.median(runs[where, f"{c}-fused4MiB"][r] / runs[where, f"{c}-unfused"][r]
                                      for r in runs[where, f"{c}-unfused"]) for c in ("ring", "rd")}
     med = lambda where: {p: statistics.median(runs[where, p].values()) for p in COLL_PLANS}
-    lats = sorted(int(w[5:-2]) for w, p in runs if w != "cluster" and p == COLL_PLANS[0])
+    lats = sorted({int(re.fullmatch(r"clock(\d+)us", w).group(1)) for w, _ in runs if w != "cluster"})
     clock = {l: med(f"clock{l}us") for l in lats}
     clock_ratio = {l: ratios(f"clock{l}us") for l in lats}
     meas_ratio = ratios("cluster")

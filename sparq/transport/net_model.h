@@ -20,7 +20,7 @@ struct NetModel {
   double cpu_s_per_msg = 0;  // CPU seconds per message, at each end
   double coll_latency_s = 0;  // seconds a collective of a communication thread (CommEngine job) ends late
   double message_time(double bytes) const { return alpha_s + bytes * beta_s_per_b; }
-  std::string describe() const;  // "10gbit,20us", "1gbit,50us,0.7ns", "1gbit,50us,0.7ns,4us", "...,4us,130us"
+  std::string describe() const;  // "10gbit,20us", "1gbit,50us,0.7ns", "1gbit,50us,0.7ns,4us", "...,4us,300us"
 };
 
 // "10gbit,20us", "1GBps,1ms", "100mbit,500ns": bandwidth (bit/s with
