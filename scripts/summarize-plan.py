@@ -222,7 +222,9 @@ def check(out):
                               ("cluster4-check-replan-200", "cluster4-eager",
                                " (planned again: cluster4-eager-1gbit), 200 steps a run"),
                               ("cluster4-check-byset-200", "cluster4-eager",
-                               " (planned on the evidence set by set: plan-byset), 200 steps a run")):
+                               " (planned on the evidence set by set: plan-byset), 200 steps a run"),
+                              ("cluster4-check-leaders-200", "cluster4-eager",
+                               " (planned again, the leaders family by family: cluster4-eager-1gbit), 200 steps a run")):
         check_rounds(out / runs, out / sweep, what)
 
 
@@ -729,8 +731,21 @@ def coll_latency(out):
           f"recursive doubling {meas_ratio['rd']:.3f}; on the clock " + "; ".join(
               f"{l} us {r['ring']:.3f} and {r['rd']:.3f}" for l, r in clock_ratio.items())
           + (f". The latency a collective that fits both: {lat} us." if lat < max(clock) else
-             f". The latency a collective that fits both is the largest run, {lat} us, or more: "
-             "the cluster's fusion saves more than the clock's at any latency run."))
+             f". The latency a collective that fits both (least squares) is the largest run, {lat} us, or more.")
+          + " Where the clock's ratio first reaches the cluster's: " + "; ".join(
+              f"{name} {reach(clock_ratio, meas_ratio[c], c)}" for c, name in (("ring", "ring"),
+                                                                             ("rd", "recursive doubling"))) + ".")
+
+
+def reach(clock_ratio, target, c):
+    """The latency (us, linear between those run) at which the clock's fused/unfused ratio of collective c
+    first falls to target, or that it does not within the runs."""
+    lats = sorted(clock_ratio)
+    for a, b in zip(lats, lats[1:]):
+        ra, rb = clock_ratio[a][c], clock_ratio[b][c]
+        if ra > target >= rb:
+            return f"{a + (b - a) * (ra - target) / (ra - rb):.0f} us"
+    return f"not up to {lats[-1]} us"
 
 
 def runs_by_plan_round(path):

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 
@@ -236,13 +237,32 @@ std::vector<int> thread_choices(const std::string& list) {
   return out;
 }
 
-// The leaders' longer runs, at every thread count of --threads-choices; with
+// --threads-choices without the counts a host has no cores for: a rank's
+// second thread on a host of one core (--host-cores 1), or of half a core
+// (--shared-cores 2 over 4 hosts), waits for the core its first holds. The
+// clock charged two threads a rank on the 4 hosts sharing 2 cores a little
+// less than one; on the cluster the plan it chose so took 1.42x the step of
+// the fastest measured there.
+std::vector<int> runnable_threads(const PlanArgs& a) {
+  const int cores = a.t.host_cores > 0    ? a.t.host_cores
+                    : a.t.shared_cores > 0 ? std::max(1, a.t.shared_cores / a.hosts)
+                                           : std::numeric_limits<int>::max();
+  std::vector<int> out;
+  for (int t : thread_choices(a.threads))
+    if (t <= cores) out.push_back(t);
+  SPARQ_CHECK_AS(InputError, !out.empty(), "--threads-choices {}: a host has cores for {} thread(s) a rank "
+                 "(--host-cores {}, --shared-cores {} over {} hosts): give counts up to that", a.threads, cores,
+                 a.t.host_cores, a.t.shared_cores, a.hosts);
+  return out;
+}
+
+// The leaders' longer runs, at every runnable thread count; with
 // --pilot, a plan's verdict from its test loss against the first fp32 plan's
 // (every pilot starts from the same weights and data order).
 plan::SearchOptions search_options(const PlanArgs& a, const TrainData& data, std::optional<double>& fp32_loss) {
   plan::SearchOptions so;
   so.exhaustive = a.exhaustive;
-  so.variants = [threads = thread_choices(a.threads)](const plan::PlanKnobs& k) {
+  so.variants = [threads = runnable_threads(a)](const plan::PlanKnobs& k) {
     std::vector<plan::PlanKnobs> out;
     for (int t : threads) out.push_back(k), out.back().threads = t;
     return out;
@@ -282,7 +302,7 @@ plan::PlanFile choose_plan(const PlanArgs& a) {
   SPARQ_CHECK_AS(InputError, a.steps > kWarmupSteps + 1, "--steps must be > {}", kWarmupSteps + 1);
   SPARQ_CHECK_AS(InputError, a.pilot == 0 || a.pilot > kWarmupSteps + 1, "--pilot must be 0 or > {}",
                  kWarmupSteps + 1);
-  thread_choices(a.threads);  // checked before anything runs
+  const std::vector<int> threads = runnable_threads(a);  // checked before anything runs
   const NetModel net = parse_net_model(a.t.net);
   const DlrmConfig cfg = plan_options(a.t, a.hosts).cfg;
   fmt::print("sparq plan: {} ranks on {}, global batch {}, {}; budget {:+.3f} % test loss; {}\n", a.hosts,
@@ -290,7 +310,9 @@ plan::PlanFile choose_plan(const PlanArgs& a) {
              a.pilot ? fmt::format("pilots of {} steps", a.pilot) : "accuracy from the stored runs");
   fmt::print("space: data parallel (replicated or table-wise tables), dense codecs, alltoall codecs, fusion, fp32 or "
              "bf16 MLPs; hybrid (the bottom MLP over 2 stages, DCT-MP or nothing at the cut); a parameter server; on "
-             "one thread a rank, the leaders again at {} threads\n", a.threads);
+             "one thread a rank, the leaders again at {} thread(s) a rank{}\n", fmt::join(threads, ","),
+             threads.size() < thread_choices(a.threads).size()
+                 ? fmt::format(" (of --threads-choices {}: a host has no cores for more)", a.threads) : "");
   std::vector<plan::Candidate> all = candidates(a, cfg, net);
   const TrainData data = load_data(a.t);
   SPARQ_CHECK_AS(InputError, !a.pilot || data.test.size() > 0, "--pilot needs test data (a test set to compare losses)");

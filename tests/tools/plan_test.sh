@@ -84,16 +84,22 @@ PY
 echo "ok: train --plan"
 
 # An epoch of 2 whole batches (5000 samples at 2048): every plan still runs
-# its 5 steps, into the next epochs, and is timed on them.
+# its 5 steps, into the next epochs, and is timed on them. Hosts of one
+# core: the leaders run again at one thread only, not at the 2 asked too.
 "$SPARQ" plan --data-path "$D/small" --arch-embedding-size 2000 --arch-mlp-bot 13-64-16 --arch-mlp-top 64-1 \
-  --mini-batch-size 2048 --hosts 2 --net 1gbit,50us --steps 5 --threads-choices 1 --out "$D/short.json" \
-  --metrics "$D/short.jsonl" > "$D/out" 2> "$D/err" || fail "plan on 2 batches an epoch: $(cat "$D/err")"
+  --mini-batch-size 2048 --hosts 2 --net 1gbit,50us --steps 5 --threads-choices 1,2 --host-cores 1 \
+  --out "$D/short.json" --metrics "$D/short.jsonl" > "$D/out" 2> "$D/err" ||
+  fail "plan on 2 batches an epoch: $(cat "$D/err")"
 python3 - "$D/short.jsonl" <<'PY' || fail "plan on 2 batches an epoch: $(cat "$D/out")"
 import json, math, sys
-run = [p["modelled_ms_per_step"] for p in map(json.loads, open(sys.argv[1])) if "modelled_ms_per_step" in p]
+plans = [p for p in map(json.loads, open(sys.argv[1])) if "modelled_ms_per_step" in p]
+run = [p["modelled_ms_per_step"] for p in plans]
 assert run and all(math.isfinite(ms) and ms > 0 for ms in run), run
+assert any(p["refined"] for p in plans) and not any("threads" in p["label"] for p in plans), [p["label"] for p in plans]
 PY
-echo "ok: plans on an epoch shorter than their steps"
+grep -q "the leaders again at 1 thread(s) a rank (of --threads-choices 1,2: a host has no cores for more)" "$D/out" ||
+  fail "hosts of one core, threads 1,2: $(head -3 "$D/out")"
+echo "ok: plans on an epoch shorter than their steps; a host's one core runs one thread a rank"
 
 one_line() {  # WHAT ARGS...: must fail with one line matching WHAT
   local what=$1
@@ -116,6 +122,8 @@ one_line "max-loss-change must be >= 0" plan --data-path "$D/data" "${MODEL[@]}"
   --max-loss-change -1
 one_line "threads 'x': expected 1 to 1024" plan --data-path "$D/data" "${MODEL[@]}" --hosts 4 --net 1gbit,50us \
   --threads-choices 1,x
+one_line "\-\-threads-choices 2: a host has cores for 1 thread(s) a rank (--host-cores 0, --shared-cores 2 over 4 hosts)" \
+  plan --data-path "$D/data" "${MODEL[@]}" --hosts 4 --net 1gbit,50us --shared-cores 2 --threads-choices 2
 one_line "no plan fits: memory" plan --data-path "$D/data" "${MODEL[@]}" --hosts 4 --net 1gbit,50us --host-memory 1KiB
 # Hosts with the memory, but the clock runs their ranks here: 26 tables of 10^8 rows do not fit this machine.
 one_line "no plan fits: memory: running 4 ranks on the clock here needs about" plan --data-path "$D/data" \
