@@ -207,9 +207,12 @@ def measured_medians(runs):
     return {k: statistics.median(v) for k, v in measured_by_flags(runs).items()}
 
 
-def fastest_measured(runs):
-    """The flags of the fastest plan a cluster sweep measured (its runs' folder), as train flags."""
-    flags, _ = min(measured_by_flags(runs).items(), key=lambda kv: statistics.median(kv[1]))
+def fastest_measured(runs, admitted=None):
+    """The flags of the fastest plan a cluster sweep measured (its runs' folder), as train flags; of those
+    an exhaustive run admitted (ADMITTED: its --metrics) where given: the planner's space on today's evidence."""
+    keep = {plan_key(p["flags"]) for p in load(admitted) if p["admitted"]} if admitted else None
+    measured = {k: v for k, v in measured_by_flags(runs).items() if keep is None or k in keep}
+    flags, _ = min(measured.items(), key=lambda kv: statistics.median(kv[1]))
     return flag_text(json.loads(flags))
 
 
@@ -224,24 +227,55 @@ def check(out):
                               ("cluster4-check-byset-200", "cluster4-eager",
                                " (planned on the evidence set by set: plan-byset), 200 steps a run"),
                               ("cluster4-check-leaders-200", "cluster4-eager",
-                               " (planned again, the leaders family by family: cluster4-eager-1gbit), 200 steps a run")):
+                               " (planned again, the leaders family by family, 2 threads a rank allowed), 200 steps a run"),
+                              ("cluster4-check-cores-200", "cluster4-eager",
+                               " (planned again, threads a rank up to a host's cores: cluster4-eager-1gbit), 200 steps a run"),
+                              ("cluster4-check-admitted-200", "cluster4-eager",
+                               " (the same plan against the sweep's fastest admitted plan), 200 steps a run"),
+                              ("cluster4-check-admitted-200-again", "cluster4-eager",
+                               " (the same three again, the next 5 rounds), 200 steps a run")):
         check_rounds(out / runs, out / sweep, what)
 
 
 def check_rounds(runs, sweep, what):
-    """scripts/plan-cluster-check's rounds (RUNS) against the fastest plan of the sweep SWEEP."""
+    """scripts/plan-cluster-check's rounds (RUNS) against the fastest plan of the sweep SWEEP (of the plans
+    admitted by the exhaustive run RUNS/admitted.jsonl, where the check was made with one)."""
     if not runs.is_dir():
         return
+    admitted = runs / "admitted.jsonl"
+    fastest = fastest_measured(sweep, admitted if admitted.exists() else None)
+
     ms = {kind: [measured_ms(f) for f in sorted(runs.glob(f"{kind}_r*.jsonl"))] for kind in ("defaults", "plan", "fastest")}
     med = {k: statistics.median(v) for k, v in ms.items()}
     ratios = [a / b for a, b in zip(ms["plan"], ms["fastest"])]  # paired by round, as the clock's check
     gains = [a / b for a, b in zip(ms["defaults"], ms["plan"])]
     print(f"\nsparq train --plan on the cluster{what}, {len(ms['plan'])} interleaved rounds (median ms/step): the plan "
-          f"{med['plan']:.2f}, the sweep's fastest plan ({fastest_measured(sweep)}, --threads 1) {med['fastest']:.2f}, the "
+          f"{med['plan']:.2f}, the sweep's fastest{' admitted' if admitted.exists() else ''} plan ({fastest}, --threads 1) {med['fastest']:.2f}, the "
           f"default flags {med['defaults']:.2f}: the plan is {med['plan'] / med['fastest']:.3f}x the fastest's step "
           f"(round by round {', '.join(f'{r:.3f}' for r in ratios)}: median {statistics.median(ratios):.3f}) and "
           f"{med['defaults'] / med['plan']:.2f}x faster than the defaults (round by round "
           f"{', '.join(f'{g:.2f}' for g in gains)}).")
+    if admitted.exists():
+        print(in_sweep(runs / "plan.json", sweep, admitted))
+
+
+def in_sweep(plan, sweep, admitted):
+    """A plan file's plan in a cluster sweep's steps against the fastest admitted one there (medians)."""
+    meas = measured_medians(sweep)
+    keep = {plan_key(p["flags"]) for p in load(admitted) if p["admitted"]}
+    best = min((k for k in meas if k in keep), key=meas.get)
+    mine = meas[plan_key(json.loads(plan.read_text())["flags"])]
+    return (f"\nIn the sweep {sweep.name} (median of its rounds) that plan took {mine:.2f} ms a step, the fastest admitted "
+            f"one {meas[best]:.2f}: {mine / meas[best]:.3f}x.")
+
+
+def collat(out):
+    """The plan for the cluster's network with a latency a collective (plan-collat) in the eager sweep."""
+    runs = out / "plan-collat"
+    if runs.is_dir():
+        print(f"\nPlanned with a latency a collective ({planned_net(runs / 'cluster4-eager-1gbit.log')}):"
+              + in_sweep(runs / "cluster4-eager-1gbit.plan.json", out / "cluster4-eager",
+                         out / "cluster4-eager-1gbit_exhaustive.jsonl").replace("\nIn the", " in the"))
 
 
 def clock_check(out):
@@ -270,7 +304,8 @@ def accuracy(out):
     each of the DP/MP maps' data sets and over all of them: the final test's, and the mean of the last three
     tests' (steadier); one epoch at the default rate (accuracy-1epoch), and three with the rate decayed; then
     each codec alone (accuracy-codecs, plan-accuracy's CODEC runs: the planner's evidence set by set)."""
-    for runs in (out / "accuracy-1epoch", out / "accuracy", out / "accuracy-replan", out / "accuracy-byset"):
+    for runs in (out / "accuracy-1epoch", out / "accuracy", out / "accuracy-replan", out / "accuracy-byset",
+                 out / "accuracy-cores"):
         if (runs / "plan.json").exists():
             flags = flag_text(json.loads((runs / "plan.json").read_text())["flags"])
             accuracy_table(runs, "plan", f"The plan `{flags}`")
@@ -774,9 +809,11 @@ if __name__ == "__main__":
             sys.exit(f"summarize-plan.py: the fit is at the largest latency run, {lat} us; run larger ones")
         print(f"{lat}us")
         sys.exit()
-    if sys.argv[1:2] == ["--fastest-measured"]:  # [RUNS]: a sweep's runs folder (docs/data/plan/cluster4's)
-        print(fastest_measured(pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else "docs/data/plan/cluster4")))
+    if sys.argv[1:2] == ["--fastest-measured"]:  # [RUNS [ADMITTED]]: a sweep's runs folder; an exhaustive run's metrics
+        print(fastest_measured(pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else "docs/data/plan/cluster4"),
+                               pathlib.Path(sys.argv[3]) if len(sys.argv) > 3 else None))
         sys.exit()
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan")
-    for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, transport_abs, resweeps, replanned, clock_variants, unfused_by_collective, thread_cpu, coll_latency):
+    for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, transport_abs, resweeps,
+                  replanned, collat, clock_variants, unfused_by_collective, thread_cpu, coll_latency):
         table(out)
