@@ -278,6 +278,25 @@ def collat(out):
                          out / "cluster4-eager-1gbit_exhaustive.jsonl").replace("\nIn the", " in the"))
 
 
+def dct_variants(out):
+    """scripts/cluster-dct-variants: DCT-DP 98 % with fp32 or bf16 values, fused by 1 or 4 MiB, on the cluster;
+    each against the fp32-valued 4 MiB plan of the same round (the median of the rounds' ratios)."""
+    runs = out / "cluster4-dct-variants"
+    measured = measured_by_flags(runs) if runs.is_dir() else {}
+    if not measured:
+        return
+    label = lambda k: f"{json.loads(k)['dp-codec']}, fuse {json.loads(k)['fuse-bytes']}"
+    base = next(k for k in measured if label(k) == "dct:0.98,1000, fuse 4MiB")
+    print("\n| replicated, one thread | ms/step, round by round | median | against dct:0.98,1000, fuse 4MiB |")
+    print("|---|---|---|---|")
+    for k, v in sorted(measured.items(), key=lambda kv: label(kv[0])):
+        ratio = statistics.median(a / b for a, b in zip(v, measured[base]))
+        print(f"| {label(k)} | {', '.join(f'{x:.2f}' for x in v)} | {statistics.median(v):.2f} | {ratio:.3f} |")
+    sweep = measured_medians(out / "cluster4-eager")
+    print("\nThe same four in the eager sweep (its rounds' median, ms/step): "
+          + "; ".join(f"{label(k)} {sweep[k]:.2f}" for k in sorted(measured, key=label) if k in sweep) + ".")
+
+
 def clock_check(out):
     """scripts/plan-clock-check: the planner's plan and the sweep's fastest, both by sparq train --plan in
     the same rounds on the clock, and the default flags."""
@@ -815,5 +834,5 @@ if __name__ == "__main__":
         sys.exit()
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan")
     for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, transport_abs, resweeps,
-                  replanned, collat, clock_variants, unfused_by_collective, thread_cpu, coll_latency):
+                  replanned, collat, dct_variants, clock_variants, unfused_by_collective, thread_cpu, coll_latency):
         table(out)

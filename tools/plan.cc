@@ -410,7 +410,7 @@ void add_plan(CLI::App& app, Run& run) {
       ->capture_default_str();
   c->add_option("--threads-choices", a->threads,
                 "Threads a rank the leaders are run with (comma-separated; each rank's threads are emulated on the "
-                "clock, on --host-cores cores)")
+                "clock, on --host-cores cores; counts beyond the cores a host has are not run)")
       ->capture_default_str();
   c->add_option("--pilot", a->pilot,
                 "Judge accuracy on this data instead of the stored runs: every plan run N steps from the same start "

@@ -49,8 +49,9 @@ struct SearchOptions {
   // The leaders (the admitted plans within refine_within of the fastest, at
   // most refine_max, the fastest of each structure and placement first) run
   // again by refine(), longer, once for each of variants(k) (k itself and,
-  // e.g., other thread counts), and so does the fastest fp32 plan; the choices are then among these runs: a short run's
-  // luck does not decide them.
+  // e.g., other thread counts), and so does the fastest fp32 plan; the
+  // choices are then among these runs: a short run's luck does not decide
+  // them.
   std::function<Measured(const PlanKnobs&)> refine;
   std::function<std::vector<PlanKnobs>(const PlanKnobs&)> variants;
   double refine_within = 0.1;
