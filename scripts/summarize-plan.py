@@ -269,6 +269,30 @@ def in_sweep(plan, sweep, admitted):
             f"one {meas[best]:.2f}: {mine / meas[best]:.3f}x.")
 
 
+def same_day(out):
+    """The clock's exhaustive run for the cluster (cluster4-eager-1gbit) against a sweep of its admitted plans
+    on the cluster made on the same machine the same day (cluster4-today), and the planner's plan there."""
+    runs, name = out / "cluster4-today", "cluster4-eager-1gbit"
+    measured = measured_by_flags(runs) if runs.is_dir() else {}
+    if not measured:
+        return
+    meas = {k: statistics.median(v) for k, v in measured.items()}
+    sweep = {plan_key(p["flags"]): p["modelled_ms_per_step"] for p in load(out / f"{name}_exhaustive.jsonl")
+             if p["admitted"] and "modelled_ms_per_step" in p and not p.get("refined")}
+    keys = [k for k in meas if k in sweep]
+    e = [sweep[k] / meas[k] for k in keys]
+    both = [k for k in keys if len(measured[k]) > 1]
+    mine = meas[plan_key(json.loads((out / f"{name}_pruned.plan.json").read_text())["flags"])]
+    best = min(meas, key=meas.get)
+    print(f"\nThe same day's sweep ({runs.name}: {len(keys)} admitted plans, {min(map(len, measured.values()))} rounds, "
+          f"median) against the clock's exhaustive run of that day: Spearman "
+          f"{spearman([sweep[k] for k in keys], [meas[k] for k in keys]):.3f} (round 1 against round 2: "
+          f"{spearman([measured[k][0] for k in both], [measured[k][1] for k in both]):.3f}), modelled/measured "
+          f"{min(e):.2f}-{max(e):.2f}, {sum(abs(x - 1) <= 0.15 for x in e)} of {len(keys)} within 15 %. The planner's "
+          f"plan there {mine:.2f} ms/step, {mine / meas[best]:.3f}x the fastest ({flag_text(json.loads(best))}, "
+          f"{meas[best]:.2f}).")
+
+
 def collat(out):
     """The plan for the cluster's network with a latency a collective (plan-collat) in the eager sweep."""
     runs = out / "plan-collat"
@@ -834,5 +858,5 @@ if __name__ == "__main__":
         sys.exit()
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan")
     for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, transport_abs, resweeps,
-                  replanned, collat, dct_variants, clock_variants, unfused_by_collective, thread_cpu, coll_latency):
+                  replanned, same_day, collat, dct_variants, clock_variants, unfused_by_collective, thread_cpu, coll_latency):
         table(out)
