@@ -40,6 +40,11 @@ def load(path):
     return [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
 
 
+def admitted_runs(path):
+    """The admitted plans an exhaustive run ran (its --metrics), their first runs (not the leaders' longer)."""
+    return [p for p in load(path) if p["admitted"] and "modelled_ms_per_step" in p and not p.get("refined")]
+
+
 def fp32(p):
     f = p["flags"]
     return (f["dp-codec"] == "none" and f["emb-codec-fwd"] == "fp32" and f["emb-codec-bwd"] == "fp32"
@@ -108,8 +113,7 @@ def cluster(out):
     runs = out / "cluster4"
     if not runs.is_dir():
         return
-    sweep = [p for p in load(out / "cluster4-1gbit_exhaustive.jsonl")
-             if p["admitted"] and "modelled_ms_per_step" in p and not p.get("refined")]
+    sweep = admitted_runs(out / "cluster4-1gbit_exhaustive.jsonl")
     measured = measured_by_flags(runs)  # the cluster's runs by their plan's flags (their config lines)
     rows = []
     for p in sweep:
@@ -210,10 +214,13 @@ def measured_medians(runs):
 def fastest_measured(runs, admitted=None):
     """The flags of the fastest plan a cluster sweep measured (its runs' folder), as train flags; of those
     an exhaustive run admitted (ADMITTED: its --metrics) where given: the planner's space on today's evidence."""
-    keep = {plan_key(p["flags"]) for p in load(admitted) if p["admitted"]} if admitted else None
-    measured = {k: v for k, v in measured_by_flags(runs).items() if keep is None or k in keep}
-    flags, _ = min(measured.items(), key=lambda kv: statistics.median(kv[1]))
-    return flag_text(json.loads(flags))
+    return flag_text(json.loads(fastest_admitted(measured_medians(runs), admitted)))
+
+
+def fastest_admitted(meas, admitted=None):
+    """The key of the fastest plan of MEAS ({plan key: ms}); of those an exhaustive run admitted, where given."""
+    keep = {plan_key(p["flags"]) for p in admitted_runs(admitted)} if admitted else meas
+    return min((k for k in meas if k in keep), key=meas.get)
 
 
 def check(out):
@@ -256,17 +263,16 @@ def check_rounds(runs, sweep, what):
           f"{med['defaults'] / med['plan']:.2f}x faster than the defaults (round by round "
           f"{', '.join(f'{g:.2f}' for g in gains)}).")
     if admitted.exists():
-        print(in_sweep(runs / "plan.json", sweep, admitted))
+        print(f"\nIn the sweep {in_sweep(runs / 'plan.json', sweep, admitted)}")
 
 
 def in_sweep(plan, sweep, admitted):
-    """A plan file's plan in a cluster sweep's steps against the fastest admitted one there (medians)."""
+    """'SWEEP (...) that plan took X ms a step, ...': a plan file's plan in a cluster sweep's steps against the
+    fastest plan there that an exhaustive run (ADMITTED) admits, medians of the sweep's rounds."""
     meas = measured_medians(sweep)
-    keep = {plan_key(p["flags"]) for p in load(admitted) if p["admitted"]}
-    best = min((k for k in meas if k in keep), key=meas.get)
-    mine = meas[plan_key(json.loads(plan.read_text())["flags"])]
-    return (f"\nIn the sweep {sweep.name} (median of its rounds) that plan took {mine:.2f} ms a step, the fastest admitted "
-            f"one {meas[best]:.2f}: {mine / meas[best]:.3f}x.")
+    mine, best = meas[plan_key(json.loads(plan.read_text())["flags"])], meas[fastest_admitted(meas, admitted)]
+    return (f"{sweep.name} (median of its rounds) that plan took {mine:.2f} ms a step, the fastest admitted one "
+            f"{best:.2f}: {mine / best:.3f}x.")
 
 
 def same_day(out):
@@ -277,8 +283,7 @@ def same_day(out):
     if not measured:
         return
     meas = {k: statistics.median(v) for k, v in measured.items()}
-    sweep = {plan_key(p["flags"]): p["modelled_ms_per_step"] for p in load(out / f"{name}_exhaustive.jsonl")
-             if p["admitted"] and "modelled_ms_per_step" in p and not p.get("refined")}
+    sweep = {plan_key(p["flags"]): p["modelled_ms_per_step"] for p in admitted_runs(out / f"{name}_exhaustive.jsonl")}
     keys = [k for k in meas if k in sweep]
     e = [sweep[k] / meas[k] for k in keys]
     both = [k for k in keys if len(measured[k]) > 1]
@@ -297,9 +302,9 @@ def collat(out):
     """The plan for the cluster's network with a latency a collective (plan-collat) in the eager sweep."""
     runs = out / "plan-collat"
     if runs.is_dir():
-        print(f"\nPlanned with a latency a collective ({planned_net(runs / 'cluster4-eager-1gbit.log')}):"
+        print(f"\nPlanned with a latency a collective ({planned_net(runs / 'cluster4-eager-1gbit.log')}): in the sweep "
               + in_sweep(runs / "cluster4-eager-1gbit.plan.json", out / "cluster4-eager",
-                         out / "cluster4-eager-1gbit_exhaustive.jsonl").replace("\nIn the", " in the"))
+                         out / "cluster4-eager-1gbit_exhaustive.jsonl"))
 
 
 def dct_variants(out):
@@ -430,11 +435,8 @@ def unshaped(out):
     net = re.search(r"^measured network: (\S+)", (d / "planner.log").read_text(), re.M).group(1)
     chosen = json.loads((d / "planner.plan.json").read_text())["flags"]
     measured = measured_by_flags(d / "runs")
-    rows = []
-    for p in load(d / "sweep.jsonl"):
-        ms = measured.get(plan_key(p["flags"]))
-        if p["admitted"] and "modelled_ms_per_step" in p and not p.get("refined") and ms:
-            rows.append((p, statistics.median(ms)))
+    rows = [(p, statistics.median(measured[plan_key(p["flags"])])) for p in admitted_runs(d / "sweep.jsonl")
+            if measured.get(plan_key(p["flags"]))]
     mine = next((p, ms) for p, ms in rows if plan_key(p["flags"]) == plan_key(chosen))
     best = min(rows, key=lambda r: r[1])
     best_fp32 = min((r for r in rows if fp32(r[0])), key=lambda r: r[1])
@@ -548,8 +550,7 @@ def resweep(out, name, what, model_rounds):
     print(f"Against the first sweep (100 us spin, 64 KiB eager; another hour): new/old {statistics.median(r):.3f} "
           f"(median of {len(r)} plans; {min(r):.2f}-{max(r):.2f}).")
     meas = {k: statistics.median(v) for k, v in measured.items()}
-    sweep = {plan_key(p["flags"]): p for p in load(out / "cluster4-1gbit_exhaustive.jsonl")
-             if p["admitted"] and "modelled_ms_per_step" in p and not p.get("refined")}
+    sweep = {plan_key(p["flags"]): p for p in admitted_runs(out / "cluster4-1gbit_exhaustive.jsonl")}
     models = [(f"one core a host at half speed, the exhaustive run ({planned_net(out / 'cluster4-1gbit_exhaustive.log')})",
                [sweep])]
     for name, what in (("hostcores1", "one core a host at half speed"), ("shared2", "2 cores shared at full speed")):
@@ -586,8 +587,7 @@ def replanned(out):
     mine = next(ms for k, ms in meas.items() if plan_key(json.loads(k), ("threads",)) == chosen)
     best = min(meas, key=meas.get)
     defaults = statistics.median(measured_ms(f) for f in sorted(runs.glob("defaults_r*.jsonl")))
-    sweep = {plan_key(p["flags"]): p["modelled_ms_per_step"] for p in load(out / f"{name}_exhaustive.jsonl")
-             if p["admitted"] and "modelled_ms_per_step" in p and not p.get("refined")}
+    sweep = {plan_key(p["flags"]): p["modelled_ms_per_step"] for p in admitted_runs(out / f"{name}_exhaustive.jsonl")}
     keys = [k for k in meas if k in sweep]
     e = [sweep[k] / meas[k] for k in keys]
     print(f"\nThe plan made again ({name}) in the eager sweep ({min(map(len, measured.values()))} "
@@ -837,9 +837,8 @@ def runs_by_plan_round(path):
 def admitted_flags(sweep):
     """Each admitted plan an exhaustive run ran (its JSON lines), as train flags but --threads: what the
     cluster sweeps train, each at --threads 1 (an empty value, no --mp-splits, is the flag's default)."""
-    for p in load(sweep):
-        if p["admitted"] and "modelled_ms_per_step" in p and not p["refined"]:
-            print(flag_text(p["flags"], ("threads",)))
+    for p in admitted_runs(sweep):
+        print(flag_text(p["flags"], ("threads",)))
 
 
 if __name__ == "__main__":
