@@ -30,6 +30,28 @@
 
 namespace sparq::cli {
 
+TrainArgs with_knobs(TrainArgs t, const plan::PlanKnobs& k) {
+  t.emb_placement = k.placement, t.dp_codec = k.dp_codec, t.dp_allreduce = k.dp_allreduce;
+  t.emb_codec_fwd = k.emb_fwd, t.emb_codec_bwd = k.emb_bwd, t.fuse_bytes = k.fuse, t.threads = k.threads;
+  t.mlp_precision = k.mlp, t.mp_splits = k.mp_splits, t.micro_batches = static_cast<std::size_t>(k.micro_batches);
+  t.mp_codec = k.mp_codec, t.dp_mode = k.dp_mode, t.servers = k.servers;
+  for (const auto& [name, value] : k.flags())  // set as if given: --threads is then emulated under --net
+    if (std::find(t.given.begin(), t.given.end(), name) == t.given.end()) t.given.push_back(name);
+  return t;
+}
+
+void run_for_steps(TrainArgs& a, const TrainData& data, std::size_t steps) {
+  // Every step a whole batch: where an epoch holds fewer than `steps`, the
+  // run goes on into the next (the partial last batch is left out).
+  const std::size_t samples = data.streaming() ? data.stream_lines() : data.train.size();
+  const std::size_t per_epoch = samples / a.batch;
+  SPARQ_CHECK_AS(InputError, per_epoch > 0,
+                 "the training data has {} samples, fewer than one batch of {}: no step of the plans to time", samples,
+                 a.batch);
+  a.num_batches = std::min(steps, per_epoch);
+  a.nepochs = (steps + a.num_batches - 1) / a.num_batches;
+}
+
 namespace {
 
 struct PlanArgs {
@@ -41,20 +63,20 @@ struct PlanArgs {
   bool exhaustive = false, measure = false;
   std::string host_memory = "0", out = "plan.json", metrics;
   std::string trainer = "sparq";  // --for: or "pytorch", the plans its examples can train
+  // --trial: steps a leader trains on the hosts (0: none), at most this
+  // many leaders, in this many rounds.
+  std::size_t trial = 0, trial_plans = 6, trial_rounds = 3;
 };
+
+// --trial's leaders: the admitted plans within this of the clock's fastest.
+// One plan's runs on the clock moved by 5-15 % on this shared machine (and
+// by 21 % once, 44.9 against 54.5 ms): closer than that the clock cannot
+// order them.
+constexpr double kTrialWithin = 0.15;
+constexpr std::size_t kTrialMinSteps = 3 * kTrialPrintFreq;  // two intervals timed
 
 constexpr std::size_t kWarmupSteps = 2;  // not timed: first touches of the tables and buffers
 constexpr std::size_t kRefineRuns = 3;   // a leader's refining run is this many times --steps
-
-TrainArgs with_knobs(TrainArgs t, const plan::PlanKnobs& k) {
-  t.emb_placement = k.placement, t.dp_codec = k.dp_codec, t.dp_allreduce = k.dp_allreduce;
-  t.emb_codec_fwd = k.emb_fwd, t.emb_codec_bwd = k.emb_bwd, t.fuse_bytes = k.fuse, t.threads = k.threads;
-  t.mlp_precision = k.mlp, t.mp_splits = k.mp_splits, t.micro_batches = static_cast<std::size_t>(k.micro_batches);
-  t.mp_codec = k.mp_codec, t.dp_mode = k.dp_mode, t.servers = k.servers;
-  for (const auto& [name, value] : k.flags())  // set as if given: --threads is then emulated under --net
-    if (std::find(t.given.begin(), t.given.end(), name) == t.given.end()) t.given.push_back(name);
-  return t;
-}
 
 // Collects what rank 0 reports of a run: each step's modelled time, the
 // bytes by entity, the final test loss.
@@ -86,15 +108,8 @@ double median(std::vector<double> v) {
 plan::Measured run_on_clock(const PlanArgs& a, const TrainData& data, const plan::PlanKnobs& k, std::size_t steps,
                             bool test) {
   TrainArgs t = with_knobs(a.t, k);
-  // Every step a whole batch: where an epoch holds fewer than `steps`, the
-  // run goes on into the next (the partial last batch is left out).
-  const std::size_t samples = data.streaming() ? data.stream_lines() : data.train.size();
-  const std::size_t per_epoch = samples / t.batch;
-  SPARQ_CHECK_AS(InputError, per_epoch > 0,
-                 "the training data has {} samples, fewer than one batch of {}: no step of the plans to time", samples,
-                 t.batch);
-  t.ranks = a.hosts, t.print_freq = 1, t.num_batches = std::min(steps, per_epoch);
-  t.nepochs = (steps + t.num_batches - 1) / t.num_batches;
+  t.ranks = a.hosts, t.print_freq = 1;
+  run_for_steps(t, data, steps);
   t.test_freq = test ? 0 : -1;
   PlanOptions po = plan_options(t, a.hosts);
   po.whole_model_on_rank0 = test;  // a timing run neither tests nor saves: rank 0 keeps its own tables only
@@ -105,8 +120,8 @@ plan::Measured run_on_clock(const PlanArgs& a, const TrainData& data, const plan
     const std::unique_ptr<Plan> p = make_plan(tr, po);
     train(*p, data, to, sink);
   });
-  SPARQ_CHECK_AS(InputError, !sink.steps.empty(), "plan {}: no step after the first {} to time ({} samples an epoch)",
-                 k.label(), kWarmupSteps, samples);
+  SPARQ_CHECK_AS(InputError, !sink.steps.empty(), "plan {}: no step after the first {} to time", k.label(),
+                 kWarmupSteps);
   plan::Measured m{median(sink.steps), median(sink.compute), {}, sink.loss};
   for (auto& [name, b] : sink.bytes) m.bytes_per_step[name] = b / static_cast<double>(sink.steps.size());
   return m;
@@ -184,6 +199,7 @@ void write_metrics(const std::string& path, const std::vector<plan::Candidate>& 
       j["bytes_per_step"] = c.run->bytes_per_step;
       if (c.run->test_loss) j["test_loss"] = *c.run->test_loss;
     }
+    if (!c.on_hosts.empty()) j["measured_ms_per_step"] = median(c.on_hosts), j["measured_rounds_ms"] = c.on_hosts;
     f << j.dump() << '\n';
   }
 }
@@ -201,7 +217,8 @@ std::vector<plan::Candidate> candidates(const PlanArgs& a, const DlrmConfig& cfg
   const plan::PlanShape shape{dense_params(cfg), cfg.num_tables(), cfg.emb_dim, a.t.batch, a.hosts};
   std::vector<plan::Candidate> all;
   for (const plan::PlanKnobs& k : plan::plan_space(a.hosts)) {
-    plan::Candidate c{k, a.pilot ? plan::Verdict{true, 0, "pilot"} : plan::judge(k, a.hosts, a.budget), 0, {}, ""};
+    plan::Candidate c{
+        k, a.pilot ? plan::Verdict{true, 0, "pilot"} : plan::judge(k, a.hosts, a.budget), 0, {}, "", false, {}};
     c.bound_ms = 1e3 * plan::min_bytes_sent(k, shape) * net.beta_s_per_b;
     const double tables = table_bytes_per_rank(k, cfg, a.hosts);
     // The examples keep DDP's buckets (25 MB by default: one for a model of
@@ -293,7 +310,30 @@ plan::SearchOptions search_options(const PlanArgs& a, const TrainData& data, std
   return so;
 }
 
-plan::PlanFile choose_plan(const PlanArgs& a) {
+// Rank 0's part of --trial: picks the plan among the candidates the clock
+// ran (it may note on them what it measured, not add or remove any).
+using Decide = std::function<const plan::Candidate*(std::vector<plan::Candidate>&, const TrainData&)>;
+
+void print_chosen(const std::vector<plan::Candidate>& all, const plan::Candidate& best, const plan::Candidate& fp32,
+                  double clock_s, double secs) {
+  if (best.on_hosts.empty()) {
+    fmt::print("chosen: {} — modelled {:.2f} ms/step, {:.2f}x the fastest fp32 plan ({}); planned in {:.1f} s\n",
+               best.knobs.label(), best.run->ms_per_step, fp32.run->ms_per_step / best.run->ms_per_step,
+               fp32.knobs.label(), secs);
+    return;
+  }
+  const plan::Candidate* fp32_measured = &best;  // the trial holds the fastest fp32 plan of the clock's first runs
+  for (const plan::Candidate& c : all)
+    if (c.knobs.fp32() && !c.on_hosts.empty() &&
+        (!fp32_measured->knobs.fp32() || median(c.on_hosts) < median(fp32_measured->on_hosts)))
+      fp32_measured = &c;
+  fmt::print("chosen: {} — measured {:.2f} ms/step on the hosts (modelled {:.2f}), {:.2f}x the fastest fp32 plan "
+             "measured ({}); planned in {:.1f} s, {:.1f} s of it on the clock\n",
+             best.knobs.label(), median(best.on_hosts), best.run->ms_per_step,
+             median(fp32_measured->on_hosts) / median(best.on_hosts), fp32_measured->knobs.label(), secs, clock_s);
+}
+
+plan::PlanFile choose_plan(const PlanArgs& a, const Decide& decide = {}) {
   const auto start = std::chrono::steady_clock::now();
   const ReuseMappings reuse;  // every plan's run builds the same tables again
   check_run_flags(a.t);
@@ -322,29 +362,102 @@ plan::PlanFile choose_plan(const PlanArgs& a) {
       std::move(all),
       [&](const plan::PlanKnobs& k) { return run_on_clock(a, data, k, a.pilot ? a.pilot : a.steps, a.pilot > 0); },
       so);
-  write_metrics(a.metrics, all);
   const plan::Candidate* fp32 = plan::fastest(all, true);
   const plan::Candidate* best = plan::fastest(all);
   SPARQ_CHECK_AS(InputError, fp32, "no fp32 plan ran ({}): nothing to compare with", all.back().skipped);
   SPARQ_CHECK_AS(InputError, best, "no plan meets the budget of {:+.3f} %", a.budget);
   print_table(all, fp32->run->ms_per_step);
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  fmt::print("chosen: {} — modelled {:.2f} ms/step, {:.2f}x the fastest fp32 plan ({}); planned in {:.1f} s\n",
-             best->knobs.label(), best->run->ms_per_step, fp32->run->ms_per_step / best->run->ms_per_step,
-             fp32->knobs.label(), secs);
+  const auto since_start = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const double clock_s = since_start();
+  if (decide) best = decide(all, data);
+  write_metrics(a.metrics, all);
+  print_chosen(all, *best, *fp32, clock_s, since_start());
   return {best->knobs,           plan_model(a.t),        a.hosts,           a.t.batch,    net.describe(),
-          best->run->ms_per_step, fp32->run->ms_per_step, best->verdict.why, SPARQ_VERSION};
+          best->run->ms_per_step, fp32->run->ms_per_step, best->verdict.why, SPARQ_VERSION,
+          best->on_hosts.empty() ? 0 : median(best->on_hosts)};
+}
+
+// The hosts' own runs of the trial: no network model, a whole core a thread.
+TrainArgs on_the_hosts(TrainArgs t) {
+  t.net.clear(), t.compute_scale = 1, t.host_cores = t.shared_cores = 0, t.ranks = 0, t.metrics.clear();
+  return t;
+}
+
+void print_trial(const PlanArgs& a, const std::vector<const plan::Candidate*>& plans,
+                 const std::vector<std::vector<double>>& ms) {
+  fmt::print("on the hosts: {} leaders (within {:.0f} % on the clock, and the fastest fp32 plan), {} round(s) of {} "
+             "steps; ms/step: the median of a run's {}-step intervals after its first\n",
+             plans.size(), 100 * kTrialWithin, a.trial_rounds, a.trial, kTrialPrintFreq);
+  fmt::print("  {:<60} {:>9} {:>9}  {}\n", "plan", "modelled", "measured", "round by round");
+  for (std::size_t i = 0; i < plans.size(); ++i)
+    fmt::print("  {:<60} {:>9.2f} {:>9.2f}  {:.2f}\n", plans[i]->knobs.label(), plans[i]->run->ms_per_step,
+               median(ms[i]), fmt::join(ms[i], ", "));
+}
+
+// The fastest plan the hosts measured; a leader's longer run on the clock,
+// where it has one, stands for it (as when the clock chooses).
+const plan::Candidate* fastest_measured(const std::vector<plan::Candidate>& all) {
+  const plan::Candidate* best = nullptr;
+  for (const plan::Candidate& c : all)
+    if (!c.on_hosts.empty() && c.verdict.admitted &&
+        (!best || median(c.on_hosts) < median(best->on_hosts) ||
+         (c.knobs == best->knobs && c.refined && !best->refined)))
+      best = &c;
+  return best;
+}
+
+// --trial, on every host: rank 0 plans on the clock and has the hosts train
+// its leaders, then takes the fastest they measured; the other hosts load
+// the data while it plans, then train what it sends.
+std::optional<plan::PlanFile> plan_with_trial(const PlanArgs& a, Transport& t) {
+  const TrainArgs hosts = on_the_hosts(a.t);
+  if (t.rank() != 0) {
+    const TrainData data = load_data(a.t);
+    trial_on_hosts(t, hosts, data, share_plans(t, {}, a.t.timeout_s), a.trial, a.trial_rounds);
+    return std::nullopt;
+  }
+  return choose_plan(a, [&](std::vector<plan::Candidate>& all, const TrainData& data) {
+    const std::vector<const plan::Candidate*> leaders = plan::trial_set(all, kTrialWithin, a.trial_plans);
+    std::vector<plan::PlanKnobs> plans;
+    for (const plan::Candidate* c : leaders) plans.push_back(c->knobs);
+    share_plans(t, plans, a.t.timeout_s);
+    const std::vector<std::vector<double>> ms = trial_on_hosts(t, hosts, data, plans, a.trial, a.trial_rounds);
+    print_trial(a, leaders, ms);
+    for (plan::Candidate& c : all)
+      for (std::size_t i = 0; i < plans.size(); ++i)
+        if (c.knobs == plans[i]) c.on_hosts = ms[i];
+    return fastest_measured(all);
+  });
 }
 
 void run_plan(PlanArgs a) {
   SPARQ_CHECK_AS(InputError, a.t.net.empty() != !a.measure,
                  "give the network to plan for: --net BW,LAT, or --measure under mpiexec on the hosts (not both)");
+  SPARQ_CHECK_AS(InputError, a.trial == 0 || a.measure,
+                 "--trial trains the leading plans on the hosts themselves: give it with --measure, under mpiexec on "
+                 "the hosts");
+  SPARQ_CHECK_AS(InputError, a.trial == 0 || a.trial >= kTrialMinSteps,
+                 "--trial must be 0 or at least {} steps (a run's first {} are not timed), got {}", kTrialMinSteps,
+                 kTrialPrintFreq, a.trial);
+  std::optional<plan::PlanFile> chosen;
   if (a.measure) {
-    const std::optional<std::string> net = measure_net(a.hosts, a.t.timeout_s);
-    if (!net) return;  // another host's part ends with the measurement: rank 0 plans
-    a.t.net = *net;
+    SPARQ_CHECK_AS(InputError, launch_mode() == "mpi",
+                   "--measure times the network between the hosts: start sparq plan --measure under mpiexec, one "
+                   "process a host (or with scripts/cluster run)");
+    LaunchOptions lo;
+    lo.timeout = std::chrono::milliseconds(static_cast<long long>(a.t.timeout_s * 1000));
+    launch(lo, [&](Transport& t) {
+      if (const std::optional<std::string> net = measure_net(t, a.hosts, a.t.timeout_s)) a.t.net = *net;
+      if (a.trial) chosen = plan_with_trial(a, t);
+    });
+    // Without --trial rank 0 plans once MPI has ended: no host waits beside
+    // the clock's runs. The other hosts' part ended with the measurement.
+    if (a.t.net.empty()) return;
   }
-  plan::write_plan_file(a.out, choose_plan(a));
+  if (!chosen) chosen = choose_plan(a);
+  plan::write_plan_file(a.out, *chosen);
   fmt::print("wrote {} (sparq train --plan {})\n", a.out, a.out);
 }
 
@@ -421,6 +534,17 @@ void add_plan(CLI::App& app, Run& run) {
                 "and torchrec_dlrm.py, sparq.plan(): data-parallel plans with the tables table-wise, fused as DDP's "
                 "buckets: 4 MiB)")
       ->check(CLI::IsMember({"sparq", "pytorch"}))
+      ->capture_default_str();
+  c->add_option("--trial", a->trial,
+                 "With --measure: train the leaders (the admitted plans within 15 % of the clock's fastest, and the "
+                 "fastest fp32 plan) this many steps each on the hosts themselves, and choose the fastest measured "
+                 "(0: choose on the clock alone)")
+      ->capture_default_str();
+  c->add_option("--trial-plans", a->trial_plans, "--trial: at most this many leaders (and the fastest fp32 plan)")
+      ->check(kPositive)
+      ->capture_default_str();
+  c->add_option("--trial-rounds", a->trial_rounds, "--trial: interleaved rounds, each leader once a round")
+      ->check(kPositive)
       ->capture_default_str();
   c->add_flag("--exhaustive", a->exhaustive, "Run every admitted plan, also those whose bound cannot win");
   c->add_option("--out", a->out, "The plan file to write")->capture_default_str();

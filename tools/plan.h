@@ -5,18 +5,38 @@
 #include <string>
 
 #include "sparq/plan/plan_file.h"
+#include "sparq/transport/transport.h"
 #include "tools/train_args.h"
+#include "tools/train_data.h"
 
 namespace sparq::cli {
 
 // `sparq train --plan auto`: the plan for a's model, data, in-process
 // ranks and --net, chosen as `sparq plan` chooses it.
 plan::PlanFile plan_for(const TrainArgs& a, int world);
-// `sparq plan --measure`, on every host under mpiexec (one process a host):
-// times sparq's ring allreduce and pairwise alltoall together and fits the
-// alpha-beta network to them. The --net spec on rank 0, which prints the
-// fit; nothing on the other ranks.
-std::optional<std::string> measure_net(int hosts, double timeout_s);
+// `sparq plan --measure`, on every host under mpiexec (one process a host,
+// t over them): times sparq's ring allreduce and pairwise alltoall together
+// and fits the alpha-beta network to them. The --net spec on rank 0, which
+// prints the fit; nothing on the other ranks.
+std::optional<std::string> measure_net(Transport& t, int hosts, double timeout_s);
+// The print intervals a trial run is timed by: its step is the median of
+// those after the first (the tables' first touches, the buffers' growth).
+inline constexpr std::size_t kTrialPrintFreq = 5;
+// `sparq plan --trial`, on every host: rank 0's plans, sent to the others
+// (who wait for them up to max_wait_s: rank 0 plans on the clock first).
+std::vector<plan::PlanKnobs> share_plans(Transport& t, const std::vector<plan::PlanKnobs>& plans,
+                                         double max_wait_s);
+// Then each plan trained `steps` steps on the hosts with base's model and
+// data, `rounds` interleaved rounds: rank 0's ms/step, plan by plan and
+// round by round (the median of the print intervals after a run's first).
+std::vector<std::vector<double>> trial_on_hosts(Transport& t, const TrainArgs& base, const TrainData& data,
+                                                const std::vector<plan::PlanKnobs>& plans, std::size_t steps,
+                                                std::size_t rounds);
+// a with the plan's flags set (as if given).
+TrainArgs with_knobs(TrainArgs a, const plan::PlanKnobs& k);
+// Sets a's batches and epochs so that a run takes `steps` whole batches of
+// data (going on into the next epoch where one holds fewer).
+void run_for_steps(TrainArgs& a, const TrainData& data, std::size_t steps);
 // The model a plan was chosen for: the MLPs, the tables and their rows.
 std::string plan_model(const TrainArgs& a);
 // Sets a's flags to the plan's after checking that it was chosen for this

@@ -7,7 +7,6 @@
 
 #include "sparq/core/error.h"
 #include "sparq/plan/fit_net.h"
-#include "sparq/transport/launch.h"
 #include "tools/bench_collectives.h"
 #include "tools/plan.h"
 
@@ -33,64 +32,54 @@ std::vector<Row> median_of_rounds(const std::vector<std::vector<Row>>& rounds) {
 }
 }  // namespace
 
-std::optional<std::string> measure_net(int hosts, double timeout_s) {
-  SPARQ_CHECK_AS(InputError, launch_mode() == "mpi",
-                 "--measure times the network between the hosts: start sparq plan --measure under mpiexec, one "
-                 "process a host (or with scripts/cluster run)");
-  LaunchOptions lo;
-  lo.timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
-  std::optional<std::string> spec;
-  launch(lo, [&](Transport& t) {
-    const int p = t.size();
-    SPARQ_CHECK_AS(InputError, p == hosts, "--hosts {} but mpiexec started {} processes: one process a host", hosts,
-                   p);
-    // A ring step of at most one 1 MiB segment is one message (larger ones
-    // pipeline several), so the sizes stop at P MiB.
-    std::vector<std::uint64_t> sizes;
-    for (std::uint64_t s = 16 << 10; s <= std::min<std::uint64_t>(4 << 20, static_cast<std::uint64_t>(p) << 20); s *= 4)
-      sizes.push_back(s);
-    BenchFlags f;
-    f.iters = 10, f.warmup = 3, f.timeout_s = timeout_s;
-    struct Timed {
-      const char* what;
-      Row row;
-      plan::CollectiveTime time;
-    };
-    std::vector<std::vector<Row>> ring, alltoall;
-    for (int round = 0; round < kRounds; ++round) {
-      ring.push_back(ring_allreduce_rows(t, f, sizes));
-      alltoall.push_back(pairwise_alltoall_rows(t, f, sizes));
-    }
-    std::vector<Timed> timed;
-    for (const Row& r : median_of_rounds(ring))
-      timed.push_back({"ring allreduce", r, {2.0 * (p - 1), r.bytes_sent_per_rank, r.median_us * 1e-6}});
-    for (const Row& r : median_of_rounds(alltoall))
-      timed.push_back({"pairwise alltoall", r, {p - 1.0, r.bytes_sent_per_rank, r.median_us * 1e-6}});
-    for (const Timed& x : timed)
-      SPARQ_CHECK(x.row.wrong == 0, "--measure: the {} of {} bytes gave {} wrong values", x.what, x.row.size,
-                  x.row.wrong);
-    if (t.rank() != 0) return;
-    std::vector<plan::CollectiveTime> times;
-    for (const Timed& x : timed) times.push_back(x.time);
-    plan::NetFit fit;
-    try {
-      fit = plan::fit_alpha_beta(times);
-    } catch (const InputError& e) {  // with what was measured, so that the cause shows
-      std::string seen;
-      for (const Timed& x : timed) seen += fmt::format("; {} {} B {:.3f} ms", x.what, x.row.size, x.time.seconds * 1e3);
-      SPARQ_THROW(InputError, "{} (measured{})", e.what(), seen);
-    }
-    for (const Timed& x : timed) {
-      const double model = x.time.messages * fit.latency_s + x.time.bytes * fit.seconds_per_byte;
-      fmt::print("measured {:>17} {:>8} B: {:8.3f} ms, the fit {:8.3f} ms ({:.2f}x)\n", x.what, x.row.size,
-                 x.time.seconds * 1e3, model * 1e3, model / x.time.seconds);
-    }
-    fmt::print("measured network: {} (latency and bandwidth fitted to the {} collectives above; the network stack's "
-               "CPU per byte and message not measured)\n",
-               fit.spec(), times.size());
-    spec = fit.spec();
-  });
-  return spec;
+std::optional<std::string> measure_net(Transport& t, int hosts, double timeout_s) {
+  const int p = t.size();
+  SPARQ_CHECK_AS(InputError, p == hosts, "--hosts {} but mpiexec started {} processes: one process a host", hosts, p);
+  // A ring step of at most one 1 MiB segment is one message (larger ones
+  // pipeline several), so the sizes stop at P MiB.
+  std::vector<std::uint64_t> sizes;
+  for (std::uint64_t s = 16 << 10; s <= std::min<std::uint64_t>(4 << 20, static_cast<std::uint64_t>(p) << 20); s *= 4)
+    sizes.push_back(s);
+  BenchFlags f;
+  f.iters = 10, f.warmup = 3, f.timeout_s = timeout_s;
+  struct Timed {
+    const char* what;
+    Row row;
+    plan::CollectiveTime time;
+  };
+  std::vector<std::vector<Row>> ring, alltoall;
+  for (int round = 0; round < kRounds; ++round) {
+    ring.push_back(ring_allreduce_rows(t, f, sizes));
+    alltoall.push_back(pairwise_alltoall_rows(t, f, sizes));
+  }
+  std::vector<Timed> timed;
+  for (const Row& r : median_of_rounds(ring))
+    timed.push_back({"ring allreduce", r, {2.0 * (p - 1), r.bytes_sent_per_rank, r.median_us * 1e-6}});
+  for (const Row& r : median_of_rounds(alltoall))
+    timed.push_back({"pairwise alltoall", r, {p - 1.0, r.bytes_sent_per_rank, r.median_us * 1e-6}});
+  for (const Timed& x : timed)
+    SPARQ_CHECK(x.row.wrong == 0, "--measure: the {} of {} bytes gave {} wrong values", x.what, x.row.size,
+                x.row.wrong);
+  if (t.rank() != 0) return std::nullopt;
+  std::vector<plan::CollectiveTime> times;
+  for (const Timed& x : timed) times.push_back(x.time);
+  plan::NetFit fit;
+  try {
+    fit = plan::fit_alpha_beta(times);
+  } catch (const InputError& e) {  // with what was measured, so that the cause shows
+    std::string seen;
+    for (const Timed& x : timed) seen += fmt::format("; {} {} B {:.3f} ms", x.what, x.row.size, x.time.seconds * 1e3);
+    SPARQ_THROW(InputError, "{} (measured{})", e.what(), seen);
+  }
+  for (const Timed& x : timed) {
+    const double model = x.time.messages * fit.latency_s + x.time.bytes * fit.seconds_per_byte;
+    fmt::print("measured {:>17} {:>8} B: {:8.3f} ms, the fit {:8.3f} ms ({:.2f}x)\n", x.what, x.row.size,
+               x.time.seconds * 1e3, model * 1e3, model / x.time.seconds);
+  }
+  fmt::print("measured network: {} (latency and bandwidth fitted to the {} collectives above; the network stack's "
+             "CPU per byte and message not measured)\n",
+             fit.spec(), times.size());
+  return fit.spec();
 }
 
 }  // namespace sparq::cli

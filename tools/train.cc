@@ -81,9 +81,14 @@ void run_train(const TrainArgs& given) {
   TrainerOptions to = trainer_options(a, plan);
   if (chosen) {
     to.plan_ms = chosen->modelled_ms;
-    to.plan_line = fmt::format("plan {}: {} (for {} ranks on {}: modelled {:.2f} ms/step, {:.2f}x the fastest fp32 plan)",
+    to.plan_line = fmt::format("plan {}: {} (for {} ranks on {}: modelled {:.2f} ms/step, {:.2f}x the fastest fp32 "
+                               "plan{})",
                                a.plan, chosen->knobs.label(), chosen->ranks, chosen->net, chosen->modelled_ms,
-                               chosen->fp32_ms / chosen->modelled_ms);
+                               chosen->fp32_ms / chosen->modelled_ms,
+                               chosen->measured_ms > 0
+                                   ? fmt::format("; measured {:.2f} ms/step on the hosts it was planned on",
+                                                 chosen->measured_ms)
+                                   : "");
   }
   // In-process ranks are threads of this process: one core each. With --net
   // a rank's computation is its thread's CPU time, its --threads emulated

@@ -30,7 +30,7 @@ inline constexpr int kAllreduce = 30000, kReduceScatter = 30100, kAllgather = 30
                      kQuantizedAlltoall = 30800, kTableGather = 30900, kPipelineAct = 31000,
                      kPipelineGrad = 31100, kParamServer = 31200, kBlobGather = 31300,
                      kStreamBatch = 31400, kRowSparseAllreduce = 31500, kSparseAllgather = 31600,
-                     kOwnerExchange = 31700;
+                     kOwnerExchange = 31700, kPlanTrial = 31800;
 }
 
 class Call {

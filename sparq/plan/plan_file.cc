@@ -11,12 +11,13 @@ namespace sparq::plan {
 void write_plan_file(const std::string& path, const PlanFile& p) {
   nlohmann::json flags = nlohmann::json::object();
   for (const auto& [name, value] : p.knobs.flags()) flags[name] = value;
-  const nlohmann::json j = {{"format", "sparq-plan"},       {"format_version", kPlanFormat},
-                            {"sparq_version", p.version},   {"model", p.model},
-                            {"ranks", p.ranks},             {"global_batch", p.global_batch},
-                            {"net", p.net},                 {"flags", flags},
-                            {"modelled_ms_per_step", p.modelled_ms}, {"fp32_ms_per_step", p.fp32_ms},
-                            {"evidence", p.evidence}};
+  nlohmann::json j = {{"format", "sparq-plan"},       {"format_version", kPlanFormat},
+                      {"sparq_version", p.version},   {"model", p.model},
+                      {"ranks", p.ranks},             {"global_batch", p.global_batch},
+                      {"net", p.net},                 {"flags", flags},
+                      {"modelled_ms_per_step", p.modelled_ms}, {"fp32_ms_per_step", p.fp32_ms},
+                      {"evidence", p.evidence}};
+  if (p.measured_ms > 0) j["measured_ms_per_step"] = p.measured_ms;
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp);
@@ -73,6 +74,10 @@ PlanFile read_plan_file(const std::string& path) {
   p.fp32_ms = field<double>(j, "fp32_ms_per_step", path);
   p.evidence = field<std::string>(j, "evidence", path);
   p.version = field<std::string>(j, "sparq_version", path);
+  if (j.contains("measured_ms_per_step")) {
+    p.measured_ms = field<double>(j, "measured_ms_per_step", path);
+    SPARQ_CHECK_AS(InputError, p.measured_ms > 0, "{}: the plan's \"measured_ms_per_step\" must be > 0", path);
+  }
   return p;
 }
 

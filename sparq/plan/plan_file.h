@@ -22,6 +22,7 @@ struct PlanFile {
   double fp32_ms = 0;      // the fastest fp32 plan's
   std::string evidence;    // what backs its accuracy
   std::string version;     // the sparq that chose it
+  double measured_ms = 0;  // its step measured on the hosts (sparq plan --trial; 0: not measured)
 };
 
 void write_plan_file(const std::string& path, const PlanFile& p);

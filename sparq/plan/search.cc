@@ -4,22 +4,18 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <set>
 
 namespace sparq::plan {
 
-namespace {
-
-void refine_leaders(std::vector<Candidate>& all, const SearchOptions& o) {
-  std::vector<const Candidate*> leaders;
-  for (const Candidate& c : all)
-    if (c.run && c.verdict.admitted) leaders.push_back(&c);
-  std::sort(leaders.begin(), leaders.end(),
-            [](const Candidate* a, const Candidate* b) { return a->run->ms_per_step < b->run->ms_per_step; });
-  if (leaders.empty()) return;
-  const double limit = leaders.front()->run->ms_per_step * (1 + o.refine_within);
-  const auto window_end = std::find_if(leaders.begin(), leaders.end(),
-                                       [&](const Candidate* c) { return c->run->ms_per_step > limit; });
+std::vector<const Candidate*> leaders(std::vector<const Candidate*> runs, double within, std::size_t max) {
+  std::stable_sort(runs.begin(), runs.end(),
+                   [](const Candidate* a, const Candidate* b) { return a->run->ms_per_step < b->run->ms_per_step; });
+  if (runs.empty()) return {};
+  const double limit = runs.front()->run->ms_per_step * (1 + within);
+  const auto window_end =
+      std::find_if(runs.begin(), runs.end(), [&](const Candidate* c) { return c->run->ms_per_step > limit; });
   // The fastest of each family (structure and placement) first, then the
   // fastest of the rest: the refining runs turn knobs the first runs held
   // fixed (threads a rank), and those pay more in some families than in
@@ -29,19 +25,28 @@ void refine_leaders(std::vector<Candidate>& all, const SearchOptions& o) {
   // the window were all replicated.
   std::vector<const Candidate*> chosen;
   std::set<std::string> families;
-  for (auto l = leaders.begin(); l != window_end; ++l)
-    if (chosen.size() < o.refine_max && families.insert((*l)->knobs.structure() + " " + (*l)->knobs.placement).second)
+  for (auto l = runs.begin(); l != window_end; ++l)
+    if (chosen.size() < max && families.insert((*l)->knobs.structure() + " " + (*l)->knobs.placement).second)
       chosen.push_back(*l);
-  for (auto l = leaders.begin(); l != window_end; ++l)
-    if (chosen.size() < o.refine_max && std::find(chosen.begin(), chosen.end(), *l) == chosen.end())
-      chosen.push_back(*l);
-  // And the fastest fp32 plan, so that the speed-up is of two refined runs.
-  const auto fp32 = std::find_if(leaders.begin(), leaders.end(), [](const Candidate* c) { return c->knobs.fp32(); });
-  if (fp32 != leaders.end() && std::find(chosen.begin(), chosen.end(), *fp32) == chosen.end()) chosen.push_back(*fp32);
+  for (auto l = runs.begin(); l != window_end; ++l)
+    if (chosen.size() < max && std::find(chosen.begin(), chosen.end(), *l) == chosen.end()) chosen.push_back(*l);
+  // And the fastest fp32 plan, so that the speed-up is of two runs alike.
+  const auto fp32 = std::find_if(runs.begin(), runs.end(), [](const Candidate* c) { return c->knobs.fp32(); });
+  if (fp32 != runs.end() && std::find(chosen.begin(), chosen.end(), *fp32) == chosen.end()) chosen.push_back(*fp32);
+  return chosen;
+}
+
+namespace {
+
+void refine_leaders(std::vector<Candidate>& all, const SearchOptions& o) {
+  std::vector<const Candidate*> runs;
+  for (const Candidate& c : all)
+    if (c.run && c.verdict.admitted) runs.push_back(&c);
+  const std::vector<const Candidate*> chosen = leaders(runs, o.refine_within, o.refine_max);
   std::vector<Candidate> refined;
   for (const Candidate* l : chosen)
     for (const PlanKnobs& k : o.variants ? o.variants(l->knobs) : std::vector{l->knobs})
-      refined.push_back({k, l->verdict, l->bound_ms, o.refine(k), "", true});
+      refined.push_back({k, l->verdict, l->bound_ms, o.refine(k), "", true, {}});
   all.insert(all.end(), refined.begin(), refined.end());
 }
 
@@ -92,6 +97,16 @@ std::vector<Candidate> search(std::vector<Candidate> all, const std::function<Me
     return a.run && a.run->ms_per_step < b.run->ms_per_step;
   });
   return all;
+}
+
+std::vector<const Candidate*> trial_set(const std::vector<Candidate>& all, double within, std::size_t max) {
+  std::map<std::string, const Candidate*> by_label;
+  for (const bool refined : {false, true})
+    for (const Candidate& c : all)
+      if (c.run && c.verdict.admitted && c.refined == refined) by_label.try_emplace(c.knobs.label(), &c);
+  std::vector<const Candidate*> runs;
+  for (const auto& [label, c] : by_label) runs.push_back(c);
+  return leaders(std::move(runs), within, max);
 }
 
 const Candidate* fastest(const std::vector<Candidate>& c, bool fp32_only) {

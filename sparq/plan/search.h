@@ -29,6 +29,7 @@ struct Candidate {
   std::optional<Measured> run;  // absent: not run (see skipped)
   std::string skipped;          // why it was not run
   bool refined = false;         // a leader's longer run (SearchOptions::refine)
+  std::vector<double> on_hosts;  // `sparq plan --trial`: its ms/step on the hosts, round by round
 };
 
 struct SearchOptions {
@@ -62,6 +63,16 @@ struct SearchOptions {
 // Returns every candidate, the ones run first, fastest first.
 std::vector<Candidate> search(std::vector<Candidate> all, const std::function<Measured(const PlanKnobs&)>& run,
                               const SearchOptions& o);
+
+// The leaders of `runs` (run and admitted): those within `within` of the
+// fastest, at most `max`, the fastest of each family (structure and
+// placement) first; then the fastest fp32 plan among `runs`, beyond `max`.
+std::vector<const Candidate*> leaders(std::vector<const Candidate*> runs, double within, std::size_t max);
+
+// The plans `sparq plan --trial` trains on the hosts: the leaders of the
+// admitted plans run, each plan by its first run (all made in one pass, so
+// comparable), a leader's runs at other thread counts by their longer run.
+std::vector<const Candidate*> trial_set(const std::vector<Candidate>& all, double within, std::size_t max);
 
 // The fastest admitted candidate run (nullptr when none), among the refined
 // runs where there are any; `fp32_only`: of the plans without a codec (what

@@ -54,6 +54,15 @@ TEST(PlanFile, WhatIsWrittenIsRead) {
   EXPECT_DOUBLE_EQ(p.fp32_ms, e.fp32_ms);
   EXPECT_EQ(p.evidence, e.evidence);
   EXPECT_EQ(p.version, e.version);
+  EXPECT_EQ(p.measured_ms, 0);  // not measured: absent from the file
+  PlanFile trialled = example();
+  trialled.measured_ms = 12.25;  // sparq plan --trial: the step its hosts measured
+  write_plan_file(path, trialled);
+  EXPECT_DOUBLE_EQ(read_plan_file(path).measured_ms, 12.25);
+  rewrite(path, [](nlohmann::json& j) { j["measured_ms_per_step"] = -1; });
+  EXPECT_NE(error_of(path).find("\"measured_ms_per_step\" must be > 0"), std::string::npos) << error_of(path);
+  rewrite(path, [](nlohmann::json& j) { j["measured_ms_per_step"] = "fast"; });
+  EXPECT_NE(error_of(path).find("measured_ms_per_step"), std::string::npos) << error_of(path);
   std::filesystem::remove(path);
 }
 

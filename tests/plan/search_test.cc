@@ -238,4 +238,36 @@ TEST(PlanSearch, EachPlacementsFastestLeaderRunsAgain) {
   EXPECT_EQ(fastest(got)->knobs, table_wise);
 }
 
+TEST(PlanSearch, TheTrialTakesEachPlanByItsFirstRunAndEachFamilysFastestFirst) {
+  // First runs (one pass, comparable) stand for their plans, a longer run
+  // only for a thread count that had no first run; a plan left out for
+  // accuracy never goes to the hosts, however fast.
+  auto knobs = [](const std::string& placement, const std::string& codec, int threads = 1) {
+    PlanKnobs k;
+    k.placement = placement, k.dp_codec = codec, k.threads = threads;
+    return k;
+  };
+  std::vector<Candidate> all;
+  auto add = [&](const PlanKnobs& k, double ms, bool refined = false, bool admitted = true) {
+    all.push_back(candidate(k, admitted, 0));
+    all.back().run = Measured{ms, 0, {}, {}}, all.back().refined = refined;
+  };
+  add(knobs("replicated", "none"), 20.0);                  // the fastest fp32 plan: far behind, still tried
+  add(knobs("replicated", "q4"), 10.0);                    // the fastest first run...
+  add(knobs("replicated", "q4"), 12.0, true);              // ...whose longer run does not replace it
+  add(knobs("replicated", "q4", 2), 10.2, true);           // only a longer run: it stands
+  add(knobs("replicated", "dct:0.98,1000"), 10.5);
+  add(knobs("replicated", "dct:0.95,1000"), 11.0);         // in the window, beyond --trial-plans
+  add(knobs("table-wise", "q4"), 11.2);                    // its family's fastest: before the replicated ones
+  add(knobs("replicated", "dct:0.98,1000+bf16"), 11.6);    // outside 15 %
+  add(knobs("replicated", "dct:0.98,1000+fp8"), 9.0, false, false);  // left out for accuracy
+  std::vector<std::string> got;
+  for (const Candidate* c : trial_set(all, 0.15, 4))
+    got.push_back(c->knobs.label() + (c->refined ? " (longer run)" : ""));
+  EXPECT_EQ(got, (std::vector<std::string>{knobs("replicated", "q4").label(), knobs("table-wise", "q4").label(),
+                                           knobs("replicated", "q4", 2).label() + " (longer run)",
+                                           knobs("replicated", "dct:0.98,1000").label(),
+                                           knobs("replicated", "none").label()}));
+}
+
 }  // namespace sparq::plan
