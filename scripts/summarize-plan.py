@@ -240,7 +240,9 @@ def check(out):
                               ("cluster4-check-admitted-200", "cluster4-eager",
                                " (the same plan against the sweep's fastest admitted plan), 200 steps a run"),
                               ("cluster4-check-admitted-200-again", "cluster4-eager",
-                               " (the same three again, the next 5 rounds), 200 steps a run")):
+                               " (the same three again, the next 5 rounds), 200 steps a run"),
+                              ("cluster4-check-trial-200", "cluster4-trial-sweep",
+                               " (sparq plan --trial: cluster4-trial), 200 steps a run")):
         check_rounds(out / runs, out / sweep, what)
 
 
@@ -275,10 +277,10 @@ def in_sweep(plan, sweep, admitted):
             f"{best:.2f}: {mine / best:.3f}x.")
 
 
-def same_day(out):
+def same_day(out, folder="cluster4-today", plan="cluster4-eager-1gbit_pruned.plan.json", whose="The planner's plan"):
     """The clock's exhaustive run for the cluster (cluster4-eager-1gbit) against a sweep of its admitted plans
-    on the cluster made on the same machine the same day (cluster4-today), and the planner's plan there."""
-    runs, name = out / "cluster4-today", "cluster4-eager-1gbit"
+    on the cluster made on the same machine the same day (FOLDER), and the plan of PLAN there."""
+    runs, name = out / folder, "cluster4-eager-1gbit"
     measured = measured_by_flags(runs) if runs.is_dir() else {}
     if not measured:
         return
@@ -287,15 +289,37 @@ def same_day(out):
     keys = [k for k in meas if k in sweep]
     e = [sweep[k] / meas[k] for k in keys]
     both = [k for k in keys if len(measured[k]) > 1]
-    mine = meas[plan_key(json.loads((out / f"{name}_pruned.plan.json").read_text())["flags"])]
+    mine = meas[plan_key(json.loads((out / plan).read_text())["flags"])]
     best = min(meas, key=meas.get)
     print(f"\nThe same day's sweep ({runs.name}: {len(keys)} admitted plans, {min(map(len, measured.values()))} rounds, "
           f"median) against the clock's exhaustive run of that day: Spearman "
           f"{spearman([sweep[k] for k in keys], [meas[k] for k in keys]):.3f} (round 1 against round 2: "
           f"{spearman([measured[k][0] for k in both], [measured[k][1] for k in both]):.3f}), modelled/measured "
-          f"{min(e):.2f}-{max(e):.2f}, {sum(abs(x - 1) <= 0.15 for x in e)} of {len(keys)} within 15 %. The planner's "
-          f"plan there {mine:.2f} ms/step, {mine / meas[best]:.3f}x the fastest ({flag_text(json.loads(best))}, "
+          f"{min(e):.2f}-{max(e):.2f}, {sum(abs(x - 1) <= 0.15 for x in e)} of {len(keys)} within 15 %. {whose} "
+          f"there {mine:.2f} ms/step, {mine / meas[best]:.3f}x the fastest ({flag_text(json.loads(best))}, "
           f"{meas[best]:.2f}).")
+
+
+def trial(out):
+    """scripts/plan-cluster-trial: sparq plan --measure --trial on the cluster, the leaders its hosts trained
+    (each plan's first run on the clock beside its steps on the hosts), and the plan in a sweep of the same hour."""
+    runs = out / "cluster4-trial"
+    if not runs.is_dir():
+        return
+    log = (runs / "planner.log").read_text().splitlines()
+    rows = {}
+    for p in load(runs / "planner.jsonl"):
+        if "measured_ms_per_step" in p and (p["label"] not in rows or not p["refined"]):
+            rows[p["label"]] = p
+    print("\n| plan | modelled ms/step (the clock's first run) | on the hosts, round by round | median |")
+    print("|---|---|---|---|")
+    for label, p in sorted(rows.items(), key=lambda kv: kv[1]["measured_ms_per_step"]):
+        print(f"| {label} | {p['modelled_ms_per_step']:.2f} | "
+              f"{', '.join(f'{x:.2f}' for x in p['measured_rounds_ms'])} | {p['measured_ms_per_step']:.2f} |")
+    for line in log:
+        if line.startswith(("measured network: ", "chosen: ")):
+            print(f"\n{line.split(' (latency')[0]}")
+    same_day(out, "cluster4-trial-sweep", "cluster4-trial/planner.plan.json", "The plan --trial chose")
 
 
 def collat(out):
@@ -857,5 +881,5 @@ if __name__ == "__main__":
         sys.exit()
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan")
     for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, transport_abs, resweeps,
-                  replanned, same_day, collat, dct_variants, clock_variants, unfused_by_collective, thread_cpu, coll_latency):
+                  replanned, same_day, trial, collat, dct_variants, clock_variants, unfused_by_collective, thread_cpu, coll_latency):
         table(out)

@@ -385,50 +385,69 @@ TrainArgs on_the_hosts(TrainArgs t) {
   return t;
 }
 
-void print_trial(const PlanArgs& a, const std::vector<const plan::Candidate*>& plans,
+void print_trial(const PlanArgs& a, const std::string& what, const std::vector<const plan::Candidate*>& plans,
                  const std::vector<std::vector<double>>& ms) {
-  fmt::print("on the hosts: {} leaders (within {:.0f} % on the clock, and the fastest fp32 plan), {} round(s) of {} "
-             "steps; ms/step: the median of a run's {}-step intervals after its first\n",
-             plans.size(), 100 * kTrialWithin, a.trial_rounds, a.trial, kTrialPrintFreq);
+  fmt::print("on the hosts: {}, {} round(s) of {} steps; ms/step: the median of a run's {}-step intervals after its "
+             "first\n", what, a.trial_rounds, a.trial, kTrialPrintFreq);
   fmt::print("  {:<60} {:>9} {:>9}  {}\n", "plan", "modelled", "measured", "round by round");
   for (std::size_t i = 0; i < plans.size(); ++i)
     fmt::print("  {:<60} {:>9.2f} {:>9.2f}  {:.2f}\n", plans[i]->knobs.label(), plans[i]->run->ms_per_step,
                median(ms[i]), fmt::join(ms[i], ", "));
 }
 
-// The fastest plan the hosts measured; a leader's longer run on the clock,
-// where it has one, stands for it (as when the clock chooses).
-const plan::Candidate* fastest_measured(const std::vector<plan::Candidate>& all) {
+// The fastest of `plans` that the hosts measured; a leader's longer run on
+// the clock, where it has one, stands for it (as when the clock chooses).
+const plan::Candidate* fastest_measured(const std::vector<plan::Candidate>& all,
+                                        const std::vector<plan::PlanKnobs>& plans) {
   const plan::Candidate* best = nullptr;
   for (const plan::Candidate& c : all)
-    if (!c.on_hosts.empty() && c.verdict.admitted &&
+    if (!c.on_hosts.empty() && c.verdict.admitted && std::find(plans.begin(), plans.end(), c.knobs) != plans.end() &&
         (!best || median(c.on_hosts) < median(best->on_hosts) ||
          (c.knobs == best->knobs && c.refined && !best->refined)))
       best = &c;
   return best;
 }
 
-// --trial, on every host: rank 0 plans on the clock and has the hosts train
-// its leaders, then takes the fastest they measured; the other hosts load
-// the data while it plans, then train what it sends.
+// A stage of --trial on rank 0: the hosts train `stage`, and each
+// candidate of those plans notes their rounds (a later stage's replace an
+// earlier's: a stage's plans are compared with each other, in time).
+// Returns the stage's fastest.
+const plan::Candidate* trial_stage(const PlanArgs& a, Transport& t, const TrainData& data,
+                                   std::vector<plan::Candidate>& all, const std::vector<const plan::Candidate*>& stage,
+                                   const std::string& what) {
+  std::vector<plan::PlanKnobs> plans;
+  for (const plan::Candidate* c : stage) plans.push_back(c->knobs);
+  share_plans(t, plans, a.t.timeout_s);
+  const std::vector<std::vector<double>> ms = trial_on_hosts(t, on_the_hosts(a.t), data, plans, a.trial,
+                                                             a.trial_rounds);
+  print_trial(a, what, stage, ms);
+  for (plan::Candidate& c : all)
+    for (std::size_t i = 0; i < plans.size(); ++i)
+      if (c.knobs == plans[i]) c.on_hosts = ms[i];
+  return fastest_measured(all, plans);
+}
+
+// --trial, on every host: rank 0 plans on the clock, has the hosts train
+// its leaders, then the fastest of them at its other fusion sizes (the
+// knob whose cost the clock and the shaped cluster agreed on least), and
+// takes the fastest of that; the other hosts load the data while it plans,
+// then train what it sends until it sends no plan.
 std::optional<plan::PlanFile> plan_with_trial(const PlanArgs& a, Transport& t) {
-  const TrainArgs hosts = on_the_hosts(a.t);
   if (t.rank() != 0) {
     const TrainData data = load_data(a.t);
-    trial_on_hosts(t, hosts, data, share_plans(t, {}, a.t.timeout_s), a.trial, a.trial_rounds);
+    for (std::vector<plan::PlanKnobs> plans; !(plans = share_plans(t, {}, a.t.timeout_s)).empty();)
+      trial_on_hosts(t, on_the_hosts(a.t), data, plans, a.trial, a.trial_rounds);
     return std::nullopt;
   }
   return choose_plan(a, [&](std::vector<plan::Candidate>& all, const TrainData& data) {
-    const std::vector<const plan::Candidate*> leaders = plan::trial_set(all, kTrialWithin, a.trial_plans);
-    std::vector<plan::PlanKnobs> plans;
-    for (const plan::Candidate* c : leaders) plans.push_back(c->knobs);
-    share_plans(t, plans, a.t.timeout_s);
-    const std::vector<std::vector<double>> ms = trial_on_hosts(t, hosts, data, plans, a.trial, a.trial_rounds);
-    print_trial(a, leaders, ms);
-    for (plan::Candidate& c : all)
-      for (std::size_t i = 0; i < plans.size(); ++i)
-        if (c.knobs == plans[i]) c.on_hosts = ms[i];
-    return fastest_measured(all);
+    const plan::Candidate* best = trial_stage(
+        a, t, data, all, plan::trial_set(all, kTrialWithin, a.trial_plans),
+        fmt::format("the leaders (within {:.0f} % of the fastest on the clock) and the fastest fp32 plan",
+                    100 * kTrialWithin));
+    const std::vector<const plan::Candidate*> fusions = plan::fusion_variants(all, best->knobs);
+    if (fusions.size() > 1) best = trial_stage(a, t, data, all, fusions, "the fastest of them at each fusion size");
+    share_plans(t, {}, a.t.timeout_s);  // the end of the trial
+    return best;
   });
 }
 

@@ -23,7 +23,8 @@ std::optional<std::string> measure_net(Transport& t, int hosts, double timeout_s
 // those after the first (the tables' first touches, the buffers' growth).
 inline constexpr std::size_t kTrialPrintFreq = 5;
 // `sparq plan --trial`, on every host: rank 0's plans, sent to the others
-// (who wait for them up to max_wait_s: rank 0 plans on the clock first).
+// (who wait for them up to max_wait_s: rank 0 plans on the clock first);
+// an empty list ends the trial.
 std::vector<plan::PlanKnobs> share_plans(Transport& t, const std::vector<plan::PlanKnobs>& plans,
                                          double max_wait_s);
 // Then each plan trained `steps` steps on the hosts with base's model and

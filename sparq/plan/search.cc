@@ -99,14 +99,36 @@ std::vector<Candidate> search(std::vector<Candidate> all, const std::function<Me
   return all;
 }
 
-std::vector<const Candidate*> trial_set(const std::vector<Candidate>& all, double within, std::size_t max) {
+namespace {
+
+// Each admitted plan run that `keep` takes, by its first run (a longer run
+// where it has no first one), in label order.
+std::vector<const Candidate*> by_first_run(const std::vector<Candidate>& all,
+                                           const std::function<bool(const PlanKnobs&)>& keep) {
   std::map<std::string, const Candidate*> by_label;
   for (const bool refined : {false, true})
     for (const Candidate& c : all)
-      if (c.run && c.verdict.admitted && c.refined == refined) by_label.try_emplace(c.knobs.label(), &c);
+      if (c.run && c.verdict.admitted && c.refined == refined && keep(c.knobs))
+        by_label.try_emplace(c.knobs.label(), &c);
   std::vector<const Candidate*> runs;
   for (const auto& [label, c] : by_label) runs.push_back(c);
-  return leaders(std::move(runs), within, max);
+  return runs;
+}
+
+}  // namespace
+
+std::vector<const Candidate*> trial_set(const std::vector<Candidate>& all, double within, std::size_t max) {
+  return leaders(by_first_run(all, [](const PlanKnobs&) { return true; }), within, max);
+}
+
+std::vector<const Candidate*> fusion_variants(const std::vector<Candidate>& all, const PlanKnobs& k) {
+  std::vector<const Candidate*> out = by_first_run(all, [&](const PlanKnobs& x) {
+    PlanKnobs same_fusion = x;
+    same_fusion.fuse = k.fuse;
+    return same_fusion == k;
+  });
+  std::stable_partition(out.begin(), out.end(), [&](const Candidate* c) { return c->knobs == k; });
+  return out;
 }
 
 const Candidate* fastest(const std::vector<Candidate>& c, bool fp32_only) {

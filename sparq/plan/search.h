@@ -74,6 +74,11 @@ std::vector<const Candidate*> leaders(std::vector<const Candidate*> runs, double
 // comparable), a leader's runs at other thread counts by their longer run.
 std::vector<const Candidate*> trial_set(const std::vector<Candidate>& all, double within, std::size_t max);
 
+// `k` and the admitted plans the clock ran that differ from it in fusion
+// alone, each by its first run: what `sparq plan --trial` tries next on the
+// hosts (the clock's fusion charge is the one it least agrees with them on).
+std::vector<const Candidate*> fusion_variants(const std::vector<Candidate>& all, const PlanKnobs& k);
+
 // The fastest admitted candidate run (nullptr when none), among the refined
 // runs where there are any; `fp32_only`: of the plans without a codec (what
 // every speed-up is against).

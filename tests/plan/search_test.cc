@@ -270,4 +270,30 @@ TEST(PlanSearch, TheTrialTakesEachPlanByItsFirstRunAndEachFamilysFastestFirst) {
                                            knobs("replicated", "none").label()}));
 }
 
+TEST(PlanSearch, TheFusionVariantsAreThePlanAtEachOtherFusionSizeTheClockRan) {
+  auto knobs = [](const std::string& fuse, const std::string& placement = "replicated", int threads = 1) {
+    PlanKnobs k;
+    k.dp_codec = "q4", k.fuse = fuse, k.placement = placement, k.threads = threads;
+    return k;
+  };
+  std::vector<Candidate> all;
+  auto add = [&](const PlanKnobs& k, bool refined = false, bool run = true) {
+    all.push_back(candidate(k, true, 0));
+    if (run) all.back().run = Measured{10, 0, {}, {}};
+    all.back().refined = refined;
+  };
+  add(knobs("4MiB"));
+  add(knobs("1MiB"), true);                 // the plan's longer run...
+  add(knobs("1MiB"));                       // ...its first run stands for it
+  add(knobs("0"), true);                    // only a longer run: it stands
+  add(knobs("4MiB", "table-wise"));         // another placement
+  add(knobs("4MiB", "replicated", 2), true);  // another thread count
+  add(knobs("16MiB"), false, false);        // not run on the clock
+  std::vector<std::string> got;
+  for (const Candidate* c : fusion_variants(all, knobs("1MiB")))
+    got.push_back(c->knobs.label() + (c->refined ? " (longer run)" : ""));
+  EXPECT_EQ(got, (std::vector<std::string>{knobs("1MiB").label(), knobs("0").label() + " (longer run)",
+                                           knobs("4MiB").label()}));
+}
+
 }  // namespace sparq::plan
