@@ -199,7 +199,9 @@ void write_metrics(const std::string& path, const std::vector<plan::Candidate>& 
       j["bytes_per_step"] = c.run->bytes_per_step;
       if (c.run->test_loss) j["test_loss"] = *c.run->test_loss;
     }
-    if (!c.on_hosts.empty()) j["measured_ms_per_step"] = median(c.on_hosts), j["measured_rounds_ms"] = c.on_hosts;
+    if (!c.on_hosts.empty())
+      j["measured_ms_per_step"] = median(c.on_hosts), j["measured_rounds_ms"] = c.on_hosts,
+      j["measured_vs_round"] = c.on_hosts_relative;
     f << j.dump() << '\n';
   }
 }
@@ -218,7 +220,7 @@ std::vector<plan::Candidate> candidates(const PlanArgs& a, const DlrmConfig& cfg
   std::vector<plan::Candidate> all;
   for (const plan::PlanKnobs& k : plan::plan_space(a.hosts)) {
     plan::Candidate c{
-        k, a.pilot ? plan::Verdict{true, 0, "pilot"} : plan::judge(k, a.hosts, a.budget), 0, {}, "", false, {}};
+        k, a.pilot ? plan::Verdict{true, 0, "pilot"} : plan::judge(k, a.hosts, a.budget), 0, {}, "", false, {}, 0};
     c.bound_ms = 1e3 * plan::min_bytes_sent(k, shape) * net.beta_s_per_b;
     const double tables = table_bytes_per_rank(k, cfg, a.hosts);
     // The examples keep DDP's buckets (25 MB by default: one for a model of
@@ -386,26 +388,46 @@ TrainArgs on_the_hosts(TrainArgs t) {
 }
 
 void print_trial(const PlanArgs& a, const std::string& what, const std::vector<const plan::Candidate*>& plans,
-                 const std::vector<std::vector<double>>& ms) {
+                 const std::vector<std::vector<double>>& ms, const std::vector<double>& relative) {
   fmt::print("on the hosts: {}, {} round(s) of {} steps; ms/step: the median of a run's {}-step intervals after its "
-             "first\n", what, a.trial_rounds, a.trial, kTrialPrintFreq);
-  fmt::print("  {:<60} {:>9} {:>9}  {}\n", "plan", "modelled", "measured", "round by round");
+             "first; vs round: against the round's median plan, the median of the rounds\n", what, a.trial_rounds,
+             a.trial, kTrialPrintFreq);
+  fmt::print("  {:<60} {:>9} {:>9} {:>9}  {}\n", "plan", "modelled", "measured", "vs round", "round by round");
   for (std::size_t i = 0; i < plans.size(); ++i)
-    fmt::print("  {:<60} {:>9.2f} {:>9.2f}  {:.2f}\n", plans[i]->knobs.label(), plans[i]->run->ms_per_step,
-               median(ms[i]), fmt::join(ms[i], ", "));
+    fmt::print("  {:<60} {:>9.2f} {:>9.2f} {:>9.3f}  {:.2f}\n", plans[i]->knobs.label(), plans[i]->run->ms_per_step,
+               median(ms[i]), relative[i], fmt::join(ms[i], ", "));
 }
 
-// The fastest of `plans` that the hosts measured; a leader's longer run on
+// The fastest of `plans` that the hosts measured, by its step against its
+// round's median plan: a round is one stretch of time, and on a shared
+// machine whole rounds run slower (on the cluster every plan of one round
+// took 1.2-1.4x its step of the round before). A leader's longer run on
 // the clock, where it has one, stands for it (as when the clock chooses).
 const plan::Candidate* fastest_measured(const std::vector<plan::Candidate>& all,
                                         const std::vector<plan::PlanKnobs>& plans) {
   const plan::Candidate* best = nullptr;
   for (const plan::Candidate& c : all)
     if (!c.on_hosts.empty() && c.verdict.admitted && std::find(plans.begin(), plans.end(), c.knobs) != plans.end() &&
-        (!best || median(c.on_hosts) < median(best->on_hosts) ||
+        (!best || c.on_hosts_relative < best->on_hosts_relative ||
          (c.knobs == best->knobs && c.refined && !best->refined)))
       best = &c;
   return best;
+}
+
+// Each plan's step over its round's median step (the mean of the middle
+// two for an even count), the median over the rounds.
+std::vector<double> relative_steps(const std::vector<std::vector<double>>& ms) {
+  std::vector<std::vector<double>> ratios(ms.size());
+  for (std::size_t r = 0; r < ms.front().size(); ++r) {
+    std::vector<double> round;
+    for (const std::vector<double>& plan : ms) round.push_back(plan[r]);
+    std::sort(round.begin(), round.end());
+    const double mid = (round[(round.size() - 1) / 2] + round[round.size() / 2]) / 2;
+    for (std::size_t i = 0; i < ms.size(); ++i) ratios[i].push_back(ms[i][r] / mid);
+  }
+  std::vector<double> out;
+  for (const std::vector<double>& r : ratios) out.push_back(median(r));
+  return out;
 }
 
 // A stage of --trial on rank 0: the hosts train `stage`, and each
@@ -420,10 +442,11 @@ const plan::Candidate* trial_stage(const PlanArgs& a, Transport& t, const TrainD
   share_plans(t, plans, a.t.timeout_s);
   const std::vector<std::vector<double>> ms = trial_on_hosts(t, on_the_hosts(a.t), data, plans, a.trial,
                                                              a.trial_rounds);
-  print_trial(a, what, stage, ms);
+  const std::vector<double> relative = relative_steps(ms);
+  print_trial(a, what, stage, ms, relative);
   for (plan::Candidate& c : all)
     for (std::size_t i = 0; i < plans.size(); ++i)
-      if (c.knobs == plans[i]) c.on_hosts = ms[i];
+      if (c.knobs == plans[i]) c.on_hosts = ms[i], c.on_hosts_relative = relative[i];
   return fastest_measured(all, plans);
 }
 

@@ -46,7 +46,7 @@ void refine_leaders(std::vector<Candidate>& all, const SearchOptions& o) {
   std::vector<Candidate> refined;
   for (const Candidate* l : chosen)
     for (const PlanKnobs& k : o.variants ? o.variants(l->knobs) : std::vector{l->knobs})
-      refined.push_back({k, l->verdict, l->bound_ms, o.refine(k), "", true, {}});
+      refined.push_back({k, l->verdict, l->bound_ms, o.refine(k), "", true, {}, 0});
   all.insert(all.end(), refined.begin(), refined.end());
 }
 

@@ -30,6 +30,7 @@ struct Candidate {
   std::string skipped;          // why it was not run
   bool refined = false;         // a leader's longer run (SearchOptions::refine)
   std::vector<double> on_hosts;  // `sparq plan --trial`: its ms/step on the hosts, round by round
+  double on_hosts_relative = 0;  // and against its stage's median plan, the median of the rounds' ratios
 };
 
 struct SearchOptions {

@@ -50,30 +50,35 @@ echo "ok: train --plan with the measured plan"
 python3 - "$D/out" "$D/trial.json" "$D/trial.jsonl" <<'PY' || fail "--trial: $(cat "$D/out")"
 import json, re, statistics, sys
 out = open(sys.argv[1]).read().splitlines()
-stages = []
+stages = []  # each: {plan: (median ms, its step against its round's median plan, rounds)}
 for i, l in enumerate(out):
     if not l.startswith("on the hosts: "):
         continue
     rows = {}
     for row in out[i + 2:]:
-        m = re.fullmatch(r"  (.+?) +(\d+\.\d\d) +(\d+\.\d\d)  (\d+\.\d\d(?:, \d+\.\d\d)*)", row)
+        m = re.fullmatch(r"  (.+?) +(\d+\.\d\d) +(\d+\.\d\d) +(\d+\.\d\d\d)  (\d+\.\d\d(?:, \d+\.\d\d)*)", row)
         if not m:
             break
-        rounds = [float(x) for x in m[4].split(", ")]
-        assert len(rounds) == 3, row
-        assert abs(float(m[3]) - statistics.median(rounds)) < 0.006, row
-        rows[m[1]] = float(m[3])
+        rounds = [float(x) for x in m[5].split(", ")]
+        assert len(rounds) == 3 and abs(float(m[3]) - statistics.median(rounds)) < 0.006, row
+        rows[m[1]] = (float(m[3]), float(m[4]), rounds)
+    # vs round, from the printed rounds: each round's step over that round's median plan, the median of those
+    for plan, (_, rel, rounds) in rows.items():
+        mids = [statistics.median(r[2][k] for r in rows.values()) for k in range(3)]
+        want = statistics.median(x / mid for x, mid in zip(rounds, mids))
+        assert abs(rel - want) < 0.01, (plan, rel, want)  # the rounds are printed to 0.01 ms
     stages.append(rows)
 assert 1 <= len(stages) <= 2, stages
 assert 2 <= len(stages[0]) <= 4, stages  # 3 leaders and the fastest fp32 plan, where it is not one of them
 if len(stages) == 2:  # the first stage's fastest at each fusion size it has
-    first = min(stages[0], key=stages[0].get)
+    first = min(stages[0], key=lambda p: stages[0][p][1])
     fusion = lambda label: re.sub(r"fuse [^,]*", "fuse X", label)
     assert first in stages[1] and all(fusion(l) == fusion(first) for l in stages[1]), stages
-best = min(stages[-1], key=stages[-1].get)
+best = min(stages[-1], key=lambda p: stages[-1][p][1])
+ms = stages[-1][best][0]
 chosen = next(l for l in out if l.startswith("chosen: "))
-assert chosen.startswith(f"chosen: {best} — measured {stages[-1][best]:.2f} ms/step on the hosts"), (chosen, stages)
-assert abs(json.load(open(sys.argv[2]))["measured_ms_per_step"] - stages[-1][best]) < 0.006
+assert chosen.startswith(f"chosen: {best} — measured {ms:.2f} ms/step on the hosts"), (chosen, stages)
+assert abs(json.load(open(sys.argv[2]))["measured_ms_per_step"] - ms) < 0.006
 measured = {j["label"] for j in map(json.loads, open(sys.argv[3])) if "measured_ms_per_step" in j}
 assert measured == set().union(*stages), (measured, stages)
 PY
