@@ -241,6 +241,9 @@ def check(out):
                                " (the same plan against the sweep's fastest admitted plan), 200 steps a run"),
                               ("cluster4-check-admitted-200-again", "cluster4-eager",
                                " (the same three again, the next 5 rounds), 200 steps a run"),
+                              ("cluster4-check-trial-leaders-200", "cluster4-trial-sweep",
+                               " (sparq plan --trial, the leaders alone by their median step: cluster4-trial-leaders), "
+                               "200 steps a run"),
                               ("cluster4-check-trial-200", "cluster4-trial-sweep",
                                " (sparq plan --trial: cluster4-trial), 200 steps a run")):
         check_rounds(out / runs, out / sweep, what)
@@ -300,25 +303,38 @@ def same_day(out, folder="cluster4-today", plan="cluster4-eager-1gbit_pruned.pla
           f"{meas[best]:.2f}).")
 
 
+def trial_stages(log):
+    """The tables sparq plan --trial printed (LOG: its output): [(heading, [(plan, modelled, measured, vs round
+    or None, rounds)])]."""
+    stages = []
+    for line in log:
+        if line.startswith("on the hosts: "):
+            stages.append((line.removeprefix("on the hosts: ").split(",")[0], []))
+        elif stages and (m := re.fullmatch(r"  (.+?) +(\d+\.\d\d) +(\d+\.\d\d)(?: +(\d\.\d{3}))?  ([\d., ]+)", line)):
+            stages[-1][1].append((m[1], m[2], m[3], m[4], m[5]))
+    return stages
+
+
 def trial(out):
-    """scripts/plan-cluster-trial: sparq plan --measure --trial on the cluster, the leaders its hosts trained
-    (each plan's first run on the clock beside its steps on the hosts), and the plan in a sweep of the same hour."""
+    """scripts/plan-cluster-trial: sparq plan --measure --trial on the cluster, the plans its hosts trained stage
+    by stage (as its log printed them), and the plan in a sweep of the same hour (cluster4-trial-sweep)."""
     runs = out / "cluster4-trial"
     if not runs.is_dir():
         return
     log = (runs / "planner.log").read_text().splitlines()
-    rows = {}
-    for p in load(runs / "planner.jsonl"):
-        if "measured_ms_per_step" in p and (p["label"] not in rows or not p["refined"]):
-            rows[p["label"]] = p
-    print("\n| plan | modelled ms/step (the clock's first run) | on the hosts, round by round | median |")
-    print("|---|---|---|---|")
-    for label, p in sorted(rows.items(), key=lambda kv: kv[1]["measured_ms_per_step"]):
-        print(f"| {label} | {p['modelled_ms_per_step']:.2f} | "
-              f"{', '.join(f'{x:.2f}' for x in p['measured_rounds_ms'])} | {p['measured_ms_per_step']:.2f} |")
+    for heading, rows in trial_stages(log):
+        print(f"\n| {heading}: plan | modelled ms/step (the clock's first run) | on the hosts, round by round | "
+              "median | against the round's median plan |")
+        print("|---|---|---|---|---|")
+        for plan, modelled, measured, vs_round, rounds in rows:
+            print(f"| {plan} | {modelled} | {rounds} | {measured} | {vs_round} |")
     for line in log:
         if line.startswith(("measured network: ", "chosen: ")):
             print(f"\n{line.split(' (latency')[0]}")
+    for earlier, how in (("cluster4-trial-leaders", "the leaders alone, by their median step"),
+                         ("cluster4-trial-by-median", "leaders and fusion sizes, by their median step")):
+        chosen = next(l for l in (out / earlier / "planner.log").read_text().splitlines() if l.startswith("chosen: "))
+        print(f"\nEarlier the same hour ({earlier}: {how}): {chosen}")
     same_day(out, "cluster4-trial-sweep", "cluster4-trial/planner.plan.json", "The plan --trial chose")
 
 
