@@ -336,6 +336,12 @@ def trial(out):
         chosen = next(l for l in (out / earlier / "planner.log").read_text().splitlines() if l.startswith("chosen: "))
         print(f"\nEarlier the same hour ({earlier}: {how}): {chosen}")
     same_day(out, "cluster4-trial-sweep", "cluster4-trial/planner.plan.json", "The plan --trial chose")
+    sweep = out / "cluster4-trial-sweep"
+    meas = measured_medians(sweep)
+    mine = meas[plan_key(json.loads((runs / "planner.plan.json").read_text())["flags"])]
+    defaults = statistics.median(measured_ms(f) for f in sorted(sweep.glob("defaults_r*.jsonl")))
+    print(f"\nIn {sweep.name} the default flags took {defaults:.2f} ms a step (the median of its rounds), "
+          f"{defaults / mine:.2f}x the step of the plan --trial chose.")
 
 
 def collat(out):
@@ -393,7 +399,7 @@ def accuracy(out):
     tests' (steadier); one epoch at the default rate (accuracy-1epoch), and three with the rate decayed; then
     each codec alone (accuracy-codecs, plan-accuracy's CODEC runs: the planner's evidence set by set)."""
     for runs in (out / "accuracy-1epoch", out / "accuracy", out / "accuracy-replan", out / "accuracy-byset",
-                 out / "accuracy-cores"):
+                 out / "accuracy-cores", out / "accuracy-trial"):
         if (runs / "plan.json").exists():
             flags = flag_text(json.loads((runs / "plan.json").read_text())["flags"])
             accuracy_table(runs, "plan", f"The plan `{flags}`")
