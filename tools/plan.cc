@@ -23,6 +23,7 @@
 #include "sparq/plan/search.h"
 #include "sparq/train/trainer.h"
 #include "sparq/transport/launch.h"
+#include "tools/bench_table.h"
 #include "tools/commands.h"
 #include "tools/train_data.h"
 #include "tools/train_flags.h"
@@ -63,16 +64,9 @@ struct PlanArgs {
   bool exhaustive = false, measure = false;
   std::string host_memory = "0", out = "plan.json", metrics;
   std::string trainer = "sparq";  // --for: or "pytorch", the plans its examples can train
-  // --trial: steps a leader trains on the hosts (0: none), at most this
-  // many leaders, in this many rounds.
-  std::size_t trial = 0, trial_plans = 6, trial_rounds = 3;
+  TrialOptions trial;  // --trial, --trial-plans, --trial-rounds (steps 0: no trial)
 };
 
-// --trial's leaders: the admitted plans within this of the clock's fastest.
-// One plan's runs on the clock moved by 5-15 % on this shared machine (and
-// by 21 % once, 44.9 against 54.5 ms): closer than that the clock cannot
-// order them.
-constexpr double kTrialWithin = 0.15;
 constexpr std::size_t kTrialMinSteps = 3 * kTrialPrintFreq;  // two intervals timed
 
 constexpr std::size_t kWarmupSteps = 2;  // not timed: first touches of the tables and buffers
@@ -200,7 +194,7 @@ void write_metrics(const std::string& path, const std::vector<plan::Candidate>& 
       if (c.run->test_loss) j["test_loss"] = *c.run->test_loss;
     }
     if (!c.on_hosts.empty())
-      j["measured_ms_per_step"] = median(c.on_hosts), j["measured_rounds_ms"] = c.on_hosts,
+      j["measured_ms_per_step"] = percentile(c.on_hosts, 0.5), j["measured_rounds_ms"] = c.on_hosts,
       j["measured_vs_round"] = c.on_hosts_relative;
     f << j.dump() << '\n';
   }
@@ -327,12 +321,13 @@ void print_chosen(const std::vector<plan::Candidate>& all, const plan::Candidate
   const plan::Candidate* fp32_measured = &best;  // the trial holds the fastest fp32 plan of the clock's first runs
   for (const plan::Candidate& c : all)
     if (c.knobs.fp32() && !c.on_hosts.empty() &&
-        (!fp32_measured->knobs.fp32() || median(c.on_hosts) < median(fp32_measured->on_hosts)))
+        (!fp32_measured->knobs.fp32() || percentile(c.on_hosts, 0.5) < percentile(fp32_measured->on_hosts, 0.5)))
       fp32_measured = &c;
   fmt::print("chosen: {} — measured {:.2f} ms/step on the hosts (modelled {:.2f}), {:.2f}x the fastest fp32 plan "
              "measured ({}); planned in {:.1f} s, {:.1f} s of it on the clock\n",
-             best.knobs.label(), median(best.on_hosts), best.run->ms_per_step,
-             median(fp32_measured->on_hosts) / median(best.on_hosts), fp32_measured->knobs.label(), secs, clock_s);
+             best.knobs.label(), percentile(best.on_hosts, 0.5), best.run->ms_per_step,
+             percentile(fp32_measured->on_hosts, 0.5) / percentile(best.on_hosts, 0.5), fp32_measured->knobs.label(),
+             secs, clock_s);
 }
 
 plan::PlanFile choose_plan(const PlanArgs& a, const Decide& decide = {}) {
@@ -378,125 +373,51 @@ plan::PlanFile choose_plan(const PlanArgs& a, const Decide& decide = {}) {
   print_chosen(all, *best, *fp32, clock_s, since_start());
   return {best->knobs,           plan_model(a.t),        a.hosts,           a.t.batch,    net.describe(),
           best->run->ms_per_step, fp32->run->ms_per_step, best->verdict.why, SPARQ_VERSION,
-          best->on_hosts.empty() ? 0 : median(best->on_hosts)};
+          best->on_hosts.empty() ? 0 : percentile(best->on_hosts, 0.5)};
 }
 
-// The hosts' own runs of the trial: no network model, a whole core a thread.
-TrainArgs on_the_hosts(TrainArgs t) {
-  t.net.clear(), t.compute_scale = 1, t.host_cores = t.shared_cores = 0, t.ranks = 0, t.metrics.clear();
-  return t;
-}
-
-void print_trial(const PlanArgs& a, const std::string& what, const std::vector<const plan::Candidate*>& plans,
-                 const std::vector<std::vector<double>>& ms, const std::vector<double>& relative) {
-  fmt::print("on the hosts: {}, {} round(s) of {} steps; ms/step: the median of a run's {}-step intervals after its "
-             "first; vs round: against the round's median plan, the median of the rounds\n", what, a.trial_rounds,
-             a.trial, kTrialPrintFreq);
-  fmt::print("  {:<60} {:>9} {:>9} {:>9}  {}\n", "plan", "modelled", "measured", "vs round", "round by round");
-  for (std::size_t i = 0; i < plans.size(); ++i)
-    fmt::print("  {:<60} {:>9.2f} {:>9.2f} {:>9.3f}  {:.2f}\n", plans[i]->knobs.label(), plans[i]->run->ms_per_step,
-               median(ms[i]), relative[i], fmt::join(ms[i], ", "));
-}
-
-// The fastest of `plans` that the hosts measured, by its step against its
-// round's median plan: a round is one stretch of time, and on a shared
-// machine whole rounds run slower (on the cluster every plan of one round
-// took 1.2-1.4x its step of the round before). A leader's longer run on
-// the clock, where it has one, stands for it (as when the clock chooses).
-const plan::Candidate* fastest_measured(const std::vector<plan::Candidate>& all,
-                                        const std::vector<plan::PlanKnobs>& plans) {
-  const plan::Candidate* best = nullptr;
-  for (const plan::Candidate& c : all)
-    if (!c.on_hosts.empty() && c.verdict.admitted && std::find(plans.begin(), plans.end(), c.knobs) != plans.end() &&
-        (!best || c.on_hosts_relative < best->on_hosts_relative ||
-         (c.knobs == best->knobs && c.refined && !best->refined)))
-      best = &c;
-  return best;
-}
-
-// Each plan's step over its round's median step (the mean of the middle
-// two for an even count), the median over the rounds.
-std::vector<double> relative_steps(const std::vector<std::vector<double>>& ms) {
-  std::vector<std::vector<double>> ratios(ms.size());
-  for (std::size_t r = 0; r < ms.front().size(); ++r) {
-    std::vector<double> round;
-    for (const std::vector<double>& plan : ms) round.push_back(plan[r]);
-    std::sort(round.begin(), round.end());
-    const double mid = (round[(round.size() - 1) / 2] + round[round.size() / 2]) / 2;
-    for (std::size_t i = 0; i < ms.size(); ++i) ratios[i].push_back(ms[i][r] / mid);
-  }
-  std::vector<double> out;
-  for (const std::vector<double>& r : ratios) out.push_back(median(r));
-  return out;
-}
-
-// A stage of --trial on rank 0: the hosts train `stage`, and each
-// candidate of those plans notes their rounds (a later stage's replace an
-// earlier's: a stage's plans are compared with each other, in time).
-// Returns the stage's fastest.
-const plan::Candidate* trial_stage(const PlanArgs& a, Transport& t, const TrainData& data,
-                                   std::vector<plan::Candidate>& all, const std::vector<const plan::Candidate*>& stage,
-                                   const std::string& what) {
-  std::vector<plan::PlanKnobs> plans;
-  for (const plan::Candidate* c : stage) plans.push_back(c->knobs);
-  share_plans(t, plans, a.t.timeout_s);
-  const std::vector<std::vector<double>> ms = trial_on_hosts(t, on_the_hosts(a.t), data, plans, a.trial,
-                                                             a.trial_rounds);
-  const std::vector<double> relative = relative_steps(ms);
-  print_trial(a, what, stage, ms, relative);
-  for (plan::Candidate& c : all)
-    for (std::size_t i = 0; i < plans.size(); ++i)
-      if (c.knobs == plans[i]) c.on_hosts = ms[i], c.on_hosts_relative = relative[i];
-  return fastest_measured(all, plans);
-}
-
-// --trial, on every host: rank 0 plans on the clock, has the hosts train
-// its leaders, then the fastest of them at its other fusion sizes (the
-// knob whose cost the clock and the shaped cluster agreed on least), and
-// takes the fastest of that; the other hosts load the data while it plans,
-// then train what it sends until it sends no plan.
+// --trial, on every host: rank 0 plans on the clock and has the hosts
+// decide among its leaders (plan_trial.cc); the other hosts load the data
+// while it plans, then train what it sends.
 std::optional<plan::PlanFile> plan_with_trial(const PlanArgs& a, Transport& t) {
+  TrialOptions o = a.trial;
+  o.max_wait_s = a.t.timeout_s;
   if (t.rank() != 0) {
-    const TrainData data = load_data(a.t);
-    for (std::vector<plan::PlanKnobs> plans; !(plans = share_plans(t, {}, a.t.timeout_s)).empty();)
-      trial_on_hosts(t, on_the_hosts(a.t), data, plans, a.trial, a.trial_rounds);
+    follow_trial(t, a.t, o);
     return std::nullopt;
   }
   return choose_plan(a, [&](std::vector<plan::Candidate>& all, const TrainData& data) {
-    const plan::Candidate* best = trial_stage(
-        a, t, data, all, plan::trial_set(all, kTrialWithin, a.trial_plans),
-        fmt::format("the leaders (within {:.0f} % of the fastest on the clock) and the fastest fp32 plan",
-                    100 * kTrialWithin));
-    const std::vector<const plan::Candidate*> fusions = plan::fusion_variants(all, best->knobs);
-    if (fusions.size() > 1) best = trial_stage(a, t, data, all, fusions, "the fastest of them at each fusion size");
-    share_plans(t, {}, a.t.timeout_s);  // the end of the trial
-    return best;
+    return decide_on_hosts(t, a.t, o, data, all);
   });
 }
 
 void run_plan(PlanArgs a) {
   SPARQ_CHECK_AS(InputError, a.t.net.empty() != !a.measure,
                  "give the network to plan for: --net BW,LAT, or --measure under mpiexec on the hosts (not both)");
-  SPARQ_CHECK_AS(InputError, a.trial == 0 || a.measure,
-                 "--trial trains the leading plans on the hosts themselves: give it with --measure, under mpiexec on "
-                 "the hosts");
-  SPARQ_CHECK_AS(InputError, a.trial == 0 || a.trial >= kTrialMinSteps,
+  SPARQ_CHECK_AS(InputError, a.trial.steps == 0 || a.trial.steps >= kTrialMinSteps,
                  "--trial must be 0 or at least {} steps (a run's first {} are not timed), got {}", kTrialMinSteps,
-                 kTrialPrintFreq, a.trial);
+                 kTrialPrintFreq, a.trial.steps);
+  SPARQ_CHECK_AS(InputError, !a.measure || launch_mode() == "mpi",
+                 "--measure times the network between the hosts: start sparq plan --measure under mpiexec, one "
+                 "process a host (or with scripts/cluster run)");
+  SPARQ_CHECK_AS(InputError, a.trial.steps == 0 || launch_mode() == "mpi",
+                 "--trial trains the leading plans on the hosts themselves: start sparq plan under mpiexec, one "
+                 "process a host (or with scripts/cluster run)");
   std::optional<plan::PlanFile> chosen;
-  if (a.measure) {
-    SPARQ_CHECK_AS(InputError, launch_mode() == "mpi",
-                   "--measure times the network between the hosts: start sparq plan --measure under mpiexec, one "
-                   "process a host (or with scripts/cluster run)");
+  if (a.measure || a.trial.steps) {
+    bool rank0 = false;
     LaunchOptions lo;
     lo.timeout = std::chrono::milliseconds(static_cast<long long>(a.t.timeout_s * 1000));
     launch(lo, [&](Transport& t) {
-      if (const std::optional<std::string> net = measure_net(t, a.hosts, a.t.timeout_s)) a.t.net = *net;
-      if (a.trial) chosen = plan_with_trial(a, t);
+      rank0 = t.rank() == 0;
+      SPARQ_CHECK_AS(InputError, t.size() == a.hosts, "--hosts {} but mpiexec started {} processes: one process a host",
+                     a.hosts, t.size());
+      if (a.measure) a.t.net = measure_net(t, a.t.timeout_s).value_or("");
+      if (a.trial.steps) chosen = plan_with_trial(a, t);
     });
     // Without --trial rank 0 plans once MPI has ended: no host waits beside
-    // the clock's runs. The other hosts' part ended with the measurement.
-    if (a.t.net.empty()) return;
+    // the clock's runs. The other hosts' part has ended.
+    if (!rank0) return;
   }
   if (!chosen) chosen = choose_plan(a);
   plan::write_plan_file(a.out, *chosen);
@@ -577,15 +498,15 @@ void add_plan(CLI::App& app, Run& run) {
                 "buckets: 4 MiB)")
       ->check(CLI::IsMember({"sparq", "pytorch"}))
       ->capture_default_str();
-  c->add_option("--trial", a->trial,
-                 "With --measure: train the leaders (the admitted plans within 15 % of the clock's fastest, and the "
-                 "fastest fp32 plan) this many steps each on the hosts themselves, and choose the fastest measured "
-                 "(0: choose on the clock alone)")
+  c->add_option("--trial", a->trial.steps,
+                 "Under mpiexec, one process a host: train the leaders (the admitted plans within 15 % of the clock's "
+                 "fastest, and the fastest fp32 plan; then the fastest at each fusion size) this many steps each on "
+                 "the hosts themselves, and choose the fastest measured (0: choose on the clock alone)")
       ->capture_default_str();
-  c->add_option("--trial-plans", a->trial_plans, "--trial: at most this many leaders (and the fastest fp32 plan)")
+  c->add_option("--trial-plans", a->trial.plans, "--trial: at most this many leaders (and the fastest fp32 plan)")
       ->check(kPositive)
       ->capture_default_str();
-  c->add_option("--trial-rounds", a->trial_rounds, "--trial: interleaved rounds, each leader once a round")
+  c->add_option("--trial-rounds", a->trial.rounds, "--trial: interleaved rounds, each leader once a round")
       ->check(kPositive)
       ->capture_default_str();
   c->add_flag("--exhaustive", a->exhaustive, "Run every admitted plan, also those whose bound cannot win");

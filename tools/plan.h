@@ -5,6 +5,7 @@
 #include <string>
 
 #include "sparq/plan/plan_file.h"
+#include "sparq/plan/search.h"
 #include "sparq/transport/transport.h"
 #include "tools/train_args.h"
 #include "tools/train_data.h"
@@ -18,21 +19,27 @@ plan::PlanFile plan_for(const TrainArgs& a, int world);
 // t over them): times sparq's ring allreduce and pairwise alltoall together
 // and fits the alpha-beta network to them. The --net spec on rank 0, which
 // prints the fit; nothing on the other ranks.
-std::optional<std::string> measure_net(Transport& t, int hosts, double timeout_s);
+std::optional<std::string> measure_net(Transport& t, double timeout_s);
 // The print intervals a trial run is timed by: its step is the median of
 // those after the first (the tables' first touches, the buffers' growth).
 inline constexpr std::size_t kTrialPrintFreq = 5;
-// `sparq plan --trial`, on every host: rank 0's plans, sent to the others
-// (who wait for them up to max_wait_s: rank 0 plans on the clock first);
-// an empty list ends the trial.
-std::vector<plan::PlanKnobs> share_plans(Transport& t, const std::vector<plan::PlanKnobs>& plans,
-                                         double max_wait_s);
-// Then each plan trained `steps` steps on the hosts with base's model and
-// data, `rounds` interleaved rounds: rank 0's ms/step, plan by plan and
-// round by round (the median of the print intervals after a run's first).
-std::vector<std::vector<double>> trial_on_hosts(Transport& t, const TrainArgs& base, const TrainData& data,
-                                                const std::vector<plan::PlanKnobs>& plans, std::size_t steps,
-                                                std::size_t rounds);
+// `sparq plan --trial`: steps a plan trains on the hosts, at most this many
+// leaders, in this many interleaved rounds; how long the other hosts wait
+// for rank 0's planning.
+struct TrialOptions {
+  std::size_t steps = 0, plans = 6, rounds = 3;
+  double max_wait_s = 300;
+};
+// On rank 0, after planning on the clock: has every host train the
+// admitted plans within 15 % of the clock's fastest (plan::trial_set), then
+// the fastest of them at each fusion size the clock ran
+// (plan::fusion_variants), in interleaved rounds, ranking each stage's plans
+// by their step against their round's median plan; notes the rounds on the
+// candidates of those plans and returns the last stage's fastest.
+const plan::Candidate* decide_on_hosts(Transport& t, const TrainArgs& args, const TrialOptions& o,
+                                       const TrainData& data, std::vector<plan::Candidate>& all);
+// On the other hosts: loads the data, then trains what rank 0 sends.
+void follow_trial(Transport& t, const TrainArgs& args, const TrialOptions& o);
 // a with the plan's flags set (as if given).
 TrainArgs with_knobs(TrainArgs a, const plan::PlanKnobs& k);
 // Sets a's batches and epochs so that a run takes `steps` whole batches of

@@ -32,9 +32,8 @@ std::vector<Row> median_of_rounds(const std::vector<std::vector<Row>>& rounds) {
 }
 }  // namespace
 
-std::optional<std::string> measure_net(Transport& t, int hosts, double timeout_s) {
+std::optional<std::string> measure_net(Transport& t, double timeout_s) {
   const int p = t.size();
-  SPARQ_CHECK_AS(InputError, p == hosts, "--hosts {} but mpiexec started {} processes: one process a host", hosts, p);
   // A ring step of at most one 1 MiB segment is one message (larger ones
   // pipeline several), so the sizes stop at P MiB.
   std::vector<std::uint64_t> sizes;

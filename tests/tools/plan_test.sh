@@ -138,6 +138,6 @@ one_line "give the network to plan for: --net BW,LAT, or --measure" plan --data-
   --net 1gbit,50us --measure
 one_line "measure times the network between the hosts: start sparq plan --measure under mpiexec" plan \
   --data-path "$D/data" "${MODEL[@]}" --hosts 4 --measure
-one_line "trial trains the leading plans on the hosts themselves: give it with --measure" plan \
+one_line "trial trains the leading plans on the hosts themselves: start sparq plan under mpiexec" plan \
   --data-path "$D/data" "${MODEL[@]}" --hosts 4 --net 1gbit,50us --trial 20
 one_line "trial must be 0 or at least 15 steps" plan --data-path "$D/data" "${MODEL[@]}" --hosts 4 --measure --trial 5
