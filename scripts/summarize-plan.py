@@ -245,7 +245,9 @@ def check(out):
                                " (sparq plan --trial, the leaders alone by their median step: cluster4-trial-leaders), "
                                "200 steps a run"),
                               ("cluster4-check-trial-200", "cluster4-trial-sweep",
-                               " (sparq plan --trial: cluster4-trial), 200 steps a run")):
+                               " (sparq plan --trial: cluster4-trial), 200 steps a run"),
+                              ("cluster4-check-trial-again-200", "cluster4-trial-sweep",
+                               " (sparq plan --trial an hour later: cluster4-trial-again), 200 steps a run")):
         check_rounds(out / runs, out / sweep, what)
 
 
@@ -331,10 +333,11 @@ def trial(out):
     for line in log:
         if line.startswith(("measured network: ", "chosen: ")):
             print(f"\n{line.split(' (latency')[0]}")
-    for earlier, how in (("cluster4-trial-leaders", "the leaders alone, by their median step"),
-                         ("cluster4-trial-by-median", "leaders and fusion sizes, by their median step")):
-        chosen = next(l for l in (out / earlier / "planner.log").read_text().splitlines() if l.startswith("chosen: "))
-        print(f"\nEarlier the same hour ({earlier}: {how}): {chosen}")
+    for other, how in (("cluster4-trial-leaders", "Earlier the same hour (the leaders alone, by their median step)"),
+                       ("cluster4-trial-by-median", "Earlier the same hour (leaders and fusion sizes, by their median step)"),
+                       ("cluster4-trial-again", "The same command an hour later")):
+        chosen = next(l for l in (out / other / "planner.log").read_text().splitlines() if l.startswith("chosen: "))
+        print(f"\n{how} ({other}): {chosen}")
     same_day(out, "cluster4-trial-sweep", "cluster4-trial/planner.plan.json", "The plan --trial chose")
     sweep = out / "cluster4-trial-sweep"
     meas = measured_medians(sweep)
