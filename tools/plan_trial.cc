@@ -15,6 +15,7 @@
 #include "sparq/coll/broadcast.h"
 #include "sparq/coll/call.h"
 #include "sparq/core/error.h"
+#include "sparq/plan/plan_file.h"
 #include "sparq/model/blas.h"
 #include "sparq/model/parallel.h"
 #include "sparq/train/trainer.h"
@@ -41,36 +42,6 @@ class IntervalSink final : public TrainerSink {
   }
   std::vector<double> ms;
 };
-
-nlohmann::json plans_json(const std::vector<plan::PlanKnobs>& plans) {
-  nlohmann::json list = nlohmann::json::array();
-  for (const plan::PlanKnobs& k : plans) {
-    nlohmann::json flags = nlohmann::json::object();
-    for (const auto& [name, value] : k.flags()) flags[name] = value;
-    list.push_back(flags);
-  }
-  return list;
-}
-
-// What rank 0 sent, checked before it is trained: a list of plans' flags
-// (none: the trial is over).
-std::vector<plan::PlanKnobs> plans_from_wire(const std::vector<std::byte>& msg) {
-  const std::string text(reinterpret_cast<const char*>(msg.data()), msg.size());
-  const nlohmann::json list = nlohmann::json::parse(text, nullptr, false);
-  SPARQ_CHECK_AS(WireError, !list.is_discarded() && list.is_array(),
-                 "--trial: rank 0's plans are not a JSON list of plans ({} bytes)", msg.size());
-  std::vector<plan::PlanKnobs> plans;
-  for (const nlohmann::json& flags : list) {
-    SPARQ_CHECK_AS(WireError, flags.is_object(), "--trial: a plan from rank 0 is not an object of flags");
-    plan::Flags f;
-    for (const auto& [name, value] : flags.items()) {
-      SPARQ_CHECK_AS(WireError, value.is_string(), "--trial: rank 0's flag --{} is not a string", name);
-      f.emplace_back(name, value.get<std::string>());
-    }
-    plans.push_back(plan::knobs_from_flags(f));
-  }
-  return plans;
-}
 
 // One plan trained `steps` steps on the hosts: rank 0's ms a step (0 on the others).
 double train_on_hosts(Transport& t, const TrainArgs& base, const TrainData& data, const plan::PlanKnobs& k,
@@ -101,7 +72,7 @@ double train_on_hosts(Transport& t, const TrainArgs& base, const TrainData& data
 std::vector<plan::PlanKnobs> share_plans(Transport& t, const std::vector<plan::PlanKnobs>& plans,
                                          double max_wait_s) {
   if (t.rank() == 0) {
-    const std::string text = plans_json(plans).dump();
+    const std::string text = plan::plans_text(plans);
     for (int r = 1; r < t.size(); ++r)
       t.send(r, tags::kPlanTrial, std::as_bytes(std::span(text.data(), text.size())));
     return plans;
@@ -117,7 +88,16 @@ std::vector<plan::PlanKnobs> share_plans(Transport& t, const std::vector<plan::P
                    "raise --timeout)", max_wait_s);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return plans_from_wire(req.take_message());
+  const std::vector<std::byte> msg = req.take_message();
+  const std::vector<plan::PlanKnobs> got = plan::plans_from_text(
+      std::string(reinterpret_cast<const char*>(msg.data()), msg.size()), "--trial: rank 0's plans");
+  const std::vector<plan::PlanKnobs> space = plan::plan_space(t.size());
+  for (plan::PlanKnobs k : got) {
+    k.threads = 1;  // the space's plans run one thread a rank, the leaders more
+    SPARQ_CHECK_AS(InputError, std::find(space.begin(), space.end(), k) != space.end(),
+                   "--trial: rank 0 sent a plan outside the space for {} ranks: {}", t.size(), k.label());
+  }
+  return got;
 }
 
 // Each plan trained `steps` steps on the hosts with base's model and data,

@@ -5,6 +5,7 @@
 // modelled step, the accuracy evidence). A file from another model, another
 // format or a sparq that cannot read it is refused, naming the field.
 #include <string>
+#include <vector>
 
 #include "sparq/plan/space.h"
 
@@ -26,6 +27,11 @@ struct PlanFile {
 };
 
 void write_plan_file(const std::string& path, const PlanFile& p);
+// Plans as the JSON text `sparq plan --trial` sends its hosts (a list of
+// their flags), and back; what arrives is checked: an error starts with
+// `where` and names what is wrong.
+std::string plans_text(const std::vector<PlanKnobs>& plans);
+std::vector<PlanKnobs> plans_from_text(const std::string& text, const std::string& where);
 // Throws InputError with the path and the field that is missing or wrong.
 PlanFile read_plan_file(const std::string& path);
 

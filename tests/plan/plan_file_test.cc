@@ -86,4 +86,25 @@ TEST(PlanFile, BadFilesAreRefusedNamingWhatIsWrong) {
   std::filesystem::remove(path);
 }
 
+TEST(PlanFile, PlansGoOverTheWireAsTheirFlagsAndWhatArrivesIsChecked) {
+  PlanKnobs hybrid;
+  hybrid.mp_splits = "bot:2", hybrid.micro_batches = 2, hybrid.dp_codec = "dct:0.95,1000";
+  const std::vector<PlanKnobs> plans{example().knobs, hybrid};
+  EXPECT_EQ(plans_from_text(plans_text(plans), "here"), plans);
+  EXPECT_TRUE(plans_from_text(plans_text({}), "here").empty());  // the end of a trial
+  auto error = [](const std::string& text) {
+    try {
+      plans_from_text(text, "rank 0's plans");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error("[{\"dp-codec\": \"q4\"").find("rank 0's plans: not a JSON list of plans"), std::string::npos);
+  EXPECT_NE(error("{}").find("not a JSON list of plans"), std::string::npos);
+  EXPECT_NE(error("[3]").find("rank 0's plans: the plan's \"flags\" is not an object"), std::string::npos);
+  EXPECT_NE(error("[{\"threads\": 2}]").find("flag \"threads\" is not a string"), std::string::npos);
+  EXPECT_NE(error("[{\"rm -rf\": \"/\"}]").find("rank 0's plans: "), std::string::npos);
+}
+
 }  // namespace sparq::plan
