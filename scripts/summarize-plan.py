@@ -906,5 +906,6 @@ if __name__ == "__main__":
         sys.exit()
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan")
     for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, transport_abs, resweeps,
-                  replanned, same_day, trial, collat, dct_variants, clock_variants, unfused_by_collective, thread_cpu, coll_latency):
+                  replanned, same_day, trial, collat, dct_variants, clock_variants, unfused_by_collective, thread_cpu,
+                  coll_latency):
         table(out)

@@ -64,7 +64,8 @@ struct PlanArgs {
   bool exhaustive = false, measure = false;
   std::string host_memory = "0", out = "plan.json", metrics;
   std::string trainer = "sparq";  // --for: or "pytorch", the plans its examples can train
-  TrialOptions trial;  // --trial, --trial-plans, --trial-rounds (steps 0: no trial)
+  TrialOptions trial;        // --trial, --trial-plans, --trial-rounds
+  bool trial_shaped = false;  // --trial-plans or --trial-rounds given
 };
 
 constexpr std::size_t kTrialMinSteps = 3 * kTrialPrintFreq;  // two intervals timed
@@ -380,20 +381,20 @@ plan::PlanFile choose_plan(const PlanArgs& a, const Decide& decide = {}) {
 // decide among its leaders (plan_trial.cc); the other hosts load the data
 // while it plans, then train what it sends.
 std::optional<plan::PlanFile> plan_with_trial(const PlanArgs& a, Transport& t) {
-  TrialOptions o = a.trial;
-  o.max_wait_s = a.t.timeout_s;
   if (t.rank() != 0) {
-    follow_trial(t, a.t, o);
+    follow_trial(t, a.t, a.trial);
     return std::nullopt;
   }
   return choose_plan(a, [&](std::vector<plan::Candidate>& all, const TrainData& data) {
-    return decide_on_hosts(t, a.t, o, data, all);
+    return decide_on_hosts(t, a.t, a.trial, data, all);
   });
 }
 
 void run_plan(PlanArgs a) {
   SPARQ_CHECK_AS(InputError, a.t.net.empty() != !a.measure,
                  "give the network to plan for: --net BW,LAT, or --measure under mpiexec on the hosts (not both)");
+  SPARQ_CHECK_AS(InputError, a.trial.steps > 0 || !a.trial_shaped,
+                 "--trial-plans and --trial-rounds shape a trial on the hosts: give --trial N with them");
   SPARQ_CHECK_AS(InputError, a.trial.steps == 0 || a.trial.steps >= kTrialMinSteps,
                  "--trial must be 0 or at least {} steps (a run's first {} are not timed), got {}", kTrialMinSteps,
                  kTrialPrintFreq, a.trial.steps);
@@ -513,7 +514,10 @@ void add_plan(CLI::App& app, Run& run) {
   c->add_option("--out", a->out, "The plan file to write")->capture_default_str();
   c->add_option("--metrics", a->metrics, "Write every plan (flags, bound, modelled step, bytes, verdict) as JSON lines");
   c->add_option("--timeout", a->t.timeout_s, "Seconds a rank waits for a peer")->capture_default_str();
-  c->callback([a, &run] { run = [a] { run_plan(*a); }; });
+  c->callback([a, c, &run] {
+    a->trial_shaped = c->count("--trial-plans") + c->count("--trial-rounds") > 0;
+    run = [a] { run_plan(*a); };
+  });
 }
 
 }  // namespace sparq::cli

@@ -23,12 +23,10 @@ std::optional<std::string> measure_net(Transport& t, double timeout_s);
 // The print intervals a trial run is timed by: its step is the median of
 // those after the first (the tables' first touches, the buffers' growth).
 inline constexpr std::size_t kTrialPrintFreq = 5;
-// `sparq plan --trial`: steps a plan trains on the hosts, at most this many
-// leaders, in this many interleaved rounds; how long the other hosts wait
-// for rank 0's planning.
+// `sparq plan --trial`: steps a plan trains on the hosts (0: no trial), at
+// most this many leaders, in this many interleaved rounds.
 struct TrialOptions {
   std::size_t steps = 0, plans = 6, rounds = 3;
-  double max_wait_s = 300;
 };
 // On rank 0, after planning on the clock: has every host train the
 // admitted plans within 15 % of the clock's fastest (plan::trial_set), then

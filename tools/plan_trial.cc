@@ -68,7 +68,8 @@ double train_on_hosts(Transport& t, const TrainArgs& base, const TrainData& data
 }
 
 // Rank 0's plans to every host (the others wait for them up to
-// max_wait_s: rank 0 plans on the clock first); an empty list ends the trial.
+// max_wait_s, --timeout: rank 0 plans on the clock first); an empty list
+// ends the trial.
 std::vector<plan::PlanKnobs> share_plans(Transport& t, const std::vector<plan::PlanKnobs>& plans,
                                          double max_wait_s) {
   if (t.rank() == 0) {
@@ -176,7 +177,7 @@ const plan::Candidate* trial_stage(Transport& t, const TrainArgs& args, const Tr
                                    const std::string& what) {
   std::vector<plan::PlanKnobs> plans;
   for (const plan::Candidate* c : stage) plans.push_back(c->knobs);
-  share_plans(t, plans, o.max_wait_s);
+  share_plans(t, plans, args.timeout_s);
   const std::vector<std::vector<double>> ms = trial_on_hosts(t, on_the_hosts(args), data, plans, o.steps, o.rounds);
   const std::vector<double> relative = relative_steps(ms);
   print_trial(o, what, stage, ms, relative);
@@ -190,7 +191,7 @@ const plan::Candidate* trial_stage(Transport& t, const TrainArgs& args, const Tr
 
 void follow_trial(Transport& t, const TrainArgs& args, const TrialOptions& o) {
   const TrainData data = load_data(args);
-  for (std::vector<plan::PlanKnobs> plans; !(plans = share_plans(t, {}, o.max_wait_s)).empty();)
+  for (std::vector<plan::PlanKnobs> plans; !(plans = share_plans(t, {}, args.timeout_s)).empty();)
     trial_on_hosts(t, on_the_hosts(args), data, plans, o.steps, o.rounds);
 }
 
@@ -202,7 +203,7 @@ const plan::Candidate* decide_on_hosts(Transport& t, const TrainArgs& args, cons
                               100 * kTrialWithin));
   const std::vector<const plan::Candidate*> fusions = plan::fusion_variants(all, best->knobs);
   if (fusions.size() > 1) best = trial_stage(t, args, o, data, all, fusions, "the fastest of them at each fusion size");
-  share_plans(t, {}, o.max_wait_s);  // the end of the trial
+  share_plans(t, {}, args.timeout_s);  // the end of the trial
   return best;
 }
 

@@ -141,3 +141,5 @@ one_line "measure times the network between the hosts: start sparq plan --measur
 one_line "trial trains the leading plans on the hosts themselves: start sparq plan under mpiexec" plan \
   --data-path "$D/data" "${MODEL[@]}" --hosts 4 --net 1gbit,50us --trial 20
 one_line "trial must be 0 or at least 15 steps" plan --data-path "$D/data" "${MODEL[@]}" --hosts 4 --measure --trial 5
+one_line "trial-plans and --trial-rounds shape a trial on the hosts: give --trial N" plan --data-path "$D/data" \
+  "${MODEL[@]}" --hosts 4 --net 1gbit,50us --trial-rounds 5
