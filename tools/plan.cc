@@ -404,6 +404,10 @@ void run_plan(PlanArgs a) {
   SPARQ_CHECK_AS(InputError, a.trial.steps == 0 || launch_mode() == "mpi",
                  "--trial trains the leading plans on the hosts themselves: start sparq plan under mpiexec, one "
                  "process a host (or with scripts/cluster run)");
+  // Every process would plan the same on the clock and write the same file.
+  SPARQ_CHECK_AS(InputError, a.measure || a.trial.steps || launch_mode() != "mpi",
+                 "sparq plan --net plans on the virtual clock in one process: start it without mpiexec, or give "
+                 "--measure or --trial to use the hosts mpiexec started");
   std::optional<plan::PlanFile> chosen;
   if (a.measure || a.trial.steps) {
     bool rank0 = false;

@@ -5,7 +5,7 @@
 # and `sparq train --plan` trains with it. With --trial the hosts train the
 # clock's leaders (then the fastest at its other fusion sizes) and the plan
 # is the fastest they measured. A host count
-# that is not mpiexec's is a one-line error.
+# that is not mpiexec's, and --net alone under mpiexec, are one-line errors.
 #   tests/tools/plan_measure_test.sh path/to/sparq mpiexec
 set -uo pipefail
 SPARQ=$1
@@ -94,3 +94,9 @@ echo "ok: train --plan names the step the hosts measured"
   fail "--hosts 3 under 2 processes must fail"
 grep -q -- "--hosts 3 but mpiexec started 2 processes" "$D/err" || fail "hosts mismatch: $(cat "$D/err")"
 echo "ok: $(grep -m1 -- '--hosts 3' "$D/err")"
+
+"${MPI[@]}" "$SPARQ" plan --data-path "$D/data" "${MODEL[@]}" --hosts 2 --net 10gbit,0us --out "$D/twice.json" \
+  > "$D/out" 2> "$D/err" && fail "--net under mpiexec must fail (every process would write the plan)"
+grep -q "plans on the virtual clock in one process" "$D/err" || fail "--net under mpiexec: $(cat "$D/err")"
+[ ! -e "$D/twice.json" ] || fail "--net under mpiexec wrote a plan"
+echo "ok: $(grep -m1 -- 'one process' "$D/err")"
