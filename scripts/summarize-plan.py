@@ -377,23 +377,27 @@ def dct_variants(out):
 
 def clock_check(out):
     """scripts/plan-clock-check: the planner's plan and the sweep's fastest, both by sparq train --plan in
-    the same rounds on the clock, and the default flags."""
+    the same rounds on the clock, the default flags and the sweep's fastest fp32 plan."""
     settings = sorted((out / "clock-check").glob("*/planner_r1.jsonl"), key=lambda f: (int(f.parent.name[1:].split("-")[0]),
                                                                                        f.parent.name))
     if not settings:
         return
+    fp32 = all(any(f.parent.glob("fp32_r*.jsonl")) for f in settings)  # checks made before it ran, without
     print("\n| setting | rounds | the planner's plan, ms/step | the sweep's fastest | the default flags "
-          "| planner / fastest (median of the rounds' ratios) | defaults / planner |")
-    print("|---|---|---|---|---|---|---|")
+          + ("| the fastest fp32 plan " if fp32 else "") + "| planner / fastest (median of the rounds' ratios) "
+          "| defaults / planner |" + (" fastest fp32 / planner |" if fp32 else ""))
+    print("|---" * (9 if fp32 else 7) + "|")
     for first in settings:
         d = first.parent
-        ms = {k: [measured_ms(f, "modeled_ms_per_it") for f in sorted(d.glob(f"{k}_r*.jsonl"))] for k in ("planner", "fastest", "defaults")}
+        ms = {k: [measured_ms(f, "modeled_ms_per_it") for f in sorted(d.glob(f"{k}_r*.jsonl"))]
+              for k in ("planner", "fastest", "defaults", "fp32")}
         med = {k: statistics.median(v) for k, v in ms.items() if v}
         cell = lambda k: f"{med[k]:.2f} <sub>{', '.join(f'{x:.2f}' for x in ms[k])}</sub>" if k in med else "not run (memory)"
         paired = lambda a, b: statistics.median(x / y for x, y in zip(ms[a], ms[b]))
         vs = f"{paired('defaults', 'planner'):.2f}x" if "defaults" in med else "-"
         print(f"| {d.name} | {len(ms['planner'])} | {cell('planner')} | {cell('fastest')} | {cell('defaults')} "
-              f"| {paired('planner', 'fastest'):.3f} | {vs} |")
+              + (f"| {cell('fp32')} " if fp32 else "") + f"| {paired('planner', 'fastest'):.3f} | {vs} |"
+              + (f" {paired('fp32', 'planner'):.2f}x |" if fp32 else ""))
 
 
 def accuracy(out):
