@@ -382,11 +382,11 @@ def clock_check(out):
                                                                                        f.parent.name))
     if not settings:
         return
-    fp32 = all(any(f.parent.glob("fp32_r*.jsonl")) for f in settings)  # checks made before it ran, without
+    with_fp32 = all(any(f.parent.glob("fp32_r*.jsonl")) for f in settings)  # older checks ran without it
     print("\n| setting | rounds | the planner's plan, ms/step | the sweep's fastest | the default flags "
-          + ("| the fastest fp32 plan " if fp32 else "") + "| planner / fastest (median of the rounds' ratios) "
-          "| defaults / planner |" + (" fastest fp32 / planner |" if fp32 else ""))
-    print("|---" * (9 if fp32 else 7) + "|")
+          + ("| the fastest fp32 plan " if with_fp32 else "") + "| planner / fastest (median of the rounds' ratios) "
+          "| defaults / planner |" + (" fastest fp32 / planner |" if with_fp32 else ""))
+    print("|---" * (9 if with_fp32 else 7) + "|")
     for first in settings:
         d = first.parent
         ms = {k: [measured_ms(f, "modeled_ms_per_it") for f in sorted(d.glob(f"{k}_r*.jsonl"))]
@@ -396,8 +396,8 @@ def clock_check(out):
         paired = lambda a, b: statistics.median(x / y for x, y in zip(ms[a], ms[b]))
         vs = f"{paired('defaults', 'planner'):.2f}x" if "defaults" in med else "-"
         print(f"| {d.name} | {len(ms['planner'])} | {cell('planner')} | {cell('fastest')} | {cell('defaults')} "
-              + (f"| {cell('fp32')} " if fp32 else "") + f"| {paired('planner', 'fastest'):.3f} | {vs} |"
-              + (f" {paired('fp32', 'planner'):.2f}x |" if fp32 else ""))
+              + (f"| {cell('fp32')} " if with_fp32 else "") + f"| {paired('planner', 'fastest'):.3f} | {vs} |"
+              + (f" {paired('fp32', 'planner'):.2f}x |" if with_fp32 else ""))
 
 
 def accuracy(out):

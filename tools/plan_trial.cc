@@ -68,8 +68,8 @@ double train_on_hosts(Transport& t, const TrainArgs& base, const TrainData& data
 }
 
 // Rank 0's plans to every host (the others wait for them up to
-// max_wait_s, --timeout: rank 0 plans on the clock first); an empty list
-// ends the trial.
+// max_wait_s, the run's --timeout: rank 0 plans on the clock first); an
+// empty list ends the trial.
 std::vector<plan::PlanKnobs> share_plans(Transport& t, const std::vector<plan::PlanKnobs>& plans,
                                          double max_wait_s) {
   if (t.rank() == 0) {
