@@ -360,6 +360,7 @@ plan::PlanFile choose_plan(const PlanArgs& a, const Decide& decide = {}) {
       std::move(all),
       [&](const plan::PlanKnobs& k) { return run_on_clock(a, data, k, a.pilot ? a.pilot : a.steps, a.pilot > 0); },
       so);
+  save_kernel_costs(a.t);
   const plan::Candidate* fp32 = plan::fastest(all, true);
   const plan::Candidate* best = plan::fastest(all);
   SPARQ_CHECK_AS(InputError, fp32, "no fp32 plan ran ({}): nothing to compare with", all.back().skipped);
@@ -481,6 +482,10 @@ void add_plan(CLI::App& app, Run& run) {
       ->capture_default_str();
   c->add_option("--shared-cores", a->t.shared_cores,
                 "Cores all ranks' threads compute on (as train: hosts that share one machine; 0: not shared)")
+      ->capture_default_str();
+  c->add_option("--kernel-costs", a->t.kernel_costs,
+                "How the clock charges the dense kernels (as train): 'measured', 'run' (one cost per kernel and "
+                "shape for every plan of this run) or FILE (kept from run to run)")
       ->capture_default_str();
   c->add_option("--host-memory", a->host_memory, "Memory a host has for the tables (e.g. 64GiB; 0: this machine's)")
       ->capture_default_str();

@@ -109,6 +109,7 @@ void run_train(const TrainArgs& given) {
     const std::unique_ptr<Plan> p = make_plan(t, plan);
     train(*p, data, mine, sink);
   });
+  save_kernel_costs(a);
 }
 
 }  // namespace sparq::cli

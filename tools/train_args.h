@@ -87,6 +87,11 @@ struct TrainArgs {
   double compute_scale = 1;
   int host_cores = 0;
   int shared_cores = 0;
+  // How the clock charges the dense kernels (GEMMs, the interaction, bias
+  // and activation): "measured" (their CPU time, as all other work), "run"
+  // (a cost per kernel and shape measured in this process, kernel_costs.h)
+  // or a file that keeps those costs from run to run.
+  std::string kernel_costs = "measured";
   // Every flag by name with its value, as given or by default (the first
   // line of --metrics); filled from the parser, so no flag is left out.
   std::vector<std::pair<std::string, std::string>> flag_values;

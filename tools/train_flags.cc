@@ -220,6 +220,13 @@ void add_run_flags(CLI::App* c, TrainArgs& a) {
                 "scripts/cluster's: a host that waits lends its core to the others; 0: not shared; not with "
                 "--host-cores)")
       ->capture_default_str();
+  c->add_option("--kernel-costs", a.kernel_costs,
+                "With --net: how the clock charges the dense kernels (GEMM blocks, the interaction, bias and "
+                "activation): 'measured' (their CPU time as they ran), 'run' (a cost per kernel and shape, the "
+                "median of its first 64 calls in this process, then fixed: runs steadier on a loaded machine) or "
+                "FILE (as 'run', the costs read from FILE and written back to it at the end, so that runs charge "
+                "the same)")
+      ->capture_default_str();
   c->add_option("--timeout", a.timeout_s, "Seconds a rank waits for a peer before failing")
       ->capture_default_str()
       ->check(kPositive);

@@ -185,6 +185,22 @@ PlanOptions plan_options(const TrainArgs& a, int world) {
   return p;
 }
 
+KernelCosts* kernel_costs(const TrainArgs& a) {
+  static KernelCosts costs;
+  static std::string read;
+  if (a.kernel_costs == "measured") return nullptr;
+  if (a.kernel_costs != "run" && a.kernel_costs != read) {
+    SPARQ_CHECK_AS(InputError, read.empty(), "--kernel-costs {} after {}: one file a process", a.kernel_costs, read);
+    costs.load(a.kernel_costs);
+    read = a.kernel_costs;
+  }
+  return &costs;
+}
+
+void save_kernel_costs(const TrainArgs& a) {
+  if (KernelCosts* c = kernel_costs(a); c && a.kernel_costs != "run") c->save(a.kernel_costs);
+}
+
 LaunchOptions launch_options(const TrainArgs& a, bool in_process) {
   SPARQ_CHECK_AS(InputError, a.net.empty() || (a.ranks > 0 && (in_process || launch_mode() == "local")),
                  "--net emulates the network between in-process ranks: give --ranks P (under mpiexec the network is "
@@ -211,6 +227,9 @@ LaunchOptions launch_options(const TrainArgs& a, bool in_process) {
   lo.cpu_scale = lo.net ? a.compute_scale : 0;
   lo.host_cores = a.host_cores;
   lo.shared_cores = a.shared_cores;
+  SPARQ_CHECK_AS(InputError, a.kernel_costs == "measured" || lo.net,
+                 "--kernel-costs says how the clock charges computation: it needs --net");
+  lo.kernel_costs = kernel_costs(a);
   // With --net a rank computes on one thread unless --threads is given (or a
   // plan sets it): then its threads are emulated on the clock.
   const bool threads_given = std::find(a.given.begin(), a.given.end(), "threads") != a.given.end();

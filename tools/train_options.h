@@ -16,6 +16,12 @@ PlanOptions plan_options(const TrainArgs& a, int world);
 // in_process: a.ranks threads of this process, also under mpiexec (a
 // planner's runs on the virtual clock, LaunchOptions::in_process).
 LaunchOptions launch_options(const TrainArgs& a, bool in_process = false);
+// This process's kernel costs for --kernel-costs (null for "measured"): one
+// table for all its runs (sparq plan's plans share it), read from the file
+// on first use.
+KernelCosts* kernel_costs(const TrainArgs& a);
+// Writes them back where --kernel-costs names a file.
+void save_kernel_costs(const TrainArgs& a);
 // The loop's options; `p` as plan_options() gave it.
 TrainerOptions trainer_options(const TrainArgs& a, const PlanOptions& p);
 // Fails before anything is allocated when the model cannot fit this process.

@@ -27,9 +27,12 @@ class ParallelClock {
 // spin takes a core from the rank's other threads.
 inline constexpr double kWorkerSpinSeconds = 1e-4;
 
+class KernelCosts;
+
 struct EmulatedThreads {
   int threads = 1;
-  ParallelClock* clock = nullptr;
+  ParallelClock* clock = nullptr;  // where threads > 1
+  KernelCosts* costs = nullptr;    // dense kernels charged by shape (kernel_costs.h)
 };
 
 // The calling thread's (threads 1, no clock: none). Set by the rank's own

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "sparq/core/error.h"
+#include "sparq/core/kernel_costs.h"
 #include "sparq/core/parallel_clock.h"
 #include "sparq/model/bf16_matmul.h"
 #include "sparq/model/parallel.h"
@@ -116,6 +117,7 @@ void gemm_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::si
               trans_b ? 'T' : 'N', a.rows, a.cols, b.rows, b.cols);
   split_gemm(trans_a, trans_b, m, n, k, a.v.data(), a.cols, b.v.data(), b.cols, c, ldc,
              [&](std::size_t m1, std::size_t n1, const std::uint16_t* a1, const std::uint16_t* b1, float* c1) {
+               const ChargedKernel charged("bf16_gemm", m1, n1, k, 2 * trans_a + trans_b);
                bf16_matmul(trans_a, trans_b, m1, n1, k, alpha, a1, a.cols, b1, b.cols, beta, c1, ldc);
              });
 }
@@ -141,6 +143,10 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
   static const FloatGemm lib = read_float_gemm();
   split_gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc,
              [&](std::size_t m1, std::size_t n1, const T* a1, const T* b1, T* c1) {
+               const ChargedKernel charged(lib == FloatGemm::onednn && sizeof(T) == 4 ? "onednn_sgemm"
+                                           : sizeof(T) == 4                           ? "openblas_sgemm"
+                                                                                      : "openblas_dgemm",
+                                           m1, n1, k, 2 * trans_a + trans_b);
                if constexpr (std::is_same_v<T, float>)
                  if (lib == FloatGemm::onednn)
                    return onednn_sgemm(trans_a, trans_b, m1, n1, k, alpha, a1, lda, b1, ldb, beta, c1, ldc);

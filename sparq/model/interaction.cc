@@ -1,6 +1,7 @@
 #include "sparq/model/interaction.h"
 
 #include "sparq/core/error.h"
+#include "sparq/core/kernel_costs.h"
 #include "sparq/model/kernels.h"
 #include "sparq/model/parallel.h"
 
@@ -17,6 +18,7 @@ template <class T>
 void DotInteraction<T>::forward(const T* v, std::size_t batch, T* out) const {
   const std::size_t in = in_width(), w = out_width();
   parallel_for(batch, 32, [&](std::size_t b0, std::size_t b1) {  // samples are independent
+    const ChargedKernel charged("interaction_fwd", b1 - b0, n_, d_, sizeof(T));
     kernels::interaction_fwd(v + b0 * in, b1 - b0, n_, d_, out + b0 * w);
   });
 }
@@ -27,6 +29,7 @@ template <class T>
 void DotInteraction<T>::backward(const T* v, const T* dout, std::size_t batch, T* dv) const {
   const std::size_t in = in_width(), w = out_width();
   parallel_for(batch, 32, [&](std::size_t b0, std::size_t b1) {
+    const ChargedKernel charged("interaction_bwd", b1 - b0, n_, d_, sizeof(T));
     kernels::interaction_bwd(v + b0 * in, dout + b0 * w, b1 - b0, n_, d_, dv + b0 * in);
   });
 }

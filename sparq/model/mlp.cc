@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "sparq/core/error.h"
+#include "sparq/core/kernel_costs.h"
 #include "sparq/core/rng.h"
 #include "sparq/model/blas.h"
 #include "sparq/model/kernels.h"
@@ -93,7 +94,10 @@ const T* Mlp<T>::forward(const T* x, std::size_t batch, Tape& tape) const {
     tape.x16[i].clear();
     tape.w16[i].clear();
     product(false, true, batch, L.out, L.in, in, tape.x16[i], store_->param(L.w).data(), tape.w16[i], T(0), y.data());
-    kernels::bias_act(y.data(), store_->param(L.b).data(), batch, L.out, L.relu);
+    {
+      const ChargedKernel charged("bias_act", batch, L.out, L.relu, sizeof(T));
+      kernels::bias_act(y.data(), store_->param(L.b).data(), batch, L.out, L.relu);
+    }
     in = y.data();
   }
   return in;
@@ -128,10 +132,12 @@ const T* Mlp<T>::backward(const T* dy, bool want_dx, Tape& tape, bool accumulate
       // only when each thread gets >= kMinSplit elements.
       parallel_for(L.out, std::max<std::size_t>(16, kMinSplit / std::max<std::size_t>(B, 1)),
                    [&](std::size_t c0, std::size_t c1) {
+                     const ChargedKernel charged("relu_grad_colsum", B, c1 - c0, L.out, sizeof(T));
                      kernels::relu_grad_colsum(y.data() + c0, dzp + c0, db + c0, B, c1 - c0, L.out);
                    });
       dz = dzp;
     } else {
+      const ChargedKernel charged("colsum", B, L.out, sizeof(T));
       kernels::colsum(dz, db, B, L.out);
     }
     if (accumulate)

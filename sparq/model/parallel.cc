@@ -1,5 +1,6 @@
 #include "sparq/model/parallel.h"
 
+#include "sparq/core/kernel_costs.h"
 #include "sparq/core/parallel_clock.h"
 
 #include <sched.h>
@@ -140,10 +141,10 @@ void emulated_for(std::size_t n, std::size_t grain, const std::function<void(std
     ~Leave() { t_in_section = false; }
   } leave;
   for (std::size_t p = 0; p < parts; ++p) {
-    const double before = thread_cpu_seconds();
+    const double before = charged_cpu_seconds();
     const std::size_t begin = n * p / parts, end = n * (p + 1) / parts;
     if (begin < end) f(begin, end);
-    cpu[p] = thread_cpu_seconds() - before;
+    cpu[p] = charged_cpu_seconds() - before;
   }
   e.clock->end_parallel(cpu);
 }

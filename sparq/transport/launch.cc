@@ -50,7 +50,7 @@ void launch(const LaunchOptions& opts, const std::function<void(Transport&)>& us
     if (!opts.net) return user_fn(t);
     SimTransport sim(t, *opts.net, opts.cpu_scale, opts.host_cores, shared ? &*shared : nullptr);
     sim.set_timeout(opts.timeout);
-    set_emulated_threads({opts.threads, opts.threads > 1 ? &sim : nullptr});
+    set_emulated_threads({opts.threads, opts.threads > 1 ? &sim : nullptr, opts.kernel_costs});
     struct Reset {
       ~Reset() { set_emulated_threads({}); }  // the clock dies with this scope
     } reset;

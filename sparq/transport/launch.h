@@ -7,6 +7,7 @@
 #include <optional>
 #include <string_view>
 
+#include "sparq/core/kernel_costs.h"
 #include "sparq/transport/net_model.h"
 #include "sparq/transport/transport.h"
 
@@ -30,6 +31,9 @@ struct LaunchOptions {
   // With net: the threads a rank's step is split over, emulated on its
   // training thread (parallel_clock.h).
   int threads = 1;
+  // With net: the dense kernels' costs by shape (kernel_costs.h; null:
+  // their CPU time as measured). Shared by every in-process rank.
+  KernelCosts* kernel_costs = nullptr;
   // Run `ranks` threads of this process even where a launcher started it:
   // `sparq plan --measure` plans on rank 0's in-process ranks after the
   // hosts measured their network together.

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "sparq/core/error.h"
+#include "sparq/core/kernel_costs.h"
 #include "sparq/transport/forwarded_state.h"
 
 namespace sparq {
@@ -129,7 +130,7 @@ SimTransport::Timeline& SimTransport::line(bool charge) const {
   const auto [it, fresh] = lines_.try_emplace(std::this_thread::get_id());
   Timeline& l = it->second;
   if (cpu_scale_ > 0 && (charge || fresh)) {
-    const double cpu = thread_cpu_seconds();
+    const double cpu = charged_cpu_seconds();
     // A new thread's earlier work is not this rank's; a paused one was polling.
     if (!fresh && !l.paused) l.clock = compute(l.clock, cpu_scale_ * std::max(0.0, cpu - l.cpu_mark - probe_cost()));
     l.cpu_mark = cpu;
@@ -160,7 +161,7 @@ void SimTransport::resume_cpu() const {
   if (cpu_scale_ == 0) return;
   std::lock_guard lk(mu_);
   Timeline& l = lines_[std::this_thread::get_id()];
-  l.cpu_mark = thread_cpu_seconds();
+  l.cpu_mark = charged_cpu_seconds();
   l.paused = false;
 }
 
@@ -189,7 +190,7 @@ void SimTransport::end_parallel(std::span<const double> part_cpu_s) {
   // where it has fewer than threads it delays the rank's other work.
   if (limited_cores())
     for (std::size_t w = 1; w < part_cpu_s.size(); ++w) compute(l.clock, kWorkerSpinSeconds);
-  l.cpu_mark = thread_cpu_seconds();  // the parts' CPU is charged above, not again
+  l.cpu_mark = charged_cpu_seconds();  // the parts' CPU is charged above, not again
 }
 
 void SimTransport::virtual_wait_until(double t) {

@@ -22,7 +22,8 @@
 // completes, with advance(), with virtual_wait_until() (it waited for work
 // that ended then: the CommEngine's hand-over), and, when the transport
 // charges CPU time, with the CPU time the thread used between its calls
-// into the transport. What a thread spends inside the transport is not
+// into the transport (its dense kernels charged by shape instead where the
+// thread has kernel costs: charged_cpu_seconds(), kernel_costs.h). What a thread spends inside the transport is not
 // charged: the emulation's own work (packing the header, the in-process
 // queues, their locks and copies, waking the peer's thread) is not what a
 // real host spends on a message; the network stack's CPU stands for that.

@@ -57,6 +57,17 @@ run "$SPARQ" train "${common[@]}" --ranks 4 --mp-splits bot:1 --micro-batches 2 
 cmp -s "$D/hybrid.plain" "$D/hybrid.shared" || fail "--shared-cores must not change the numerics"
 echo "ok: hybrid on 2 shared cores"
 
+# Kernel costs by shape change the clock, not the numerics; their file is
+# written at the end and read by the next run.
+for round in write read; do
+  run "$SPARQ" train "${common[@]}" --ranks 4 --mp-splits bot:1 --micro-batches 2 --mp-codec dct:0.5 \
+    --dp-codec dct:0.9,7 --net 1gbit,20us --kernel-costs "$D/costs.txt" --save "$D/hybrid.costs" ||
+    fail "--kernel-costs ($round): $(cat "$D/err")"
+  cmp -s "$D/hybrid.plain" "$D/hybrid.costs" || fail "--kernel-costs must not change the numerics"
+done
+grep -Eq "^onednn_sgemm( [0-9]+){5} [0-9.e-]+$" "$D/costs.txt" || fail "no GEMM cost in the file: $(cat "$D/costs.txt")"
+echo "ok: kernel costs"
+
 # The modelled step carries at least rank 0's bytes over its 100 Mbit/s link
 # (fp32 table-wise: the alltoalls and the dense allreduce are most of it).
 run "$SPARQ" train "${common[@]}" --ranks 4 --emb-placement table-wise --net 100mbit,20us --metrics "$D/slow.jsonl" ||
@@ -83,6 +94,12 @@ expect_error "give --ranks P" "$SPARQ" train "${common[@]}" --net 1gbit,20us
 expect_error "10gb,20us" "$SPARQ" train "${common[@]}" --ranks 2 --net 10gb,20us
 expect_error "--shared-cores shapes the modelled computation: it needs --net" "$SPARQ" train "${common[@]}" --ranks 2 \
   --shared-cores 2
+expect_error "--kernel-costs says how the clock charges computation: it needs --net" "$SPARQ" train "${common[@]}" \
+  --ranks 2 --kernel-costs run
+printf '# sparq kernel costs: CPU seconds of one call, by kernel and shape\n%s\ncolsum 1 2\n' "$(sed -n 2p "$D/costs.txt")" \
+  > "$D/bad-costs.txt"
+expect_error "$D/bad-costs.txt:3: expected" "$SPARQ" train "${common[@]}" --ranks 2 --net 1gbit,20us \
+  --kernel-costs "$D/bad-costs.txt"
 expect_error "give one" "$SPARQ" train "${common[@]}" --ranks 2 --net 1gbit,20us --shared-cores 2 --host-cores 1
 if [ -n "$MPIEXEC" ]; then  # mpiexec adds its own banner
   run "$MPIEXEC" -n 1 "$SPARQ" train "${common[@]}" --net 1gbit,20us && fail "--net accepted under mpiexec"

@@ -5,11 +5,13 @@
 
 #include <cmath>
 #include <ctime>
+#include <fstream>
 #include <thread>
 
 #include "sparq/coll/allreduce.h"
 #include "sparq/coll/comm_engine.h"
 #include "sparq/coll/sparse_allreduce.h"
+#include "sparq/core/kernel_costs.h"
 #include "sparq/transport/local_transport.h"
 #include "sparq/transport/sim_transport.h"
 
@@ -346,6 +348,30 @@ TEST(SimTransport, PollingIsNotCharged) {
       }
       EXPECT_LT(sim.now(), 0.02);
     }
+  });
+}
+
+// With kernel costs (kernel_costs.h) a kernel's fixed cost, times the scale,
+// is what the clock charges for it, whatever CPU time it used.
+TEST(SimTransport, ChargesAKernelItsFixedCost) {
+  const std::string path = ::testing::TempDir() + "sim_kernel_costs.txt";
+  KernelCosts().save(path);  // the header and this machine's CPU
+  std::ofstream(path, std::ios::app) << "interaction_fwd 8 4 2 4 0 0.05\n";
+  KernelCosts costs;
+  costs.load(path);
+  run_local(1, [&](Transport& t) {
+    constexpr double kScale = 2;
+    SimTransport sim(t, kNet, kScale);
+    set_emulated_threads({1, nullptr, &costs});
+    const double t0 = sim.now();
+    {
+      const ChargedKernel k("interaction_fwd", 8, 4, 2, 4);
+      burn_cpu(0.005);
+    }
+    const double t1 = sim.now();
+    set_emulated_threads({});
+    EXPECT_GE(t1 - t0, kScale * 0.05);
+    EXPECT_LT(t1 - t0, kScale * 0.052);  // the test's own CPU around the kernel
   });
 }
 

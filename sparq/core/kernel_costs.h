@@ -1,0 +1,73 @@
+#pragma once
+// Dense kernels charged by their shape on the virtual clock (sparq train
+// --kernel-costs). The clock charges a thread the CPU time it used; on a
+// shared machine the same GEMM's CPU time moves with the neighbours' load
+// (caches, memory bandwidth, a burst lasting a whole run), so identical runs
+// model different steps, and a planner comparing plans a few percent apart
+// ranks the machine's load. A kernel whose work is set by its shape alone (a
+// GEMM block, the interaction, an MLP's bias and activation) costs instead
+// what that shape cost here: the median of its first kSamples calls in this
+// process (each thread's first call of a shape left out: page faults, code
+// generation), fixed from then on and, with a file, across processes. Work
+// that depends on the data (embedding rows, sparse exchanges, codecs) stays
+// charged as measured.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace sparq {
+
+class KernelCosts {
+ public:
+  static constexpr std::size_t kSamples = 64;
+  // What the clock charges for one call of `key` that took `measured` CPU
+  // seconds: the shape's fixed cost, or `measured` while it is sampled
+  // (then this call is a sample if `sample`). `label` names the shape in
+  // the file.
+  double charge(std::uint64_t key, double measured, const std::string& label, bool sample);
+  // Reads fixed costs from `path` (none if it does not exist); throws
+  // InputError naming the file and line on anything malformed, and where
+  // the costs were measured on another CPU.
+  void load(const std::string& path);
+  // Writes every fixed cost to `path`.
+  void save(const std::string& path) const;
+  // Shapes with a fixed cost.
+  std::size_t fixed() const;
+
+ private:
+  struct Entry {
+    double cost = -1;  // < 0: still sampled
+    std::vector<double> samples;
+    std::string label;
+  };
+  mutable std::mutex mu_;
+  std::map<std::uint64_t, Entry> entries_;
+};
+
+// One call of a dense kernel of the given shape (up to five numbers), timed
+// and charged by KernelCosts when the calling thread's clock has them
+// (EmulatedThreads::costs); nothing otherwise. Nested calls are charged by
+// the outermost.
+class ChargedKernel {
+ public:
+  ChargedKernel(const char* kernel, std::size_t a, std::size_t b = 0, std::size_t c = 0, std::size_t d = 0,
+                std::size_t e = 0);
+  ~ChargedKernel();
+  ChargedKernel(const ChargedKernel&) = delete;
+  ChargedKernel& operator=(const ChargedKernel&) = delete;
+
+ private:
+  KernelCosts* costs_ = nullptr;
+  const char* kernel_;
+  std::size_t shape_[5];
+  double start_ = 0;
+};
+
+// The calling thread's CPU time as the clock charges it: its CPU time, with
+// each charged kernel's measured time replaced by its cost.
+double charged_cpu_seconds();
+
+}  // namespace sparq

@@ -1,0 +1,143 @@
+// KernelCosts against a plain reference: the median of a shape's samples
+// (sorted here), fixed after them; costs read from a file replace a kernel's
+// measured CPU time in charged_cpu_seconds(); bad files name file and line.
+#include "sparq/core/kernel_costs.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "sparq/core/error.h"
+#include "sparq/core/parallel_clock.h"
+
+namespace sparq {
+namespace {
+
+void burn_cpu(double seconds) {
+  const double a = thread_cpu_seconds();
+  volatile double sink = 0;
+  while (thread_cpu_seconds() - a < seconds)
+    for (int i = 0; i < 1000; ++i) sink = sink + std::sqrt(static_cast<double>(i));
+}
+
+std::string temp_path(const char* name) { return ::testing::TempDir() + name; }
+
+// The first line of /proc/cpuinfo's "model name", as KernelCosts writes it.
+std::string cpu_line() {
+  const std::string p = temp_path("kc_probe.txt");
+  KernelCosts().save(p);
+  std::ifstream in(p);
+  std::string line;
+  std::getline(in, line);
+  std::getline(in, line);
+  return line;
+}
+
+void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+struct WithCosts {
+  explicit WithCosts(KernelCosts& c) { set_emulated_threads({1, nullptr, &c}); }
+  ~WithCosts() { set_emulated_threads({}); }
+};
+
+TEST(KernelCosts, TheMedianOfItsSamplesFixedAfterThem) {
+  KernelCosts costs;
+  std::vector<double> samples(KernelCosts::kSamples);
+  for (std::size_t i = 0; i < samples.size(); ++i) samples[i] = 1e-3 * static_cast<double>(i * i % 97 + 1);
+  std::shuffle(samples.begin(), samples.end(), std::mt19937(7));
+  // Calls that are not samples (a thread's first of the shape) count for nothing.
+  EXPECT_EQ(costs.charge(1, 5.0, "k 1 0 0 0 0", false), 5.0);
+  for (double s : samples) EXPECT_EQ(costs.charge(1, s, "k 1 0 0 0 0", true), s);
+  std::vector<double> sorted = samples;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  EXPECT_EQ(costs.charge(1, 99.0, "k 1 0 0 0 0", true), median);
+  EXPECT_EQ(costs.charge(1, 0.0, "k 1 0 0 0 0", false), median);
+  EXPECT_EQ(costs.charge(2, 3.0, "k 2 0 0 0 0", true), 3.0);  // another shape: its own samples
+  EXPECT_EQ(costs.fixed(), 1u);
+}
+
+TEST(KernelCosts, AFixedCostReplacesTheKernelsCpuTime) {
+  const std::string path = temp_path("kc_fixed.txt");
+  write(path, "# sparq kernel costs: CPU seconds of one call, by kernel and shape\n" + cpu_line() +
+                  "\nonednn_sgemm 1 2 3 0 0 0.5\n");
+  KernelCosts costs;
+  costs.load(path);
+  EXPECT_EQ(costs.fixed(), 1u);
+  const double c0 = charged_cpu_seconds();
+  {
+    WithCosts with(costs);
+    const ChargedKernel k("onednn_sgemm", 1, 2, 3);
+    const ChargedKernel nested("onednn_sgemm", 1, 2, 3);  // charged by the outer call alone
+    burn_cpu(0.01);
+  }
+  const double charged = charged_cpu_seconds() - c0;
+  EXPECT_GE(charged, 0.5 - 1e-6);
+  EXPECT_LT(charged, 0.505);  // the test's own CPU around the kernel
+  // Without costs a kernel is charged what it used.
+  const double c1 = charged_cpu_seconds(), r1 = thread_cpu_seconds();
+  {
+    const ChargedKernel k("onednn_sgemm", 1, 2, 3);
+    burn_cpu(0.01);
+  }
+  EXPECT_NEAR(charged_cpu_seconds() - c1, thread_cpu_seconds() - r1, 1e-5);
+}
+
+TEST(KernelCosts, SavedCostsChargeTheSameInAnotherProcess) {
+  const std::string path = temp_path("kc_roundtrip.txt");
+  std::remove(path.c_str());
+  KernelCosts first;
+  first.load(path);  // no file yet: nothing fixed
+  EXPECT_EQ(first.fixed(), 0u);
+  double fixed_charge = 0;
+  {
+    WithCosts with(first);
+    for (std::size_t i = 0; i <= KernelCosts::kSamples + 1; ++i) {
+      const double c = charged_cpu_seconds();
+      {
+        const ChargedKernel k("colsum", 7, 9, 4);
+        burn_cpu(1e-4);
+      }
+      fixed_charge = charged_cpu_seconds() - c;
+    }
+  }
+  ASSERT_EQ(first.fixed(), 1u);  // the thread's first call and 64 samples, then fixed
+  first.save(path);
+  KernelCosts second;
+  second.load(path);
+  WithCosts with(second);
+  const double c = charged_cpu_seconds();
+  {
+    const ChargedKernel k("colsum", 7, 9, 4);
+    burn_cpu(3e-3);  // slower this time: still charged the saved cost
+  }
+  EXPECT_NEAR(charged_cpu_seconds() - c, fixed_charge, 2e-5);
+}
+
+TEST(KernelCosts, BadFilesNameFileAndLine) {
+  const std::string path = temp_path("kc_bad.txt");
+  const std::string header = "# sparq kernel costs: CPU seconds of one call, by kernel and shape\n";
+  const auto fails_with = [&](const std::string& text, const std::string& want) {
+    write(path, text);
+    try {
+      KernelCosts().load(path);
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  };
+  fails_with("hello\n", path + ":1: not a kernel-costs file");
+  fails_with(header + "cpu A CPU of another make\n", path + ":2: costs measured on 'A CPU of another make'");
+  fails_with(header + cpu_line() + "\ncolsum 1 2 3\n", path + ":3: expected");
+  fails_with(header + cpu_line() + "\ncolsum 1 2 3 0 0 -1\n", path + ":3: expected");
+  fails_with(header + cpu_line() + "\ncolsum 1 2 3 0 0 1e-5\ncolsum 1 2 3 0 0 nan\n", path + ":4: expected");
+}
+
+}  // namespace
+}  // namespace sparq
