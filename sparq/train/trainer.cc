@@ -343,12 +343,23 @@ bool Trainer::next_batch(std::size_t it) {
 // The progress line and its events, then a new window.
 void Trainer::progress(std::size_t epoch, std::size_t it) {
   Window& w = window_;
+  // The global batch's mean loss and accuracy: every rank's sums over its samples.
+  double sums[3] = {w.loss_sum, static_cast<double>(w.local_samples), w.correct};
+  if (plan_.peers().size() > 1) {
+    // This allreduce waits for the slowest rank: that wait is the window's
+    // steps' (a rank ahead of the others would wait for them in its next
+    // step), so it counts in ms/it. Without it, a rank of a faster pipeline
+    // stage timed every step alone (--print-freq 1, as sparq plan runs)
+    // would leave out the slower stage's time.
+    const auto a0 = Clock::now();
+    const double v0 = out_.vnow();
+    allreduce(plan_.peers(), std::span<double>(sums));
+    w.iter += seconds_since(a0);
+    w.v_iter += out_.vnow() - v0;
+  }
   // Wall time of the iterations themselves: printing and testing stay out of ms/it.
   const double wall = w.iter;
   const double ms = 1e3 * wall / static_cast<double>(w.its);
-  // The global batch's mean loss and accuracy: every rank's sums over its samples.
-  double sums[3] = {w.loss_sum, static_cast<double>(w.local_samples), w.correct};
-  if (plan_.peers().size() > 1) allreduce(plan_.peers(), std::span<double>(sums));
   const double loss = sums[0] / sums[1], train_accuracy = sums[2] / sums[1];
   const double n = static_cast<double>(w.its);
   // At this interval's pace, the steps left of the epochs (a target may end sooner).
