@@ -908,6 +908,10 @@ if __name__ == "__main__":
         print(fastest_measured(pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else "docs/data/plan/cluster4"),
                                pathlib.Path(sys.argv[3]) if len(sys.argv) > 3 else None))
         sys.exit()
+    if sys.argv[1:2] == ["--clock"]:  # DIR: scripts/reproduce-plan DIR and plan-clock-check with PLANS=DIR alone
+        main(pathlib.Path(sys.argv[2]))
+        clock_check(pathlib.Path(sys.argv[2]))
+        sys.exit()
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan")
     for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, transport_abs, resweeps,
                   replanned, same_day, trial, collat, dct_variants, clock_variants, unfused_by_collective, thread_cpu,
