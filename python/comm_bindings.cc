@@ -8,6 +8,9 @@
 
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include "python/array_views.h"
 #include "python/bindings.h"
@@ -84,12 +87,28 @@ void bridge_mpi_finalize() {
   if (g_mpi_ours && !finalized) MPI_Finalize();
 }
 
+std::mutex g_closing_mu;
+std::vector<std::thread> g_closing;  // Comms closing in the background
+bool g_exiting = false;              // the interpreter is exiting: close in place
+
+void join_closing() {
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard lk(g_closing_mu);
+    g_exiting = true;
+    threads.swap(g_closing);
+  }
+  py::gil_scoped_release nogil;
+  for (std::thread& th : threads) th.join();
+}
+
 std::unique_ptr<Comm> connect_gloo(py::object store, int rank, int size, const std::string& iface,
                                    const std::string& hostname, std::chrono::milliseconds timeout) {
   auto c = std::make_unique<Comm>();
   PyStore s(std::move(store));
   py::gil_scoped_release nogil;
   c->t = std::make_unique<GlooTransport>(s, rank, size, GlooAddress{iface, hostname}, timeout);
+  c->close_when_freed_in_background = true;
   return c;
 }
 
@@ -174,6 +193,16 @@ void add_mpi_job(py::module_& m) {
 
 }  // namespace
 
+void close_in_background(std::unique_ptr<Transport> t) {
+  std::lock_guard lk(g_closing_mu);
+  if (g_exiting) {
+    py::gil_scoped_release nogil;
+    t.reset();
+    return;
+  }
+  g_closing.emplace_back([gone = std::shared_ptr<Transport>(std::move(t))]() mutable { gone.reset(); });
+}
+
 py::dict counters_dict(const PeerCounters& c) {
   py::dict d;
   d["bytes_sent"] = c.bytes_sent;
@@ -184,6 +213,7 @@ py::dict counters_dict(const PeerCounters& c) {
 }
 
 void add_comm(py::module_& m) {
+  py::module_::import("atexit").attr("register")(py::cpp_function(&join_closing));
   const auto default_timeout = std::chrono::milliseconds(Transport::kDefaultTimeout);
   py::class_<Comm>(m, "Comm", "A group of ranks sparq's collectives run on.")
       .def_static("gloo", &connect_gloo, py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("iface") = "",

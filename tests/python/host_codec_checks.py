@@ -116,6 +116,21 @@ def quantized_hook_stays_within_its_bound_and_equal_on_all_ranks(rank, size):
 
 
 @check
+def a_comm_one_rank_frees_first_does_not_hold_up_the_others(rank, size):
+    """Python frees a DDP model and its hook (a reference cycle) when its
+    collector runs, at a different moment on each rank, and the hook's Comm
+    says goodbye to its peers then, while they may be in a collective of
+    their own. Freed, a Comm closes in the background: rank 0 dropping one
+    first still joins the others' barrier (it used to wait there for their
+    goodbye, and they for it, until the timeout)."""
+    comm = st.connect()
+    if rank == 0:
+        del comm
+    dist.barrier()
+    comm = None  # the others' goodbye, after the barrier
+
+
+@check
 def hook_state_resumes_bit_for_bit(rank, size):
     """6 steps in one run equal 3 steps, state_dict(), a new hook and
     load_state_dict(), 3 more steps."""
