@@ -46,12 +46,12 @@ thread_local std::unordered_set<std::uint64_t> t_seen;
 
 }  // namespace
 
-double KernelCosts::charge(std::uint64_t key, double measured, const std::string& label, bool sample) {
+double KernelCosts::charge(std::string_view kernel, const std::size_t (&shape)[5], double measured, bool sample) {
   std::lock_guard lk(mu_);
-  Entry& e = entries_[key];
+  Entry& e = entries_[key_of(kernel, shape)];
   if (e.cost >= 0) return e.cost;
   if (!sample) return measured;
-  if (e.label.empty()) e.label = label;
+  if (e.label.empty()) e.label = label_of(kernel, shape);  // once a shape: not on every call
   e.samples.push_back(measured);
   if (e.samples.size() == kSamples) {
     std::nth_element(e.samples.begin(), e.samples.begin() + kSamples / 2, e.samples.end());
@@ -115,9 +115,8 @@ ChargedKernel::~ChargedKernel() {
   --t_depth;
   if (!costs_) return;
   const double measured = thread_cpu_seconds() - start_;
-  const std::uint64_t key = key_of(kernel_, shape_);
-  const bool sample = !t_seen.insert(key).second;
-  t_adjust += costs_->charge(key, measured, label_of(kernel_, shape_), sample) - measured;
+  const bool sample = !t_seen.insert(key_of(kernel_, shape_)).second;
+  t_adjust += costs_->charge(kernel_, shape_, measured, sample) - measured;
 }
 
 double charged_cpu_seconds() { return thread_cpu_seconds() + t_adjust; }

@@ -16,6 +16,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sparq {
@@ -23,11 +24,10 @@ namespace sparq {
 class KernelCosts {
  public:
   static constexpr std::size_t kSamples = 64;
-  // What the clock charges for one call of `key` that took `measured` CPU
-  // seconds: the shape's fixed cost, or `measured` while it is sampled
-  // (then this call is a sample if `sample`). `label` names the shape in
-  // the file.
-  double charge(std::uint64_t key, double measured, const std::string& label, bool sample);
+  // What the clock charges for one call of `kernel` on `shape` that took
+  // `measured` CPU seconds: the shape's fixed cost, or `measured` while it
+  // is sampled (then this call is a sample if `sample`).
+  double charge(std::string_view kernel, const std::size_t (&shape)[5], double measured, bool sample);
   // Reads fixed costs from `path` (none if it does not exist); throws
   // InputError naming the file and line on anything malformed, and where
   // the costs were measured on another CPU.

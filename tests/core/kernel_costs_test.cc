@@ -47,19 +47,20 @@ struct WithCosts {
 };
 
 TEST(KernelCosts, TheMedianOfItsSamplesFixedAfterThem) {
+  constexpr std::size_t kOne[5] = {1, 0, 0, 0, 0}, kTwo[5] = {2, 0, 0, 0, 0};
   KernelCosts costs;
   std::vector<double> samples(KernelCosts::kSamples);
   for (std::size_t i = 0; i < samples.size(); ++i) samples[i] = 1e-3 * static_cast<double>(i * i % 97 + 1);
   std::shuffle(samples.begin(), samples.end(), std::mt19937(7));
   // Calls that are not samples (a thread's first of the shape) count for nothing.
-  EXPECT_EQ(costs.charge(1, 5.0, "k 1 0 0 0 0", false), 5.0);
-  for (double s : samples) EXPECT_EQ(costs.charge(1, s, "k 1 0 0 0 0", true), s);
+  EXPECT_EQ(costs.charge("k", kOne, 5.0, false), 5.0);
+  for (double s : samples) EXPECT_EQ(costs.charge("k", kOne, s, true), s);
   std::vector<double> sorted = samples;
   std::sort(sorted.begin(), sorted.end());
   const double median = sorted[sorted.size() / 2];
-  EXPECT_EQ(costs.charge(1, 99.0, "k 1 0 0 0 0", true), median);
-  EXPECT_EQ(costs.charge(1, 0.0, "k 1 0 0 0 0", false), median);
-  EXPECT_EQ(costs.charge(2, 3.0, "k 2 0 0 0 0", true), 3.0);  // another shape: its own samples
+  EXPECT_EQ(costs.charge("k", kOne, 99.0, true), median);
+  EXPECT_EQ(costs.charge("k", kOne, 0.0, false), median);
+  EXPECT_EQ(costs.charge("k", kTwo, 3.0, true), 3.0);  // another shape: its own samples
   EXPECT_EQ(costs.fixed(), 1u);
 }
 
