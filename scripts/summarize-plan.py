@@ -317,12 +317,9 @@ def trial_stages(log):
     return stages
 
 
-def trial(out):
-    """scripts/plan-cluster-trial: sparq plan --measure --trial on the cluster, the plans its hosts trained stage
-    by stage (as its log printed them), and the plan in a sweep of the same hour (cluster4-trial-sweep)."""
-    runs = out / "cluster4-trial"
-    if not runs.is_dir():
-        return
+def trial_tables(runs):
+    """The plans a sparq plan --trial's hosts trained, stage by stage, and what it measured and chose (RUNS:
+    scripts/plan-cluster-trial's folder)."""
     log = (runs / "planner.log").read_text().splitlines()
     for heading, rows in trial_stages(log):
         print(f"\n| {heading}: plan | modelled ms/step (the clock's first run) | on the hosts, round by round | "
@@ -333,6 +330,15 @@ def trial(out):
     for line in log:
         if line.startswith(("measured network: ", "chosen: ")):
             print(f"\n{line.split(' (latency')[0]}")
+
+
+def trial(out):
+    """scripts/plan-cluster-trial: sparq plan --measure --trial on the cluster, the plans its hosts trained stage
+    by stage (as its log printed them), and the plan in a sweep of the same hour (cluster4-trial-sweep)."""
+    runs = out / "cluster4-trial"
+    if not runs.is_dir():
+        return
+    trial_tables(runs)
     for other, how in (("cluster4-trial-leaders", "Earlier the same hour (the leaders alone, by their median step)"),
                        ("cluster4-trial-by-median", "Earlier the same hour (leaders and fusion sizes, by their median step)"),
                        ("cluster4-trial-again", "The same command an hour later")):
@@ -345,6 +351,58 @@ def trial(out):
     defaults = statistics.median(measured_ms(f) for f in sorted(sweep.glob("defaults_r*.jsonl")))
     print(f"\nIn {sweep.name} the default flags took {defaults:.2f} ms a step (the median of its rounds), "
           f"{defaults / mine:.2f}x the step of the plan --trial chose.")
+
+
+def wait_counted(out, trial="cluster4-trial-wait", sweep="cluster4-sweep-wait", rounds="models/rounds-wait",
+                 check="cluster4-check-wait-200"):
+    """The cluster measured again once a step counted rank 0's wait for the slowest rank: sparq plan --trial
+    (TRIAL), every plan of the exhaustive run trained on the cluster (SWEEP), the clock's rounds of the plans
+    today's evidence admits, with the CPU as measured and with kernel costs (ROUNDS: TAG-shared2_rN, TAG base
+    or kc), and the trial's plan in check rounds (CHECK)."""
+    runs = out / sweep
+    if not runs.is_dir():
+        return
+    trial_tables(out / trial)
+    measured = measured_by_flags(runs)
+    meas = {k: statistics.median(v) for k, v in measured.items()}
+    admitted_path = out / "cluster4-eager-1gbit_exhaustive.jsonl"
+    admitted = [k for k in meas if k in {plan_key(p["flags"]) for p in admitted_runs(admitted_path)}]
+    defaults = statistics.median(measured_ms(f) for f in sorted(runs.glob("defaults_r*.jsonl")))
+    print(f"\nThe sweep ({sweep}): {len(meas)} plans, {min(map(len, measured.values()))} rounds; round 1 against "
+          f"round 2 Spearman {agreement([measured[k] for k in meas])}; the {len(admitted)} plans today's evidence "
+          f"admits: {agreement([measured[k] for k in admitted])}; the fastest plan {min(meas.values()):.2f} "
+          f"ms/step, the fastest admitted {meas[fastest_admitted(meas, admitted_path)]:.2f}, the default flags "
+          f"(--threads 2) {defaults:.2f}.")
+    print("\n| the clock (2 cores shared, 32 steps a plan) | round | Spearman, modelled and measured "
+          "| modelled / measured | within 15 % | hybrid plans | the rest |")
+    print("|---|---|---|---|---|---|---|")
+    against = []
+    for tag, what in (("base", "CPU time as measured"), ("kc", "kernel costs by shape")):
+        got = [{plan_key(p["flags"]): p for p in load(f)} for f in sorted((out / rounds).glob(f"{tag}-shared2_r*.jsonl"))]
+        keys = [k for k in admitted if all(k in g for g in got)]
+        steps = [{k: g[k]["modelled_ms_per_step"] for k in keys} for g in got]
+        against.append(f"{what} {agreement([[x[k] for x in steps] for k in keys])}")
+        steps.append({k: statistics.median(x[k] for x in steps) for k in keys})
+        for i, x in enumerate(steps):
+            e = {k: x[k] / meas[k] for k in keys}
+            hyb = [e[k] for k in keys if got[0][k]["flags"].get("mp-splits")]
+            rest = [e[k] for k in keys if not got[0][k]["flags"].get("mp-splits")]
+            print(f"| {what} | {i + 1 if i < len(got) else 'median'} "
+                  f"| {spearman([x[k] for k in keys], [meas[k] for k in keys]):.3f} "
+                  f"| {min(e.values()):.2f}-{max(e.values()):.2f} | {sum(abs(v - 1) <= 0.15 for v in e.values())} of "
+                  f"{len(keys)} | {min(hyb):.2f}-{max(hyb):.2f} | {min(rest):.2f}-{max(rest):.2f} |")
+    print(f"\nThe clock's rounds against each other (Spearman, the lowest of the pairs; modelled step's ratio): "
+          f"{'; '.join(against)}.")
+    check_rounds(out / check, runs, f" (sparq plan --trial: {trial}), 200 steps a run")
+
+
+def agreement(runs):
+    """'S, ratio A-B': how a plan's runs agree with each other (RUNS: each plan's steps, one a round): the lowest
+    Spearman of any two rounds over the plans, and the range of their steps' ratio."""
+    pairs = [(i, j) for i in range(len(runs[0])) for j in range(i + 1, len(runs[0]))]
+    rho = min(spearman([r[i] for r in runs], [r[j] for r in runs]) for i, j in pairs)
+    ratios = [r[i] / r[j] for r in runs for i, j in pairs]
+    return f"{rho:.3f}, ratio {min(ratios):.2f}-{max(ratios):.2f}"
 
 
 def collat(out):
@@ -914,6 +972,6 @@ if __name__ == "__main__":
         sys.exit()
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan")
     for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, transport_abs, resweeps,
-                  replanned, same_day, trial, collat, dct_variants, clock_variants, unfused_by_collective, thread_cpu,
+                  replanned, same_day, trial, wait_counted, collat, dct_variants, clock_variants, unfused_by_collective, thread_cpu,
                   coll_latency):
         table(out)

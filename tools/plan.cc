@@ -56,7 +56,15 @@ void run_for_steps(TrainArgs& a, const TrainData& data, std::size_t steps) {
 namespace {
 
 struct PlanArgs {
-  TrainArgs t;
+  // Every plan of a search charged the same cost for a kernel's shape
+  // (--kernel-costs run): measured CPU time follows the machine's load from
+  // plan to plan and reorders near-ties (docs/results.md, "The cluster
+  // again, the wait counted").
+  TrainArgs t = [] {
+    TrainArgs t;
+    t.kernel_costs = "run";
+    return t;
+  }();
   int hosts = 0;
   std::size_t steps = 8, pilot = 0;
   std::string threads = "1,2";  // the thread counts a leader is run with
@@ -437,7 +445,7 @@ plan::PlanFile plan_for(const TrainArgs& a, int world) {
                  "--plan auto plans for --ranks P in-process ranks on the --net network (or run sparq plan on the "
                  "cluster's network and pass its file)");
   PlanArgs p;
-  p.t = a, p.hosts = world;
+  p.t = a, p.hosts = world;  // the run's own --kernel-costs: the step it expects charged as it will train
   return choose_plan(p);
 }
 
@@ -485,7 +493,7 @@ void add_plan(CLI::App& app, Run& run) {
       ->capture_default_str();
   c->add_option("--kernel-costs", a->t.kernel_costs,
                 "How the clock charges the dense kernels (as train): 'measured', 'run' (one cost per kernel and "
-                "shape for every plan of this run) or FILE (kept from run to run)")
+                "shape for every plan of this search) or FILE (kept from run to run)")
       ->capture_default_str();
   c->add_option("--host-memory", a->host_memory, "Memory a host has for the tables (e.g. 64GiB; 0: this machine's)")
       ->capture_default_str();
