@@ -366,7 +366,8 @@ def wait_counted(out, trial="cluster4-trial-wait", sweep="cluster4-sweep-wait", 
     measured = measured_by_flags(runs)
     meas = {k: statistics.median(v) for k, v in measured.items()}
     admitted_path = out / "cluster4-eager-1gbit_exhaustive.jsonl"
-    admitted = [k for k in meas if k in {plan_key(p["flags"]) for p in admitted_runs(admitted_path)}]
+    admits = {plan_key(p["flags"]) for p in admitted_runs(admitted_path)}
+    admitted = [k for k in meas if k in admits]
     defaults = statistics.median(measured_ms(f) for f in sorted(runs.glob("defaults_r*.jsonl")))
     print(f"\nThe sweep ({sweep}): {len(meas)} plans, {min(map(len, measured.values()))} rounds; round 1 against "
           f"round 2 Spearman {agreement([measured[k] for k in meas])}; the {len(admitted)} plans today's evidence "
