@@ -354,8 +354,9 @@ void Trainer::progress(std::size_t epoch, std::size_t it) {
     const auto a0 = Clock::now();
     const double v0 = out_.vnow();
     allreduce(plan_.peers(), std::span<double>(sums));
-    w.iter += seconds_since(a0);
-    w.v_iter += out_.vnow() - v0;
+    const double waited = seconds_since(a0), v_waited = out_.vnow() - v0;
+    w.iter += waited, w.comm += waited;  // a wait for the others: the phases still add up to the step
+    w.v_iter += v_waited, w.v_phases.wait += v_waited;
   }
   // Wall time of the iterations themselves: printing and testing stay out of ms/it.
   const double wall = w.iter;
