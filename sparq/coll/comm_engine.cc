@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sparq/core/parallel_clock.h"
+
 namespace sparq {
 
 namespace {
@@ -38,8 +40,11 @@ CommEngine::CommEngine(Transport& t, int nice) : t_(t), rank_(t.rank()), size_(t
   std::future<std::string> said = note.get_future();
   // The thread owns the promise: it may still be inside set_value() when
   // get() returns here.
-  thread_ = std::thread([this, nice, note = std::move(note)]() mutable {
+  // The rank's kernel costs charge its exchanges' kernels too (one thread:
+  // no emulated split).
+  thread_ = std::thread([this, nice, note = std::move(note), costs = emulated_threads().costs]() mutable {
     ::pthread_setname_np(::pthread_self(), "sparq-comm");  // for top -H and perf
+    set_emulated_threads({1, nullptr, costs});
     note.set_value(raise_priority(nice));
     loop();
   });

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "sparq/core/error.h"
+#include "sparq/core/kernel_costs.h"
 
 namespace sparq {
 
@@ -29,6 +30,7 @@ inline ReduceOp parse_reduce_op(std::string_view s) {
 // two partners that each combine "mine (op) yours" hold identical results.
 template <class T>
 void reduce3(ReduceOp op, T* out, const T* a, const T* b, std::size_t n) {
+  const ChargedKernel charged("reduce_per_value", Units{n}, static_cast<std::size_t>(op), sizeof(T));
   switch (op) {
     case ReduceOp::Sum:
       for (std::size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];

@@ -4,6 +4,7 @@
 
 #include "sparq/coll/patterns.h"
 #include "sparq/core/error.h"
+#include "sparq/core/kernel_costs.h"
 
 namespace sparq {
 
@@ -13,6 +14,7 @@ constexpr std::size_t kHeader = sizeof(std::uint64_t);
 
 std::vector<std::byte> encode(const RowSparse& m) {
   const std::uint64_t n = m.rows.size();
+  const ChargedKernel charged("row_sparse_encode_per_value", Units{m.values.size()});
   std::vector<std::byte> b(kHeader + n * sizeof(std::uint32_t) + m.values.size() * sizeof(float));
   std::memcpy(b.data(), &n, kHeader);
   if (n == 0) return b;  // (memcpy from an empty vector's null data() is undefined)
@@ -30,6 +32,7 @@ RowSparse decode(const std::vector<std::byte>& b, std::size_t rows, std::size_t 
   SPARQ_CHECK_AS(WireError, n <= rows && b.size() == kHeader + n * (sizeof(std::uint32_t) + dim * sizeof(float)),
                  "row-sparse allreduce: rank {} sent {} bytes for {} rows of {} (a matrix of {} rows)", from,
                  b.size(), n, dim, rows);
+  const ChargedKernel charged("row_sparse_decode_per_value", Units{n * dim});
   RowSparse m;
   if (n == 0) return m;
   m.rows.resize(n);
@@ -45,6 +48,7 @@ RowSparse decode(const std::vector<std::byte>& b, std::size_t rows, std::size_t 
 
 // a + b, row by row (a row in both: a's values + b's, the same bits in either order).
 RowSparse add(const RowSparse& a, const RowSparse& b, std::size_t dim) {
+  const ChargedKernel charged("row_sparse_add_per_value", Units{a.values.size() + b.values.size()}, dim);
   RowSparse s;
   s.rows.reserve(a.rows.size() + b.rows.size());
   s.values.reserve((a.rows.size() + b.rows.size()) * dim);

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "sparq/core/kernel_costs.h"
+
 namespace sparq {
 
 std::size_t first_non_finite(std::span<const float> x) {
@@ -13,6 +15,7 @@ std::size_t first_non_finite(std::span<const float> x) {
   constexpr std::size_t kBlock = 1024;
   constexpr std::uint32_t kExp = 0x7f800000u;
   const std::size_t n = x.size();
+  const ChargedKernel charged("finite_check_per_value", Units{n});
   for (std::size_t b = 0; b < n; b += kBlock) {
     const std::size_t e = std::min(n, b + kBlock);
     std::uint32_t bad = 0;

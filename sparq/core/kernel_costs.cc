@@ -1,6 +1,7 @@
 #include "sparq/core/kernel_costs.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -46,13 +47,14 @@ thread_local std::unordered_set<std::uint64_t> t_seen;
 
 }  // namespace
 
-double KernelCosts::charge(std::string_view kernel, const std::size_t (&shape)[5], double measured, bool sample) {
+double KernelCosts::charge(std::string_view kernel, const std::size_t (&shape)[5], double measured, bool sample,
+                           std::size_t units) {
   std::lock_guard lk(mu_);
   Entry& e = entries_[key_of(kernel, shape)];
-  if (e.cost >= 0) return e.cost;
-  if (!sample) return measured;
+  if (e.cost >= 0) return e.cost * static_cast<double>(units);
+  if (!sample || units == 0) return measured;
   if (e.label.empty()) e.label = label_of(kernel, shape);  // once a shape: not on every call
-  e.samples.push_back(measured);
+  e.samples.push_back(measured / static_cast<double>(units));
   if (e.samples.size() == kSamples) {
     std::nth_element(e.samples.begin(), e.samples.begin() + kSamples / 2, e.samples.end());
     e.cost = e.samples[kSamples / 2];
@@ -105,7 +107,17 @@ std::size_t KernelCosts::fixed() const {
 
 ChargedKernel::ChargedKernel(const char* kernel, std::size_t a, std::size_t b, std::size_t c, std::size_t d,
                              std::size_t e)
-    : kernel_(kernel), shape_{a, b, c, d, e} {
+    : kernel_(kernel), shape_{a, b, c, d, e}, units_(1) {
+  start();
+}
+
+ChargedKernel::ChargedKernel(const char* kernel, Units units, std::size_t a, std::size_t b, std::size_t c,
+                             std::size_t d)
+    : kernel_(kernel), shape_{a, b, c, d, static_cast<std::size_t>(std::bit_width(units.n))}, units_(units.n) {
+  start();
+}
+
+void ChargedKernel::start() {
   if (t_depth++ > 0 || !emulated_threads().costs) return;
   costs_ = emulated_threads().costs;
   start_ = thread_cpu_seconds();
@@ -116,7 +128,7 @@ ChargedKernel::~ChargedKernel() {
   if (!costs_) return;
   const double measured = thread_cpu_seconds() - start_;
   const bool sample = !t_seen.insert(key_of(kernel_, shape_)).second;
-  t_adjust += costs_->charge(kernel_, shape_, measured, sample) - measured;
+  t_adjust += costs_->charge(kernel_, shape_, measured, sample, units_) - measured;
 }
 
 double charged_cpu_seconds() { return thread_cpu_seconds() + t_adjust; }

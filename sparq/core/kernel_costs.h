@@ -9,8 +9,13 @@
 // what that shape cost here: the median of its first kSamples calls in this
 // process (each thread's first call of a shape left out: page faults, code
 // generation), fixed from then on and, with a file, across processes. Work
-// that depends on the data (embedding rows, sparse exchanges, codecs) stays
-// charged as measured.
+// whose size the data sets (the embedding rows a batch touches, summed,
+// exchanged and updated) is charged by its count instead: the median cost
+// per unit (a value) of its first samples, times the call's units, kept
+// apart for calls of each size class (units within 2x of each other), so a
+// tiny call's fixed overhead is not charged per value of a large one; which
+// rows, and so how the caches serve them, is left out of the charge.
+// Codecs and the remaining data-dependent work stay charged as measured.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -24,10 +29,13 @@ namespace sparq {
 class KernelCosts {
  public:
   static constexpr std::size_t kSamples = 64;
-  // What the clock charges for one call of `kernel` on `shape` that took
-  // `measured` CPU seconds: the shape's fixed cost, or `measured` while it
-  // is sampled (then this call is a sample if `sample`).
-  double charge(std::string_view kernel, const std::size_t (&shape)[5], double measured, bool sample);
+  // What the clock charges for one call of `kernel` on `shape` and `units`
+  // units of work that took `measured` CPU seconds: `units` times the
+  // shape's fixed cost per unit, or `measured` while it is sampled (then
+  // this call is a sample if `sample` and units > 0). A kernel charged by
+  // shape alone has one unit a call.
+  double charge(std::string_view kernel, const std::size_t (&shape)[5], double measured, bool sample,
+                std::size_t units = 1);
   // Reads fixed costs from `path` (none if it does not exist); throws
   // InputError naming the file and line on anything malformed, and where
   // the costs were measured on another CPU.
@@ -47,22 +55,34 @@ class KernelCosts {
   std::map<std::uint64_t, Entry> entries_;
 };
 
-// One call of a dense kernel of the given shape (up to five numbers), timed
-// and charged by KernelCosts when the calling thread's clock has them
+// The count of a call's work, for a kernel charged by its units.
+struct Units {
+  std::size_t n;
+};
+
+// One call of a kernel of the given shape (up to five numbers), timed and
+// charged by KernelCosts when the calling thread's clock has them
 // (EmulatedThreads::costs); nothing otherwise. Nested calls are charged by
-// the outermost.
+// the outermost. With Units, a cost per unit of the shape: four numbers
+// for what a unit's cost depends on (a row's width, the element type), the
+// fifth the call's size class, std::bit_width(units).
 class ChargedKernel {
  public:
   ChargedKernel(const char* kernel, std::size_t a, std::size_t b = 0, std::size_t c = 0, std::size_t d = 0,
                 std::size_t e = 0);
+  ChargedKernel(const char* kernel, Units units, std::size_t a = 0, std::size_t b = 0, std::size_t c = 0,
+                std::size_t d = 0);
   ~ChargedKernel();
   ChargedKernel(const ChargedKernel&) = delete;
   ChargedKernel& operator=(const ChargedKernel&) = delete;
 
  private:
+  void start();
+
   KernelCosts* costs_ = nullptr;
   const char* kernel_;
   std::size_t shape_[5];
+  std::size_t units_;
   double start_ = 0;
 };
 

@@ -32,7 +32,7 @@ class KernelCosts;
 struct EmulatedThreads {
   int threads = 1;
   ParallelClock* clock = nullptr;  // where threads > 1
-  KernelCosts* costs = nullptr;    // dense kernels charged by shape (kernel_costs.h)
+  KernelCosts* costs = nullptr;    // kernels charged by shape or units (kernel_costs.h)
 };
 
 // The calling thread's (threads 1, no clock: none). Set by the rank's own

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sparq/core/error.h"
+#include "sparq/core/kernel_costs.h"
 #include "sparq/core/rng.h"
 
 namespace sparq {
@@ -34,6 +35,8 @@ void EmbeddingBag<T>::forward(const SparseBags& bags, std::size_t batch, std::si
   SPARQ_CHECK(first <= batch && count <= batch - first, "bags [{}, {}) of {}", first, first + count, batch);
   const std::size_t d = dim_, end = first + count;
   const std::uint32_t nnz = bags.offsets[batch];
+  const ChargedKernel charged("emb_gather_per_value", Units{(bags.offsets[end] - bags.offsets[first]) * d}, d,
+                              sizeof(T));
   for (std::size_t b = first; b < end; ++b) {
     if (b + kPrefetchAhead < end && bags.offsets[b + kPrefetchAhead] < nnz)
       prefetch(bags.indices[bags.offsets[b + kPrefetchAhead]]);
@@ -98,6 +101,7 @@ template <class Row>
 void EmbeddingBag<T>::coalesce(const SparseBags& bags, std::size_t batch, Row row, SparseGrad<T>& grad) {
   SPARQ_CHECK(bags.offsets.size() == batch + 1, "bag offsets {} for batch {}", bags.offsets.size(), batch);
   const std::size_t nnz = bags.offsets[batch];
+  const ChargedKernel charged("emb_coalesce_per_value", Units{nnz * dim_}, dim_, sizeof(T));
   owner_.resize(nnz);
   for (std::size_t b = 0; b < batch; ++b)
     for (std::uint32_t i = bags.offsets[b]; i < bags.offsets[b + 1]; ++i) owner_[i] = static_cast<std::uint32_t>(b);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "sparq/core/error.h"
+#include "sparq/core/kernel_costs.h"
 #include "sparq/model/kernels.h"
 #include "sparq/model/parallel.h"
 
@@ -37,6 +38,7 @@ template <class T>
 void sgd_dense(std::span<T> params, std::span<const T> grads, T lr) {
   SPARQ_CHECK(params.size() == grads.size(), "params {} vs grads {}", params.size(), grads.size());
   parallel_for(params.size(), std::size_t{1} << 16, [&](std::size_t i0, std::size_t i1) {
+    const ChargedKernel charged("sgd_dense_per_value", Units{i1 - i0}, sizeof(T));
     kernels::sub_scaled(params.data() + i0, grads.data() + i0, lr, i1 - i0);
   });
 }
@@ -53,6 +55,7 @@ void dense_update(DenseOptim o, std::span<T> params, std::span<const T> grads, s
     sgd_dense<T>(params, grads, static_cast<T>(lr));
   } else if (o == DenseOptim::Adagrad) {
     parallel_for(params.size(), grain, [&](std::size_t i0, std::size_t i1) {
+      const ChargedKernel charged("adagrad_dense_per_value", Units{i1 - i0}, sizeof(T));
       kernels::adagrad(params.data() + i0, grads.data() + i0, state[0].data() + i0, static_cast<T>(lr),
                        static_cast<T>(kAdagradEps), i1 - i0);
     });
@@ -67,6 +70,7 @@ void dense_update(DenseOptim o, std::span<T> params, std::span<const T> grads, s
                                 .bc2 = std::sqrt(1 - std::pow(kAdamBeta2, n)),
                                 .eps = kAdamEps};
     parallel_for(params.size(), grain, [&](std::size_t i0, std::size_t i1) {
+      const ChargedKernel charged("adam_dense_per_value", Units{i1 - i0}, sizeof(T));
       kernels::adam(params.data() + i0, grads.data() + i0, state[0].data() + i0, state[1].data() + i0, k, i1 - i0);
     });
   }
@@ -76,6 +80,7 @@ template <class T>
 void sgd_rows(EmbeddingBag<T>& table, const SparseGrad<T>& g, T lr) {
   const std::size_t d = table.dim();
   const std::size_t ahead = EmbeddingBag<T>::kPrefetchAhead;
+  const ChargedKernel charged("sgd_rows_per_value", Units{g.values.size()}, d, sizeof(T));
   for (std::size_t i = 0; i < g.rows.size(); ++i) {
     if (i + ahead < g.rows.size()) table.prefetch(g.rows[i + ahead]);
     kernels::sub_scaled(table.row(g.rows[i]).data(), g.values.data() + i * d, lr, d);
@@ -86,6 +91,7 @@ template <class T>
 void rowwise_adagrad_rows(EmbeddingBag<T>& table, std::span<T> state, const SparseGrad<T>& g, T lr, T eps) {
   const std::size_t d = table.dim();
   SPARQ_CHECK(state.size() == table.rows(), "adagrad state {} for {} rows", state.size(), table.rows());
+  const ChargedKernel charged("adagrad_rows_per_value", Units{g.values.size()}, d, sizeof(T));
   for (std::size_t i = 0; i < g.rows.size(); ++i) {
     if (i + EmbeddingBag<T>::kPrefetchAhead < g.rows.size()) table.prefetch(g.rows[i + EmbeddingBag<T>::kPrefetchAhead]);
     const std::uint32_t r = g.rows[i];

@@ -4,6 +4,7 @@
 
 #include "sparq/coll/row_sparse_allreduce.h"
 #include "sparq/core/finite.h"
+#include "sparq/core/kernel_costs.h"
 
 namespace sparq {
 
@@ -30,20 +31,24 @@ ExchangeStats exchange_group(Transport& t, std::span<const EmbGradRef> tables) {
     st.dense_bytes += row_sparse_allgather_bytes(t.size(), g.rows.size(), e.dim);
   }
   RowSparse sum;
-  sum.rows.reserve(nnz / dim);
-  sum.values.reserve(nnz);
   std::size_t base = 0;
-  for (const EmbGradRef& e : tables) {
-    const SparseGrad<float>& g = *e.grad;
-    for (std::uint32_t r : g.rows) {
-      SPARQ_CHECK(r < e.rows, "embedding gradient row {} of a table of {}", r, e.rows);
-      sum.rows.push_back(static_cast<std::uint32_t>(base + r));
+  {
+    const ChargedKernel charged("emb_grad_stack_per_value", Units{nnz}, dim);
+    sum.rows.reserve(nnz / dim);
+    sum.values.reserve(nnz);
+    for (const EmbGradRef& e : tables) {
+      const SparseGrad<float>& g = *e.grad;
+      for (std::uint32_t r : g.rows) {
+        SPARQ_CHECK(r < e.rows, "embedding gradient row {} of a table of {}", r, e.rows);
+        sum.rows.push_back(static_cast<std::uint32_t>(base + r));
+      }
+      sum.values.insert(sum.values.end(), g.values.begin(), g.values.end());
+      base += e.rows;
     }
-    sum.values.insert(sum.values.end(), g.values.begin(), g.values.end());
-    base += e.rows;
   }
   const CollStats cs = row_sparse_allreduce(t, sum, rows, dim);
   // Back to the tables, averaged.
+  const ChargedKernel charged("emb_grad_unstack_per_value", Units{sum.values.size()}, dim);
   const float inv_p = 1.0f / static_cast<float>(t.size());
   base = 0;
   std::size_t k = 0;  // next row of the sum

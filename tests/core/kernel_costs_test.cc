@@ -1,5 +1,5 @@
 // KernelCosts against a plain reference: the median of a shape's samples
-// (sorted here), fixed after them; costs read from a file replace a kernel's
+// (sorted here), fixed after them, by call or by unit; costs read from a file replace a kernel's
 // measured CPU time in charged_cpu_seconds(); bad files name file and line.
 #include "sparq/core/kernel_costs.h"
 
@@ -62,6 +62,39 @@ TEST(KernelCosts, TheMedianOfItsSamplesFixedAfterThem) {
   EXPECT_EQ(costs.charge("k", kOne, 0.0, false), median);
   EXPECT_EQ(costs.charge("k", kTwo, 3.0, true), 3.0);  // another shape: its own samples
   EXPECT_EQ(costs.fixed(), 1u);
+}
+
+TEST(KernelCosts, ByUnitsTheMedianCostOfAUnitTimesTheCallsUnits) {
+  // A kernel's shape by units: a row's width and the element type, then the
+  // size class of calls of 256-511 units (std::bit_width 9).
+  constexpr std::size_t kRow[5] = {16, 4, 0, 0, 9};
+  KernelCosts costs;
+  std::vector<double> per_unit(KernelCosts::kSamples);
+  for (std::size_t i = 0; i < per_unit.size(); ++i) per_unit[i] = 1e-6 * static_cast<double>(i * 37 % 61 + 1);
+  EXPECT_EQ(costs.charge("rows", kRow, 0.25, true, 0), 0.25);  // no units: as measured, not a sample
+  for (std::size_t i = 0; i < per_unit.size(); ++i) {
+    const double units = static_cast<double>(256 + 4 * i);
+    EXPECT_EQ(costs.charge("rows", kRow, per_unit[i] * units, true, 256 + 4 * i), per_unit[i] * units);
+  }
+  std::vector<double> sorted = per_unit;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  EXPECT_DOUBLE_EQ(costs.charge("rows", kRow, 1.0, true, 300), 300 * median);
+  // Through ChargedKernel: a call of 500 units is charged 500 of them,
+  // whatever it used; one of 5000 (another size class, not sampled yet) what it used.
+  WithCosts with(costs);
+  const auto charged = [](std::size_t units, double burn) {
+    const double c = charged_cpu_seconds();
+    {
+      const ChargedKernel k("rows", Units{units}, 16, 4);
+      burn_cpu(burn);
+    }
+    return charged_cpu_seconds() - c;
+  };
+  const double fixed = charged(500, 0.01);
+  EXPECT_GE(fixed, 500 * median - 1e-6);
+  EXPECT_LT(fixed, 500 * median + 5e-4);  // the test's own CPU around the kernel
+  EXPECT_GE(charged(5000, 0.01), 0.01 - 1e-6);
 }
 
 TEST(KernelCosts, AFixedCostReplacesTheKernelsCpuTime) {
