@@ -353,12 +353,15 @@ def trial(out):
           f"{defaults / mine:.2f}x the step of the plan --trial chose.")
 
 
-def wait_counted(out, trial="cluster4-trial-wait", sweep="cluster4-sweep-wait", rounds="models/rounds-wait",
+def wait_counted(out, trial="cluster4-trial-wait", sweep="cluster4-sweep-wait",
+                 rounds=(("models/rounds-wait", "base", "CPU time as measured"),
+                         ("models/rounds-wait", "kc", "kernel costs by shape"),
+                         ("models/rounds-units", "units", "kernel costs by shape and units")),
                  check="cluster4-check-wait-200"):
     """The cluster measured again once a step counted rank 0's wait for the slowest rank: sparq plan --trial
     (TRIAL), every plan of the exhaustive run trained on the cluster (SWEEP), the clock's rounds of the plans
-    today's evidence admits, with the CPU as measured and with kernel costs (ROUNDS: TAG-shared2_rN, TAG base
-    or kc), and the trial's plan in check rounds (CHECK)."""
+    today's evidence admits, each way of charging the CPU (ROUNDS: folder, TAG of its TAG-shared2_rN runs,
+    label; a folder not there is left out), and the trial's plan in check rounds (CHECK)."""
     runs = out / sweep
     if not runs.is_dir():
         return
@@ -378,8 +381,10 @@ def wait_counted(out, trial="cluster4-trial-wait", sweep="cluster4-sweep-wait", 
           "| modelled / measured | within 15 % | hybrid plans | the rest |")
     print("|---|---|---|---|---|---|---|")
     against = []
-    for tag, what in (("base", "CPU time as measured"), ("kc", "kernel costs by shape")):
-        got = [{plan_key(p["flags"]): p for p in load(f)} for f in sorted((out / rounds).glob(f"{tag}-shared2_r*.jsonl"))]
+    for folder, tag, what in rounds:
+        got = [{plan_key(p["flags"]): p for p in load(f)} for f in sorted((out / folder).glob(f"{tag}-shared2_r*.jsonl"))]
+        if not got:
+            continue
         keys = [k for k in admitted if all(k in g for g in got)]
         steps = [{k: g[k]["modelled_ms_per_step"] for k in keys} for g in got]
         against.append(f"{what} {agreement([[x[k] for x in steps] for k in keys])}")

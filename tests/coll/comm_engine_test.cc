@@ -1,6 +1,7 @@
 // Non-blocking collectives on the communication thread: results equal the
 // blocking ones, order is kept with several in flight, errors propagate, and
-// computation overlaps communication.
+// computation overlaps communication; jobs charge with the rank's kernel
+// costs.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -8,6 +9,8 @@
 #include <thread>
 
 #include "sparq/coll/comm_engine.h"
+#include "sparq/core/kernel_costs.h"
+#include "sparq/core/parallel_clock.h"
 #include "tests/coll/reference.h"
 #include "tests/support/ranks.h"
 
@@ -40,6 +43,26 @@ TEST(CommEngine, SeveralTensorsInFlight) {
       for (int s = 0; s < p; ++s) EXPECT_EQ(a2a_out[4 * s], s);
     });
   }
+}
+
+// The communication thread charges its kernels with the kernel costs of the
+// rank that made the engine (one thread: no emulated split), so a job's
+// reductions cost the same on the virtual clock from run to run.
+TEST(CommEngine, JobsChargeWithTheRanksKernelCosts) {
+  test::run_ranks(1, [&](Transport& t) {
+    KernelCosts costs;
+    set_emulated_threads({4, nullptr, &costs});
+    CommEngine e(t);
+    set_emulated_threads({});
+    EmulatedThreads seen{};
+    e.submit([&](Transport&) {
+       seen = emulated_threads();
+       return CollStats{};
+     }).wait();
+    EXPECT_EQ(seen.costs, &costs);
+    EXPECT_EQ(seen.threads, 1);
+    EXPECT_EQ(seen.clock, nullptr);
+  });
 }
 
 // The sparse and quantized collectives in flight together give what their
