@@ -377,7 +377,15 @@ def wait_counted(out, trial="cluster4-trial-wait", sweep="cluster4-sweep-wait",
           f"admits: {agreement([measured[k] for k in admitted])}; the fastest plan {min(meas.values()):.2f} "
           f"ms/step, the fastest admitted {meas[fastest_admitted(meas, admitted_path)]:.2f}, the default flags "
           f"(--threads 2) {defaults:.2f}.")
-    print("\n| the clock (2 cores shared, 32 steps a plan) | round | Spearman, modelled and measured "
+    clock_rounds(out, rounds, admitted, meas)
+    check_rounds(out / check, runs, f" (sparq plan --trial: {trial}), 200 steps a run")
+
+
+def clock_rounds(out, rounds, admitted, meas, title="the clock (2 cores shared, 32 steps a plan)"):
+    """The clock's rounds of the ADMITTED plans against a cluster sweep's medians (MEAS), each way of charging
+    the CPU (ROUNDS: folder, TAG of its TAG-shared2_rN runs, label; one with no runs is left out), and how
+    each way's rounds agree with each other."""
+    print(f"\n| {title} | round | Spearman, modelled and measured "
           "| modelled / measured | within 15 % | hybrid plans | the rest |")
     print("|---|---|---|---|---|---|---|")
     against = []
@@ -399,7 +407,26 @@ def wait_counted(out, trial="cluster4-trial-wait", sweep="cluster4-sweep-wait",
                   f"{len(keys)} | {min(hyb):.2f}-{max(hyb):.2f} | {min(rest):.2f}-{max(rest):.2f} |")
     print(f"\nThe clock's rounds against each other (Spearman, the lowest of the pairs; modelled step's ratio): "
           f"{'; '.join(against)}.")
-    check_rounds(out / check, runs, f" (sparq plan --trial: {trial}), 200 steps a run")
+
+
+def units_day(out, sweep="cluster4-sweep-units", rounds="models/rounds-units", check="cluster4-check-units-200"):
+    """The day the embedding rows were first charged by units: the 48 admitted plans swept on the cluster
+    (SWEEP) against the clock's rounds of that day (ROUNDS, TAG units), and the trial's plan of
+    cluster4-trial-wait in check rounds (CHECK)."""
+    runs = out / sweep
+    if not runs.is_dir():
+        return
+    measured = measured_by_flags(runs)
+    meas = {k: statistics.median(v) for k, v in measured.items()}
+    admits = {plan_key(p["flags"]) for p in admitted_runs(out / "cluster4-eager-1gbit_exhaustive.jsonl")}
+    admitted = [k for k in meas if k in admits]
+    defaults = statistics.median(measured_ms(f) for f in sorted(runs.glob("defaults_r*.jsonl")))
+    print(f"\nThe sweep ({sweep}): {len(admitted)} admitted plans, {min(map(len, measured.values()))} rounds; "
+          f"the rounds against each other Spearman {agreement([measured[k] for k in admitted])}; the fastest "
+          f"{min(meas[k] for k in admitted):.2f} ms/step, the default flags (--threads 2) {defaults:.2f}.")
+    clock_rounds(out, ((rounds, "units", "kernel costs by shape and units"),), admitted, meas,
+                 f"the clock against {sweep} (2 cores shared, 32 steps a plan)")
+    check_rounds(out / check, runs, " (sparq plan --trial: cluster4-trial-wait), 200 steps a run")
 
 
 def agreement(runs):
@@ -978,6 +1005,6 @@ if __name__ == "__main__":
         sys.exit()
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan")
     for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, transport_abs, resweeps,
-                  replanned, same_day, trial, wait_counted, collat, dct_variants, clock_variants, unfused_by_collective, thread_cpu,
+                  replanned, same_day, trial, wait_counted, units_day, collat, dct_variants, clock_variants, unfused_by_collective, thread_cpu,
                   coll_latency):
         table(out)
