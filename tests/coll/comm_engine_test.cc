@@ -49,6 +49,7 @@ TEST(CommEngine, SeveralTensorsInFlight) {
 // rank that made the engine (one thread: no emulated split), so a job's
 // reductions cost the same on the virtual clock from run to run.
 TEST(CommEngine, JobsChargeWithTheRanksKernelCosts) {
+  SPARQ_NEED_RANKS(1);
   test::run_ranks(1, [&](Transport& t) {
     KernelCosts costs;
     set_emulated_threads({4, nullptr, &costs});
