@@ -153,7 +153,9 @@ void add_parallel_flags(CLI::App* c, TrainArgs& a) {
       ->capture_default_str();
   c->add_option("--emb-codec-fwd", a.emb_codec_fwd, "Table-wise: codec of the lookups alltoall: fp32, q8, q4, q2")
       ->capture_default_str();
-  c->add_option("--emb-codec-bwd", a.emb_codec_bwd, "Table-wise: codec of the gradients alltoall: fp32, q8, q4, q2")
+  c->add_option("--emb-codec-bwd", a.emb_codec_bwd,
+                "Table-wise: codec of the gradients alltoall: fp32, q8, q4, q2; replicated: the gradients' row-sparse "
+                "allreduce in fp32 or bf16")
       ->capture_default_str();
   c->add_option("--emb-row-len", a.emb_row_len,
                 "Table-wise: values per quantization row of the alltoalls (each with an fp16 scale and bias)")

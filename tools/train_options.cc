@@ -67,13 +67,20 @@ DataParallelOptions dp_options(const TrainArgs& a) {
   dpo.codec = parse_dp_codec(a.dp_codec, a.dp_allreduce);
   dpo.placement = parse_emb_placement(a.emb_placement);
   dpo.emb_fwd = emb_codec(a.emb_codec_fwd, "--emb-codec-fwd");
-  dpo.emb_bwd = emb_codec(a.emb_codec_bwd, "--emb-codec-bwd");
+  // Replicated tables: --emb-codec-bwd bf16 is their gradients' exchange in bf16.
+  const bool table_wise = dpo.placement == EmbPlacement::TableWise;
+  SPARQ_CHECK_AS(InputError, table_wise || a.emb_codec_bwd == "fp32" || a.emb_codec_bwd == "bf16",
+                 "--emb-codec-bwd with replicated tables is their gradients' exchange: fp32 or bf16, got '{}' (q8, "
+                 "q4 and q2 quantize the table-wise alltoall)", a.emb_codec_bwd);
+  SPARQ_CHECK_AS(InputError, !table_wise || a.emb_codec_bwd != "bf16",
+                 "--emb-codec-bwd bf16 is the replicated tables' gradient exchange; the table-wise alltoall takes "
+                 "fp32, q8, q4 or q2");
+  if (a.emb_codec_bwd == "bf16") dpo.emb_grad_values = RowValues::Bf16;
+  else dpo.emb_bwd = emb_codec(a.emb_codec_bwd, "--emb-codec-bwd");
   dpo.emb_row_len = a.emb_row_len;
-  SPARQ_CHECK_AS(InputError,
-                 dpo.placement == EmbPlacement::TableWise ||
-                     (a.emb_codec_fwd == "fp32" && a.emb_codec_bwd == "fp32" && a.emb_row_len == 32),
-                 "--emb-codec-fwd/--emb-codec-bwd/--emb-row-len quantize the table-wise alltoall: they need "
-                 "--emb-placement table-wise");
+  SPARQ_CHECK_AS(InputError, table_wise || (a.emb_codec_fwd == "fp32" && a.emb_row_len == 32),
+                 "--emb-codec-fwd/--emb-row-len quantize the table-wise alltoall: they need --emb-placement "
+                 "table-wise");
   dpo.overlap = !a.no_overlap;
   dpo.fuse_bytes = parse_bytes(fuse_bytes(a));
   dpo.comm_nice = a.comm_nice.value_or(kDefaultCommNice);
@@ -97,6 +104,8 @@ void check_ps(const TrainArgs& a, int world, std::size_t nstages, const DataPara
                  "--lr-num-warmup-steps/--lr-decay-start-step/--lr-num-decay-steps");
   SPARQ_CHECK_AS(InputError, !a.comm_nice, "--comm-nice sets the data-parallel communication thread's priority; "
                  "--dp-mode ps has none");
+  SPARQ_CHECK_AS(InputError, dpo.emb_grad_values == RowValues::F32,
+                 "--emb-codec-bwd bf16 is the data-parallel ranks' gradient exchange; --dp-mode ps pushes fp32");
   SPARQ_CHECK_AS(InputError, !dpo.skip_non_finite,
                  "--non-finite skip is built for data parallelism and --mp-splits; --dp-mode ps stops on a NaN or inf "
                  "(fail)");

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "sparq/coll/patterns.h"
+#include "sparq/compress/half.h"
 #include "sparq/core/error.h"
 #include "sparq/core/kernel_costs.h"
 
@@ -12,33 +13,56 @@ namespace {
 
 constexpr std::size_t kHeader = sizeof(std::uint64_t);
 
-std::vector<std::byte> encode(const RowSparse& m) {
+std::size_t value_bytes(RowValues v) { return v == RowValues::Bf16 ? sizeof(std::uint16_t) : sizeof(float); }
+
+// m's message. In bf16, m's values become the ones sent (rounded).
+std::vector<std::byte> encode(RowSparse& m, RowValues v) {
   const std::uint64_t n = m.rows.size();
-  const ChargedKernel charged("row_sparse_encode_per_value", Units{m.values.size()});
-  std::vector<std::byte> b(kHeader + n * sizeof(std::uint32_t) + m.values.size() * sizeof(float));
+  const ChargedKernel charged("row_sparse_encode_per_value", Units{m.values.size()}, static_cast<std::size_t>(v));
+  std::vector<std::byte> b(kHeader + n * sizeof(std::uint32_t) + m.values.size() * value_bytes(v));
   std::memcpy(b.data(), &n, kHeader);
   if (n == 0) return b;  // (memcpy from an empty vector's null data() is undefined)
   std::memcpy(b.data() + kHeader, m.rows.data(), n * sizeof(std::uint32_t));
-  std::memcpy(b.data() + kHeader + n * sizeof(std::uint32_t), m.values.data(), m.values.size() * sizeof(float));
+  std::byte* out = b.data() + kHeader + n * sizeof(std::uint32_t);
+  if (v == RowValues::F32) {
+    std::memcpy(out, m.values.data(), m.values.size() * sizeof(float));
+    return b;
+  }
+  for (float& x : m.values) {
+    const std::uint16_t h = compress::float_to_bf16(x);
+    x = compress::bf16_to_float(h);
+    std::memcpy(out, &h, sizeof h);
+    out += sizeof h;
+  }
   return b;
 }
 
-RowSparse decode(const std::vector<std::byte>& b, std::size_t rows, std::size_t dim, int from) {
+RowSparse decode(const std::vector<std::byte>& b, std::size_t rows, std::size_t dim, RowValues v, int from) {
   SPARQ_CHECK_AS(WireError, b.size() >= kHeader, "row-sparse allreduce: rank {} sent {} bytes, less than a header",
                  from, b.size());
   std::uint64_t n = 0;
   std::memcpy(&n, b.data(), kHeader);
   // n <= rows first, so the size below cannot overflow.
-  SPARQ_CHECK_AS(WireError, n <= rows && b.size() == kHeader + n * (sizeof(std::uint32_t) + dim * sizeof(float)),
-                 "row-sparse allreduce: rank {} sent {} bytes for {} rows of {} (a matrix of {} rows)", from,
-                 b.size(), n, dim, rows);
-  const ChargedKernel charged("row_sparse_decode_per_value", Units{n * dim});
+  SPARQ_CHECK_AS(WireError, n <= rows && b.size() == kHeader + n * (sizeof(std::uint32_t) + dim * value_bytes(v)),
+                 "row-sparse allreduce: rank {} sent {} bytes for {} rows of {} {} (a matrix of {} rows)", from,
+                 b.size(), n, dim, v == RowValues::Bf16 ? "bf16" : "f32", rows);
+  const ChargedKernel charged("row_sparse_decode_per_value", Units{n * dim}, static_cast<std::size_t>(v));
   RowSparse m;
   if (n == 0) return m;
   m.rows.resize(n);
   m.values.resize(n * dim);
   std::memcpy(m.rows.data(), b.data() + kHeader, n * sizeof(std::uint32_t));
-  std::memcpy(m.values.data(), b.data() + kHeader + n * sizeof(std::uint32_t), m.values.size() * sizeof(float));
+  const std::byte* in = b.data() + kHeader + n * sizeof(std::uint32_t);
+  if (v == RowValues::F32) {
+    std::memcpy(m.values.data(), in, m.values.size() * sizeof(float));
+  } else {
+    for (float& x : m.values) {
+      std::uint16_t h;
+      std::memcpy(&h, in, sizeof h);
+      x = compress::bf16_to_float(h);
+      in += sizeof h;
+    }
+  }
   for (std::size_t i = 0; i < n; ++i)
     SPARQ_CHECK_AS(WireError, m.rows[i] < rows && (i == 0 || m.rows[i - 1] < m.rows[i]),
                    "row-sparse allreduce: rank {} sent row {} at position {} (rows must ascend, below {})", from,
@@ -78,22 +102,22 @@ RowSparse add(const RowSparse& a, const RowSparse& b, std::size_t dim) {
   return s;
 }
 
-void send(Call& c, int peer, const RowSparse& m) {
-  const std::vector<std::byte> out = encode(m);
+void send(Call& c, int peer, RowSparse& m, RowValues v) {
+  const std::vector<std::byte> out = encode(m, v);
   Request s = c.isend(peer, std::span<const std::byte>(out));
   c.wait(s);
 }
 
-RowSparse receive(Call& c, int peer, std::size_t rows, std::size_t dim) {
+RowSparse receive(Call& c, int peer, std::size_t rows, std::size_t dim, RowValues v) {
   Request q = c.irecv_message(peer);
   c.wait(q);
-  return decode(q.take_message(), rows, dim, peer);
+  return decode(q.take_message(), rows, dim, v, peer);
 }
 
 }  // namespace
 
-CollStats row_sparse_allreduce(Transport& t, RowSparse& io, std::size_t rows, std::size_t dim, int tag,
-                               Millis timeout) {
+CollStats row_sparse_allreduce(Transport& t, RowSparse& io, std::size_t rows, std::size_t dim, RowValues v,
+                               int tag, Millis timeout) {
   SPARQ_CHECK_AS(InputError, dim > 0 && rows <= (std::size_t{1} << 32),
                  "row-sparse allreduce of {} rows x {}: needs dim > 0 and at most 2^32 rows", rows, dim);
   SPARQ_CHECK_AS(InputError, io.values.size() == io.rows.size() * dim,
@@ -106,24 +130,24 @@ CollStats row_sparse_allreduce(Transport& t, RowSparse& io, std::size_t rows, st
   const pattern::Fold fold(c.size());
   const int nr = fold.new_rank(r);
   if (r < 2 * fold.rem) {  // fold: an even rank of the first 2 rem hands its matrix to the odd one
-    if (nr < 0) send(c, r + 1, io);
-    else io = add(io, receive(c, r - 1, rows, dim), dim);
+    if (nr < 0) send(c, r + 1, io, v);
+    else io = add(io, receive(c, r - 1, rows, dim, v), dim);
     c.count_round();
   }
   if (nr >= 0)
     for (int mask = 1; mask < fold.pof2; mask <<= 1) {
       const int peer = fold.real_rank(nr ^ mask);
-      const std::vector<std::byte> out = encode(io);
+      const std::vector<std::byte> out = encode(io, v);
       Request s = c.isend(peer, std::span<const std::byte>(out));
       Request q = c.irecv_message(peer);
       c.wait(q);
       c.wait(s);
       c.count_round();
-      io = add(io, decode(q.take_message(), rows, dim, peer), dim);
+      io = add(io, decode(q.take_message(), rows, dim, v, peer), dim);
     }
-  if (r < 2 * fold.rem) {  // and gets the sum back
-    if (nr < 0) io = receive(c, r + 1, rows, dim);
-    else send(c, r - 1, io);
+  if (r < 2 * fold.rem) {  // and gets the sum back, in f32: the same bits as the ranks that kept theirs
+    if (nr < 0) io = receive(c, r + 1, rows, dim, RowValues::F32);
+    else send(c, r - 1, io, RowValues::F32);
     c.count_round();
   }
   return c.finish("row-sparse-recursive-double");

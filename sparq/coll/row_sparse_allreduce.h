@@ -13,15 +13,23 @@
 // the same bits. A row stays in the sum once any rank sent it, even if its
 // values add up to zero.
 //
-// Message: [u64 n][u32 row x n][f32 value x n*dim]. One that does not parse
-// exactly, or whose rows are not ascending or not below `rows`, is a
-// WireError naming the sender.
+// Message: [u64 n][u32 row x n][value x n*dim], each value an f32, or with
+// RowValues::Bf16 a bfloat16 (sparq's extension, not SparCML's: half the
+// value bytes of replicated tables' gradients). In bf16 a rank rounds its
+// matrix to nearest even before each send and keeps the rounded values, so
+// both ranks of a round add the same two numbers and every rank still ends
+// with the same bits; the error is a rounding of each partial sum, log2 P
+// times at most (a folded rank, P not a power of two, gets the sum back in
+// f32). A message that does not parse exactly, or whose rows are
+// not ascending or not below `rows`, is a WireError naming the sender.
 #include <cstdint>
 #include <vector>
 
 #include "sparq/coll/call.h"
 
 namespace sparq {
+
+enum class RowValues : std::uint8_t { F32, Bf16 };
 
 struct RowSparse {
   std::vector<std::uint32_t> rows;  // ascending
@@ -31,8 +39,10 @@ struct RowSparse {
 // io <- the sum over ranks of every rank's io. `rows` (the matrix's height,
 // at most 2^32) and `dim` must be the same on every rank; io's rows must be
 // ascending and below `rows`, io.values hold rows.size() x dim values
-// (InputError otherwise).
+// (InputError otherwise). `values`: the wire's value format, the same on
+// every rank.
 CollStats row_sparse_allreduce(Transport& t, RowSparse& io, std::size_t rows, std::size_t dim,
-                               int tag = tags::kRowSparseAllreduce, Millis timeout = Millis{0});
+                               RowValues values = RowValues::F32, int tag = tags::kRowSparseAllreduce,
+                               Millis timeout = Millis{0});
 
 }  // namespace sparq

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <span>
+
 #include "sparq/core/error.h"
 
 namespace sparq::plan {
@@ -21,7 +23,11 @@ constexpr DenseChoice kDense[] = {
     {"dct:0.98,1000+bf16", "auto"}, {"dct:0.98,1000+fp8", "auto"}, {"q4", "ring"},
     {"q4+ec", "ring"},         {"q4", "recursive-doubling"},
 };
-constexpr const char* kEmb[][2] = {{"fp32", "fp32"}, {"q8", "q8"}, {"q8", "q4"}, {"q4", "q4"}, {"q4", "q2"}, {"q2", "q2"}};
+// The tables' codecs (fwd, bwd): table-wise, the alltoalls'; replicated, only
+// the gradients' row-sparse allreduce, in fp32 or bf16 (sparq's).
+constexpr const char* kTableWiseEmb[][2] = {{"fp32", "fp32"}, {"q8", "q8"}, {"q8", "q4"},
+                                             {"q4", "q4"},     {"q4", "q2"}, {"q2", "q2"}};
+constexpr const char* kReplicatedEmb[][2] = {{"fp32", "fp32"}, {"fp32", "bf16"}};
 constexpr const char* kFuse[] = {"0", "1MiB", "4MiB"};
 constexpr const char* kMlp[] = {"fp32", "bf16"};
 // DCT-MP at the rates the DCT paper's Table 1 and the project's maps measured.
@@ -39,19 +45,18 @@ int parse_count(const std::string& name, const std::string& s) {
 }
 
 // The data-parallel plans of one MLP precision: every placement, dense
-// choice, alltoall pair (table-wise) and fusion; `base` sets the rest.
+// choice, pair of the tables' codecs and fusion; `base` sets the rest.
 void data_parallel(const PlanKnobs& base, const std::vector<const char*>& fusions, std::vector<PlanKnobs>& out) {
   for (const std::string placement : {"replicated", "table-wise"})
     for (const DenseChoice& d : kDense)
-      for (const auto& [fwd, bwd] : kEmb) {
-        if (placement == "replicated" && fwd != std::string("fp32")) break;  // the alltoall codecs are table-wise's
+      for (const auto& [fwd, bwd] : placement == "replicated" ? std::span<const char* const[2]>(kReplicatedEmb)
+                                                              : std::span<const char* const[2]>(kTableWiseEmb))
         for (const char* fuse : fusions) {
           PlanKnobs k = base;
           k.placement = placement, k.dp_codec = d.codec, k.dp_allreduce = d.allreduce;
           k.emb_fwd = fwd, k.emb_bwd = bwd, k.fuse = fuse;
           out.push_back(k);
         }
-      }
 }
 
 // The parameter server's: the replicated model, pushes with DCT-DP or fp32.
@@ -88,6 +93,7 @@ std::string PlanKnobs::label() const {
                                             : "";
   s += placement;
   if (placement == "table-wise") s += fmt::format(" {}/{}", emb_fwd, emb_bwd);
+  else if (emb_bwd != "fp32") s += fmt::format(" {} grads", emb_bwd);
   s += ", " + dp_codec;
   if (dp_allreduce != "auto") s += "@" + dp_allreduce;
   s += ", fuse " + fuse;

@@ -2,9 +2,9 @@
 // The plans `sparq plan` chooses among, as the `sparq train` flags that set
 // them: data parallelism with the tables replicated or spread table-wise, the
 // dense gradients' codec and its collective, the tables' alltoall codecs
-// (table-wise only), the fusion of the dense exchange and the MLPs'
-// precision (fp32, or bf16 operands: a codec of the computation, judged for
-// accuracy like the others); hybrid plans (the bottom MLP over 2 pipeline
+// (table-wise) or their gradients' exchange in bf16 (replicated), the fusion
+// of the dense exchange and the MLPs' precision (fp32, or bf16 operands: a
+// codec of the computation, judged for accuracy like the others); hybrid plans (the bottom MLP over 2 pipeline
 // stages, 2 micro-batches, replicas of the pipeline exchanging as above but
 // unfused, DCT-MP or nothing at the cut); and a parameter server (the last
 // rank serves the replicated model to asynchronous workers, pushes with
@@ -36,7 +36,8 @@ struct PlanKnobs {
 
   // The `sparq train` flags of this plan, every knob, in a fixed order.
   Flags flags() const;
-  // "[hybrid bot:2 (cut dct:0.90), |ps, ]table-wise q4/q2, dct:0.98,1000, fuse 1MiB[, bf16 MLPs][, 2 threads]"
+  // "[hybrid bot:2 (cut dct:0.90), |ps, ]table-wise q4/q2|replicated[ bf16 grads], dct:0.98,1000, fuse 1MiB[, bf16
+  // MLPs][, 2 threads]"
   std::string label() const;
   // Data parallel, hybrid or parameter server: what the plan's computation
   // is like (a hybrid rank computes one stage; the search's compute floor

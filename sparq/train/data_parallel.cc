@@ -80,7 +80,9 @@ void DataParallel::pooled_grad_ready() {
 
 void DataParallel::submit_emb_grad() {
   submit(Entity::EmbGrad,
-         [this, k = k_](Transport& t) { return exchange_embedding_grads(t, embedding_grads(model_), k); });
+         [this, k = k_](Transport& t) {
+    return exchange_embedding_grads(t, embedding_grads(model_), k, opts_.emb_grad_values);
+  });
 }
 
 ExchangeStats& DataParallel::slot_total(DpStepStats& st, Entity e) {

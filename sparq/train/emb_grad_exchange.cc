@@ -14,7 +14,7 @@ constexpr std::size_t kMaxRows = std::size_t{1} << 32;  // uint32 row indices
 
 // One row-sparse allreduce of these tables (all of one width), their rows
 // stacked: table i's row r is row base_i + r of the sum.
-ExchangeStats exchange_group(Transport& t, std::span<const EmbGradRef> tables) {
+ExchangeStats exchange_group(Transport& t, std::span<const EmbGradRef> tables, RowValues values) {
   const auto t0 = Clock::now();
   const std::size_t dim = tables.front().dim;
   std::size_t rows = 0, nnz = 0;
@@ -46,7 +46,7 @@ ExchangeStats exchange_group(Transport& t, std::span<const EmbGradRef> tables) {
       base += e.rows;
     }
   }
-  const CollStats cs = row_sparse_allreduce(t, sum, rows, dim);
+  const CollStats cs = row_sparse_allreduce(t, sum, rows, dim, values);
   // Back to the tables, averaged.
   const ChargedKernel charged("emb_grad_unstack_per_value", Units{sum.values.size()}, dim);
   const float inv_p = 1.0f / static_cast<float>(t.size());
@@ -72,7 +72,8 @@ ExchangeStats exchange_group(Transport& t, std::span<const EmbGradRef> tables) {
 
 }  // namespace
 
-ExchangeStats exchange_embedding_grads(Transport& t, std::span<const EmbGradRef> tables, std::uint64_t step) {
+ExchangeStats exchange_embedding_grads(Transport& t, std::span<const EmbGradRef> tables, std::uint64_t step,
+                                       RowValues values) {
   for (std::size_t i = 0; i < tables.size(); ++i)
     SPARQ_CHECK_FINITE(tables[i].grad->values, [&] {
       return fmt::format("rank {}, step {}: the gradient of table {} (emb_grad)", t.rank(), step, i);
@@ -86,7 +87,7 @@ ExchangeStats exchange_embedding_grads(Transport& t, std::span<const EmbGradRef>
                      tables[i].dim);
     // Close the group [first, i) at the end, at a change of width, or before it outgrows uint32 rows.
     if (i == tables.size() || (i > first && (tables[i].dim != tables[first].dim || rows + tables[i].rows > kMaxRows))) {
-      if (i > first) st += exchange_group(t, tables.subspan(first, i - first));
+      if (i > first) st += exchange_group(t, tables.subspan(first, i - first), values);
       first = i;
       rows = 0;
     }

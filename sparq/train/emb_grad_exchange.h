@@ -9,6 +9,7 @@
 // (row_sparse_allgather_bytes), the plain way to exchange them.
 #include <span>
 
+#include "sparq/coll/row_sparse_allreduce.h"
 #include "sparq/model/dlrm.h"
 #include "sparq/train/grad_exchange.h"
 
@@ -27,7 +28,10 @@ struct EmbGradRef {
 // width go together, up to 2^32 rows (a larger single table is an
 // InputError). A NaN or inf in a gradient throws NonFiniteError naming the
 // rank, `step` and the table (its index in `tables`) before anything is sent.
-ExchangeStats exchange_embedding_grads(Transport& t, std::span<const EmbGradRef> tables, std::uint64_t step);
+// `values`: the wire's value format (bf16: sums rounded as
+// row_sparse_allreduce rounds them), the same on every rank.
+ExchangeStats exchange_embedding_grads(Transport& t, std::span<const EmbGradRef> tables, std::uint64_t step,
+                                       RowValues values = RowValues::F32);
 
 // Every table of a model, in one exchange.
 std::vector<EmbGradRef> embedding_grads(Dlrm<float>& model);

@@ -29,7 +29,8 @@ Hybrid::Hybrid(Transport& t, std::size_t stages, Dlrm<float>& model, Optimizer<f
       stage_group_(grid(t, stages, GridAxis::Stage)),
       pipe_(*replica_group_, model, opt, micro_batches, std::move(mp)),
       exchange_(dp.codec, residuals),
-      skip_non_finite_(dp.skip_non_finite) {
+      skip_non_finite_(dp.skip_non_finite),
+      emb_grad_values_(dp.emb_grad_values) {
   pipe_.zero_non_finite(skip_non_finite_);
   if (dp.placement == EmbPlacement::TableWise && model.stage().middle)
     table_wise_.emplace(*stage_group_, model, dp.emb_fwd, dp.emb_bwd, dp.emb_row_len);
@@ -60,7 +61,7 @@ HybridStepStats Hybrid::step(const Batch& global, std::uint64_t k) {
       st.emb_bwd = table_wise_->backward(pooled_.empty() ? Dlrm<float>::PooledGrad{} : model_.pooled_grad(), k);
       st.emb_bwd.wait_seconds = st.emb_bwd.comm_seconds;
     } else if (!model_.tables().empty()) {
-      st.emb_grad += exchange_embedding_grads(*stage_group_, embedding_grads(model_), k);
+      st.emb_grad += exchange_embedding_grads(*stage_group_, embedding_grads(model_), k, emb_grad_values_);
     }
     return true;
   };

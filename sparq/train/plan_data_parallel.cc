@@ -73,7 +73,8 @@ class DataParallelPlan final : public Plan {
                                   d.placement == EmbPlacement::TableWise
                                       ? fmt::format(", --emb-codec-fwd {} --emb-codec-bwd {}", d.emb_fwd.name(),
                                                     d.emb_bwd.name())
-                                      : ""),
+                                  : d.emb_grad_values == RowValues::Bf16 ? ", --emb-codec-bwd bf16"
+                                                                         : ""),
                       out);
   }
 

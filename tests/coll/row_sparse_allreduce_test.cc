@@ -2,17 +2,21 @@
 // (folded and power-of-two), row sets with no, partial and full overlap and
 // empty ones; every rank must end with the same bits. Values are small
 // integers plus halves, so every summation order is exact and the
-// comparison can be exact too.
+// comparison can be exact too. In bf16: the closed form on 2 ranks, and a
+// bound on the rounding against the exact sum on 3-8.
 #include "sparq/coll/row_sparse_allreduce.h"
 
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
 #include <set>
 
 #include "sparq/coll/broadcast.h"
+#include "sparq/compress/half.h"
 #include "tests/support/ranks.h"
 
 namespace sparq {
@@ -76,6 +80,79 @@ TEST(RowSparseAllreduce, EqualsTheSumOnEveryRank) {
   }
 }
 
+// Rank r's rows with values of every magnitude in [-1, 1): bf16 must round them.
+RowSparse make_real_input(int rank, std::size_t k) {
+  RowSparse m = make_input(rank, k, true, false);
+  std::mt19937 own(200 + static_cast<unsigned>(rank));
+  std::uniform_real_distribution<float> v(-1.0f, 1.0f);
+  for (float& x : m.values) x = v(own);
+  return m;
+}
+
+float bf16(float x) { return compress::bf16_to_float(compress::float_to_bf16(x)); }
+
+TEST(RowSparseAllreduce, Bf16OnTwoRanksAddsTheRoundedMatrices) {
+  // The closed form at P = 2: each rank sends its matrix rounded to bf16 and
+  // keeps the rounded values, so both end with bf16(a) + bf16(b) in f32.
+  SPARQ_NEED_RANKS(2);
+  test::run_ranks(2, [&](Transport& t) {
+    std::map<std::uint32_t, std::vector<float>> want;
+    for (int r = 0; r < 2; ++r) {
+      const RowSparse in = make_real_input(r, 40);
+      for (std::size_t i = 0; i < in.rows.size(); ++i) {
+        auto& row = want.try_emplace(in.rows[i], kDim, 0.0f).first->second;
+        for (std::size_t j = 0; j < kDim; ++j) row[j] += bf16(in.values[i * kDim + j]);
+      }
+    }
+    RowSparse io = make_real_input(t.rank(), 40);
+    const CollStats st = row_sparse_allreduce(t, io, kRows, kDim, RowValues::Bf16);
+    ASSERT_EQ(io.rows.size(), want.size());
+    std::size_t i = 0;
+    for (const auto& [row, values] : want) {
+      ASSERT_EQ(io.rows[i], row);
+      for (std::size_t j = 0; j < kDim; ++j) ASSERT_EQ(io.values[i * kDim + j], values[j]) << row << " " << j;
+      ++i;
+    }
+    // A row index and dim bf16 values a row.
+    EXPECT_EQ(st.wire.bytes_sent, 8u + 40u * (4 + 2 * kDim));
+  });
+}
+
+TEST(RowSparseAllreduce, Bf16IsTheSameBitsEverywhereAndNearTheExactSum) {
+  // Each partial sum is rounded at most log2 P + 1 times (the fold's first
+  // hop, then a round each), each time by at most 2^-8 (bf16's unit
+  // roundoff) of a magnitude no larger than the sum of |x| over ranks.
+  for (int p : {3, 4, 5, 8}) {
+    if (!test::ranks_available(p)) continue;
+    SCOPED_TRACE(testing::Message() << p << " ranks");
+    test::run_ranks(p, [&](Transport& t) {
+      std::vector<double> exact(kRows * kDim, 0.0), magnitude(kRows * kDim, 0.0);
+      for (int r = 0; r < p; ++r) {
+        const RowSparse in = make_real_input(r, 40);
+        for (std::size_t i = 0; i < in.rows.size(); ++i)
+          for (std::size_t j = 0; j < kDim; ++j) {
+            exact[in.rows[i] * kDim + j] += in.values[i * kDim + j];
+            magnitude[in.rows[i] * kDim + j] += std::abs(in.values[i * kDim + j]);
+          }
+      }
+      RowSparse io = make_real_input(t.rank(), 40);
+      row_sparse_allreduce(t, io, kRows, kDim, RowValues::Bf16);
+      const double rounds = std::ceil(std::log2(p)) + 1;
+      for (std::size_t i = 0; i < io.rows.size(); ++i)
+        for (std::size_t j = 0; j < kDim; ++j) {
+          const std::size_t at = io.rows[i] * kDim + j;
+          ASSERT_LE(std::abs(io.values[i * kDim + j] - exact[at]), (rounds * 0x1p-8 + 1e-6) * magnitude[at]) << at;
+        }
+      std::vector<float> root = io.values;
+      std::uint64_t n = root.size();
+      broadcast(t, std::span<std::uint64_t>(&n, 1), 0);
+      ASSERT_EQ(n, io.values.size());
+      broadcast(t, std::span<float>(root), 0);
+      EXPECT_EQ(0, std::memcmp(root.data(), io.values.data(), root.size() * sizeof(float)));
+    });
+  }
+}
+
 TEST(RowSparseAllreduce, SendsEachRowsIndexOncePerRow) {
   // Two ranks, disjoint rows: each sends its k rows once, 8 + k * 4 * (1 + dim) bytes.
   SPARQ_NEED_RANKS(2);
@@ -127,9 +204,21 @@ TEST(RowSparseAllreduce, CorruptOrTruncatedPeerMessageIsAWireError) {
         return;
       }
       RowSparse io = make_input(0, 10, false, false);
-      EXPECT_THROW(row_sparse_allreduce(t, io, kRows, kDim, tags::kRowSparseAllreduce, Millis(5000)), WireError);
+      EXPECT_THROW(
+          row_sparse_allreduce(t, io, kRows, kDim, RowValues::F32, tags::kRowSparseAllreduce, Millis(5000)),
+          WireError);
     });
   }
+  // f32 values where bf16 ones were agreed: the size does not parse.
+  test::run_ranks(2, [&](Transport& t) {
+    if (t.rank() == 1) {
+      t.send(0, tags::kRowSparseAllreduce, good);
+      return;
+    }
+    RowSparse io = make_input(0, 10, false, false);
+    EXPECT_THROW(row_sparse_allreduce(t, io, kRows, kDim, RowValues::Bf16, tags::kRowSparseAllreduce, Millis(5000)),
+                 WireError);
+  });
 }
 
 }  // namespace

@@ -24,14 +24,17 @@ TEST(PlanSpace, EveryPlanIsDistinctAndTheAlltoallCodecsAreTableWise) {
   for (const PlanKnobs& k : s) {
     EXPECT_TRUE(labels.insert(k.label()).second) << k.label();
     if (k.placement == "replicated") {
-      EXPECT_TRUE(k.emb_fwd == "fp32" && k.emb_bwd == "fp32") << k.label();
+      EXPECT_TRUE(k.emb_fwd == "fp32" && (k.emb_bwd == "fp32" || k.emb_bwd == "bf16")) << k.label();
+    } else {
+      EXPECT_NE(k.emb_bwd, "bf16") << k.label();
     }
     fp32 += k.fp32();
   }
-  // Data parallel: 8 dense choices x 3 fusions replicated, x 6 alltoall
-  // pairs table-wise; hybrid: the same unfused, x 4 cuts; the parameter
-  // server: fp32 and DCT-DP's 4 pushes; each with fp32 and bf16 MLPs.
-  EXPECT_EQ(s.size(), 2 * (8u * 3 + 8u * 6 * 3 + 4 * (8u + 8u * 6) + 5));
+  // Data parallel: 8 dense choices x 3 fusions, x 2 gradient exchanges
+  // (fp32, bf16) replicated, x 6 alltoall pairs table-wise; hybrid: the same
+  // unfused, x 4 cuts; the parameter server: fp32 and DCT-DP's 4 pushes;
+  // each with fp32 and bf16 MLPs.
+  EXPECT_EQ(s.size(), 2 * (8u * 2 * 3 + 8u * 6 * 3 + 4 * (8u * 2 + 8u * 6) + 5));
   // none x {replicated, table-wise fp32/fp32}: x 3 fusions, and hybrid with nothing at the cut; fp32 MLPs.
   EXPECT_EQ(fp32, 6 + 2);
 }

@@ -51,6 +51,9 @@ same dp-dct-tablewise 4 --emb-placement table-wise --emb-codec-fwd q4 --emb-code
 same dp-q4ec 3 --dp-codec q4+ec --dp-allreduce ring
 same hybrid 4 --mp-splits bot:1 --micro-batches 2 --mp-codec dct:0.5 --dp-codec dct:0.9,7
 same ps 2 --dp-mode ps --servers 1
+# The replicated tables' gradients in bf16: 3 ranks (one folded), and the replicas of a hybrid.
+same emb-bf16 3 --emb-codec-bwd bf16 --dp-codec q4 --dp-allreduce ring
+same hybrid-emb-bf16 4 --mp-splits bot:1 --micro-batches 2 --emb-codec-bwd bf16
 # Cores that all ranks share change the clock, not the numerics.
 run "$SPARQ" train "${common[@]}" --ranks 4 --mp-splits bot:1 --micro-batches 2 --mp-codec dct:0.5 \
   --dp-codec dct:0.9,7 --net 1gbit,20us --shared-cores 2 --save "$D/hybrid.shared" || fail "shared: $(cat "$D/err")"
@@ -100,6 +103,11 @@ printf '# sparq kernel costs: CPU seconds of one call, by kernel and shape\n%s\n
   > "$D/bad-costs.txt"
 expect_error "$D/bad-costs.txt:3: expected" "$SPARQ" train "${common[@]}" --ranks 2 --net 1gbit,20us \
   --kernel-costs "$D/bad-costs.txt"
+expect_error "with replicated tables is their gradients' exchange: fp32 or bf16, got 'q4'" "$SPARQ" train \
+  "${common[@]}" --ranks 2 --emb-codec-bwd q4
+expect_error "bf16 is the replicated tables' gradient exchange; the table-wise alltoall takes" "$SPARQ" train \
+  "${common[@]}" --ranks 2 --emb-placement table-wise --emb-codec-bwd bf16
+expect_error "--dp-mode ps pushes fp32" "$SPARQ" train "${common[@]}" --ranks 3 --dp-mode ps --emb-codec-bwd bf16
 expect_error "give one" "$SPARQ" train "${common[@]}" --ranks 2 --net 1gbit,20us --shared-cores 2 --host-cores 1
 if [ -n "$MPIEXEC" ]; then  # mpiexec adds its own banner
   run "$MPIEXEC" -n 1 "$SPARQ" train "${common[@]}" --net 1gbit,20us && fail "--net accepted under mpiexec"
