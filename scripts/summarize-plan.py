@@ -502,15 +502,18 @@ def accuracy(out):
             flags = flag_text(json.loads((runs / "plan.json").read_text())["flags"])
             accuracy_table(runs, "plan", f"The plan `{flags}`")
     codecs = out / "accuracy-codecs"
-    for name in sorted({f.stem.split("_")[2] for f in codecs.glob("*_s*.jsonl")} - {"fp32"}):
+    for name in sorted({f.stem.split("_")[2] for f in codecs.glob("*_s*.jsonl")} - {"fp32", "fp32-replicated"}):
         config = next(load(f)[0]["flags"] for f in codecs.glob(f"*_{name}_s*.jsonl"))
         flags = " ".join(f"--{k} {config[k]}" for k in ("dp-codec", "dp-allreduce", "emb-codec-fwd", "emb-codec-bwd")
                          if config[k] not in ("none", "auto", "fp32"))
-        accuracy_table(codecs, name, f"`{flags}` alone ({name})")
+        replicated = config["emb-placement"] == "replicated"
+        accuracy_table(codecs, name, f"`{flags}` alone ({name})", "fp32-replicated" if replicated else "fp32")
+    # No codec at all, the tables replicated: the same model as table-wise fp32's, its sums in another order.
+    accuracy_table(codecs, "fp32-replicated", "fp32 with replicated tables (no codec: the sums in another order)")
 
 
-def accuracy_table(runs, name, what):
-    """The runs NAME in RUNS against the same sets' and seeds' fp32 runs there (see accuracy)."""
+def accuracy_table(runs, name, what, base="fp32"):
+    """The runs NAME in RUNS against the same sets' and seeds' runs BASE there (see accuracy)."""
     dp = importlib.util.spec_from_file_location("summarize_dp", pathlib.Path(__file__).parent / "summarize-dp.py")
     t975 = importlib.util.module_from_spec(dp)
     dp.loader.exec_module(t975)
@@ -528,16 +531,17 @@ def accuracy_table(runs, name, what):
     changes = {}  # data set -> [(final, last three)]
     for f in sorted(runs.glob(f"*_{name}_s*.jsonl")):
         data, seed = re.fullmatch(rf"(.+)_{re.escape(name)}_s(\d+)", f.stem).groups()
-        ours, base = tests(f), tests(runs / f"{data}_fp32_s{seed}.jsonl")
-        if ours and base:
-            last3 = statistics.fmean(ours[-3:]) / statistics.fmean(base[-3:])
-            changes.setdefault(data, []).append((100 * (ours[-1] / base[-1] - 1), 100 * (last3 - 1)))
+        ours, theirs = tests(f), tests(runs / f"{data}_{base}_s{seed}.jsonl")
+        if ours and theirs:
+            last3 = statistics.fmean(ours[-3:]) / statistics.fmean(theirs[-3:])
+            changes.setdefault(data, []).append((100 * (ours[-1] / theirs[-1] - 1), 100 * (last3 - 1)))
     if not changes:
         return
-    config = load(next(runs.glob("*_fp32_s*.jsonl")))[0]["flags"]
+    config = load(next(runs.glob(f"*_{base}_s*.jsonl")))[0]["flags"]
     protocol = ("one epoch" if config["nepochs"] == 1 else
                 f"{config['nepochs']} epochs, the rate decayed from step {config['lr-decay-start-step']}")
-    print(f"\n{what} against table-wise fp32, test loss change after {protocol} ({runs.name}), paired by seed:")
+    print(f"\n{what} against {config['emb-placement']} fp32, test loss change after {protocol} ({runs.name}), "
+          "paired by seed:")
     print("\n| data set | seeds | final test: mean [95 % interval] | per seed "
           "| last three tests: mean [95 % interval] | per seed |")
     print("|---|---|---|---|---|---|")
@@ -663,6 +667,20 @@ def transport_abs(out):
     ab(out / "eager-ab", [("eager=0", "64 KiB (Open MPI's)"), ("eager=1048576", "1 MiB"), ("eager=4194304", "4 MiB"),
                           ("eager=4194304+buf8MiB", "4 MiB, 8 MiB socket buffers"), ("built-in", "sparq's own (4 MiB)"),
                           ("eager=65536", "64 KiB by --mca")])
+
+
+def emb_bf16_ab(out):
+    """The replicated tables' gradients in fp32 and bf16, one plan's flags otherwise, and the default flags
+    (docs/data/plan/emb-bf16-ab, scripts/plan-cluster-ab), with the round-by-round ratios."""
+    runs = out / "emb-bf16-ab"
+    if not runs.is_dir():
+        return
+    ab(runs, [("fp32-grads", "fp32 gradients"), ("bf16-grads", "bf16 gradients"), ("defaults", "the default flags")])
+    by = next(iter(ab_runs(runs).values()))
+    pairs = list(zip(by["fp32-grads"], by["bf16-grads"], by["defaults"]))
+    print(f"\nRound by round, bf16 against fp32 gradients: {', '.join(f'{b / f:.2f}x' for f, b, _ in pairs)} "
+          f"(median {statistics.median(b / f for f, b, _ in pairs):.2f}x); the defaults against the bf16 plan: "
+          f"{', '.join(f'{d / b:.2f}x' for _, b, d in pairs)} (median {statistics.median(d / b for _, b, d in pairs):.2f}x).")
 
 
 def resweeps(out):
@@ -1005,6 +1023,6 @@ if __name__ == "__main__":
         sys.exit()
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan")
     for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, transport_abs, resweeps,
-                  replanned, same_day, trial, wait_counted, units_day, collat, dct_variants, clock_variants, unfused_by_collective, thread_cpu,
+                  emb_bf16_ab, replanned, same_day, trial, wait_counted, units_day, collat, dct_variants, clock_variants, unfused_by_collective, thread_cpu,
                   coll_latency):
         table(out)

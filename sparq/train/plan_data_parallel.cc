@@ -12,6 +12,13 @@ namespace sparq {
 
 namespace {
 
+// ", --emb-codec-fwd F --emb-codec-bwd B" (table-wise), ", --emb-codec-bwd bf16" (replicated, bf16 gradients) or "".
+std::string emb_codecs(const DataParallelOptions& d) {
+  if (d.placement == EmbPlacement::TableWise)
+    return fmt::format(", --emb-codec-fwd {} --emb-codec-bwd {}", d.emb_fwd.name(), d.emb_bwd.name());
+  return d.emb_grad_values == RowValues::Bf16 ? ", --emb-codec-bwd bf16" : "";
+}
+
 class DataParallelPlan final : public Plan {
  public:
   DataParallelPlan(Transport& t, const PlanOptions& o)
@@ -25,9 +32,10 @@ class DataParallelPlan final : public Plan {
   std::string describe() override {
     if (t_.size() == 1) return "";
     const DataParallelOptions& d = dp_.options();  // as run: --non-finite skip turns overlap off
-    std::string s = fmt::format("data parallel: {} ranks, --dp-codec {}, --emb-placement {}, overlap {}, fuse {} bytes{}\n",
-                                t_.size(), d.codec.text, emb_placement_name(d.placement), d.overlap ? "on" : "off",
-                                d.fuse_bytes, d.skip_non_finite ? ", --non-finite skip" : "");
+    std::string s =
+        fmt::format("data parallel: {} ranks, --dp-codec {}, --emb-placement {}{}, overlap {}, fuse {} bytes{}\n",
+                    t_.size(), d.codec.text, emb_placement_name(d.placement), emb_codecs(d), d.overlap ? "on" : "off",
+                    d.fuse_bytes, d.skip_non_finite ? ", --non-finite skip" : "");
     if (d.comm_nice != 0 && dp_.comm_priority_note().empty())
       s += fmt::format("communication thread: nice {}\n", d.comm_nice);
     return s;
@@ -69,12 +77,7 @@ class DataParallelPlan final : public Plan {
     const DataParallelOptions& d = o_.dp;
     report_accounting(traffic, steps,
                       fmt::format("rank 0; --dp-codec {}, --emb-placement {}{}", d.codec.text,
-                                  emb_placement_name(d.placement),
-                                  d.placement == EmbPlacement::TableWise
-                                      ? fmt::format(", --emb-codec-fwd {} --emb-codec-bwd {}", d.emb_fwd.name(),
-                                                    d.emb_bwd.name())
-                                  : d.emb_grad_values == RowValues::Bf16 ? ", --emb-codec-bwd bf16"
-                                                                         : ""),
+                                  emb_placement_name(d.placement), emb_codecs(d)),
                       out);
   }
 

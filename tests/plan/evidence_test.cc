@@ -111,4 +111,17 @@ TEST(Evidence, ACodecIsAsGoodAsItsWorstDataSet) {
   EXPECT_EQ(judge(k, 16, 1.0).why.find("docs/data/plan/accuracy-codecs"), std::string::npos);
 }
 
+// The replicated tables' gradients in bf16 are a codec of the tables (fwd
+// fp32, bwd bf16), judged by their own replicated runs on the maps' sets.
+TEST(Evidence, TheReplicatedTablesBf16GradientsHaveTheirOwnRuns) {
+  const EvidenceRow& w = worst("fp32/bf16", 4);
+  EXPECT_EQ(std::string(w.placement), "replicated");
+  const PlanKnobs k = knobs("replicated", "none", "auto", "fp32", "bf16");
+  const Verdict v = judge(k, 4, 1.0);
+  EXPECT_NEAR(v.expected_change, std::max(0.0, w.mean_change), 1e-12);
+  EXPECT_NE(v.why.find("docs/data/plan/accuracy-codecs/"), std::string::npos) << v.why;
+  EXPECT_NE(v.why.find("_embbf16_s*.jsonl"), std::string::npos) << v.why;
+  EXPECT_FALSE(judge(k, 16, 1.0).admitted);  // measured at 4 ranks only
+}
+
 }  // namespace sparq::plan
