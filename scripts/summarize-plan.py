@@ -277,9 +277,11 @@ def in_sweep(plan, sweep, admitted):
     """'SWEEP (...) that plan took X ms a step, ...': a plan file's plan in a cluster sweep's steps against the
     fastest plan there that an exhaustive run (ADMITTED) admits, medians of the sweep's rounds."""
     meas = measured_medians(sweep)
-    mine, best = meas[plan_key(json.loads(plan.read_text())["flags"])], meas[fastest_admitted(meas, admitted)]
-    return (f"{sweep.name} (median of its rounds) that plan took {mine:.2f} ms a step, the fastest admitted one "
-            f"{best:.2f}: {mine / best:.3f}x.")
+    key, best = plan_key(json.loads(plan.read_text())["flags"]), meas[fastest_admitted(meas, admitted)]
+    if key not in meas:
+        return f"{sweep.name} that plan did not run: its space came later."
+    return (f"{sweep.name} (median of its rounds) that plan took {meas[key]:.2f} ms a step, the fastest admitted one "
+            f"{best:.2f}: {meas[key] / best:.3f}x.")
 
 
 def same_day(out, folder="cluster4-today", plan="cluster4-eager-1gbit_pruned.plan.json", whose="The planner's plan"):
@@ -669,18 +671,43 @@ def transport_abs(out):
                           ("eager=65536", "64 KiB by --mca")])
 
 
+def plan_evidence():
+    """scripts/plan-evidence.py as a module (its seeds(): a run's final test loss by seed)."""
+    spec = importlib.util.spec_from_file_location("plan_evidence", pathlib.Path(__file__).parent / "plan-evidence.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def emb_bf16_ab(out):
     """The replicated tables' gradients in fp32 and bf16, one plan's flags otherwise, and the default flags
-    (docs/data/plan/emb-bf16-ab, scripts/plan-cluster-ab), with the round-by-round ratios."""
+    (docs/data/plan/emb-bf16-ab, scripts/plan-cluster-ab), with the round-by-round ratios; then sparq plan
+    --trial with them in its space (cluster4-trial-bf16) and its plan in check rounds."""
     runs = out / "emb-bf16-ab"
     if not runs.is_dir():
         return
     ab(runs, [("fp32-grads", "fp32 gradients"), ("bf16-grads", "bf16 gradients"), ("defaults", "the default flags")])
+    sent = {v: int(re.search(r"^ *emb_grad +(\d+)", (runs / f"{v}_r1.log").read_text(), re.M)[1])
+            for v in ("fp32-grads", "bf16-grads")}
+    print(f"\nRank 0's emb_grad bytes a step (round 1's accounting): {sent['fp32-grads']} in fp32, "
+          f"{sent['bf16-grads']} in bf16 ({sent['bf16-grads'] / sent['fp32-grads']:.2f}x).")
+    acc, seeds = out / "accuracy-codecs", plan_evidence().seeds
+    first3 = {d: statistics.fmean(100 * (r[s] / b[s] - 1) for s in (1, 2, 3))
+              for d in ("z1.0_a0.75", "z1.0_a0.85", "z1.3_a0.75", "z1.3_a0.85")
+              for b, r in [(seeds(acc, f"{d}_fp32-replicated"), seeds(acc, f"{d}_embbf16"))]}
+    worst = max(first3, key=first3.get)
+    print(f"\nThe bf16 gradients' first three seeds alone: the worst set {worst} at {first3[worst]:+.3f} %.")
     by = next(iter(ab_runs(runs).values()))
     pairs = list(zip(by["fp32-grads"], by["bf16-grads"], by["defaults"]))
     print(f"\nRound by round, bf16 against fp32 gradients: {', '.join(f'{b / f:.2f}x' for f, b, _ in pairs)} "
           f"(median {statistics.median(b / f for f, b, _ in pairs):.2f}x); the defaults against the bf16 plan: "
           f"{', '.join(f'{d / b:.2f}x' for _, b, d in pairs)} (median {statistics.median(d / b for _, b, d in pairs):.2f}x).")
+    if (out / "cluster4-trial-bf16").is_dir():
+        trial_tables(out / "cluster4-trial-bf16")
+        for runs, when in (("cluster4-check-bf16-200", ""), ("cluster4-check-bf16-200-again", ", the next 5 rounds")):
+            check_rounds(out / runs, out / "cluster4-sweep-units",
+                         f" (sparq plan --trial, the bf16 gradients in its space: cluster4-trial-bf16{when}), "
+                         "200 steps a run")
 
 
 def resweeps(out):
