@@ -75,7 +75,7 @@ DataParallelOptions dp_options(const TrainArgs& a) {
   SPARQ_CHECK_AS(InputError, !table_wise || a.emb_codec_bwd != "bf16",
                  "--emb-codec-bwd bf16 is the replicated tables' gradient exchange; the table-wise alltoall takes "
                  "fp32, q8, q4 or q2");
-  if (a.emb_codec_bwd == "bf16") dpo.emb_grad_values = RowValues::Bf16;
+  if (a.emb_codec_bwd == "bf16") dpo.emb_grad_values = compress::ValueFormat::Bf16;
   else dpo.emb_bwd = emb_codec(a.emb_codec_bwd, "--emb-codec-bwd");
   dpo.emb_row_len = a.emb_row_len;
   SPARQ_CHECK_AS(InputError, table_wise || (a.emb_codec_fwd == "fp32" && a.emb_row_len == 32),
@@ -104,7 +104,7 @@ void check_ps(const TrainArgs& a, int world, std::size_t nstages, const DataPara
                  "--lr-num-warmup-steps/--lr-decay-start-step/--lr-num-decay-steps");
   SPARQ_CHECK_AS(InputError, !a.comm_nice, "--comm-nice sets the data-parallel communication thread's priority; "
                  "--dp-mode ps has none");
-  SPARQ_CHECK_AS(InputError, dpo.emb_grad_values == RowValues::F32,
+  SPARQ_CHECK_AS(InputError, dpo.emb_grad_values == compress::ValueFormat::F32,
                  "--emb-codec-bwd bf16 is the data-parallel ranks' gradient exchange; --dp-mode ps pushes fp32");
   SPARQ_CHECK_AS(InputError, !dpo.skip_non_finite,
                  "--non-finite skip is built for data parallelism and --mp-splits; --dp-mode ps stops on a NaN or inf "

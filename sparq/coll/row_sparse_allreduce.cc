@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "sparq/coll/patterns.h"
-#include "sparq/compress/half.h"
+#include "sparq/compress/stream_codec.h"
 #include "sparq/core/error.h"
 #include "sparq/core/kernel_costs.h"
 
@@ -13,56 +13,36 @@ namespace {
 
 constexpr std::size_t kHeader = sizeof(std::uint64_t);
 
-std::size_t value_bytes(RowValues v) { return v == RowValues::Bf16 ? sizeof(std::uint16_t) : sizeof(float); }
-
 // m's message. In bf16, m's values become the ones sent (rounded).
-std::vector<std::byte> encode(RowSparse& m, RowValues v) {
+std::vector<std::byte> encode(RowSparse& m, compress::ValueFormat v) {
   const std::uint64_t n = m.rows.size();
   const ChargedKernel charged("row_sparse_encode_per_value", Units{m.values.size()}, static_cast<std::size_t>(v));
-  std::vector<std::byte> b(kHeader + n * sizeof(std::uint32_t) + m.values.size() * value_bytes(v));
+  std::vector<std::byte> b(kHeader + n * sizeof(std::uint32_t) + compress::values_bytes(m.values.size(), v));
   std::memcpy(b.data(), &n, kHeader);
   if (n == 0) return b;  // (memcpy from an empty vector's null data() is undefined)
   std::memcpy(b.data() + kHeader, m.rows.data(), n * sizeof(std::uint32_t));
-  std::byte* out = b.data() + kHeader + n * sizeof(std::uint32_t);
-  if (v == RowValues::F32) {
-    std::memcpy(out, m.values.data(), m.values.size() * sizeof(float));
-    return b;
-  }
-  for (float& x : m.values) {
-    const std::uint16_t h = compress::float_to_bf16(x);
-    x = compress::bf16_to_float(h);
-    std::memcpy(out, &h, sizeof h);
-    out += sizeof h;
-  }
+  compress::round_values(m.values, v);
+  compress::store_values(m.values, v, 0, b.data() + kHeader + n * sizeof(std::uint32_t));
   return b;
 }
 
-RowSparse decode(const std::vector<std::byte>& b, std::size_t rows, std::size_t dim, RowValues v, int from) {
+RowSparse decode(const std::vector<std::byte>& b, std::size_t rows, std::size_t dim, compress::ValueFormat v, int from) {
   SPARQ_CHECK_AS(WireError, b.size() >= kHeader, "row-sparse allreduce: rank {} sent {} bytes, less than a header",
                  from, b.size());
   std::uint64_t n = 0;
   std::memcpy(&n, b.data(), kHeader);
   // n <= rows first, so the size below cannot overflow.
-  SPARQ_CHECK_AS(WireError, n <= rows && b.size() == kHeader + n * (sizeof(std::uint32_t) + dim * value_bytes(v)),
+  SPARQ_CHECK_AS(WireError,
+                 n <= rows && b.size() == kHeader + n * sizeof(std::uint32_t) + compress::values_bytes(n * dim, v),
                  "row-sparse allreduce: rank {} sent {} bytes for {} rows of {} {} (a matrix of {} rows)", from,
-                 b.size(), n, dim, v == RowValues::Bf16 ? "bf16" : "f32", rows);
+                 b.size(), n, dim, compress::value_format_name(v), rows);
   const ChargedKernel charged("row_sparse_decode_per_value", Units{n * dim}, static_cast<std::size_t>(v));
   RowSparse m;
   if (n == 0) return m;
   m.rows.resize(n);
   m.values.resize(n * dim);
   std::memcpy(m.rows.data(), b.data() + kHeader, n * sizeof(std::uint32_t));
-  const std::byte* in = b.data() + kHeader + n * sizeof(std::uint32_t);
-  if (v == RowValues::F32) {
-    std::memcpy(m.values.data(), in, m.values.size() * sizeof(float));
-  } else {
-    for (float& x : m.values) {
-      std::uint16_t h;
-      std::memcpy(&h, in, sizeof h);
-      x = compress::bf16_to_float(h);
-      in += sizeof h;
-    }
-  }
+  compress::load_values(b.data() + kHeader + n * sizeof(std::uint32_t), v, 0, m.values);
   for (std::size_t i = 0; i < n; ++i)
     SPARQ_CHECK_AS(WireError, m.rows[i] < rows && (i == 0 || m.rows[i - 1] < m.rows[i]),
                    "row-sparse allreduce: rank {} sent row {} at position {} (rows must ascend, below {})", from,
@@ -102,13 +82,13 @@ RowSparse add(const RowSparse& a, const RowSparse& b, std::size_t dim) {
   return s;
 }
 
-void send(Call& c, int peer, RowSparse& m, RowValues v) {
+void send(Call& c, int peer, RowSparse& m, compress::ValueFormat v) {
   const std::vector<std::byte> out = encode(m, v);
   Request s = c.isend(peer, std::span<const std::byte>(out));
   c.wait(s);
 }
 
-RowSparse receive(Call& c, int peer, std::size_t rows, std::size_t dim, RowValues v) {
+RowSparse receive(Call& c, int peer, std::size_t rows, std::size_t dim, compress::ValueFormat v) {
   Request q = c.irecv_message(peer);
   c.wait(q);
   return decode(q.take_message(), rows, dim, v, peer);
@@ -116,10 +96,12 @@ RowSparse receive(Call& c, int peer, std::size_t rows, std::size_t dim, RowValue
 
 }  // namespace
 
-CollStats row_sparse_allreduce(Transport& t, RowSparse& io, std::size_t rows, std::size_t dim, RowValues v,
+CollStats row_sparse_allreduce(Transport& t, RowSparse& io, std::size_t rows, std::size_t dim, compress::ValueFormat v,
                                int tag, Millis timeout) {
   SPARQ_CHECK_AS(InputError, dim > 0 && rows <= (std::size_t{1} << 32),
                  "row-sparse allreduce of {} rows x {}: needs dim > 0 and at most 2^32 rows", rows, dim);
+  SPARQ_CHECK_AS(InputError, v == compress::ValueFormat::F32 || v == compress::ValueFormat::Bf16,
+                 "row-sparse allreduce: values f32 or bf16, not {}", compress::value_format_name(v));
   SPARQ_CHECK_AS(InputError, io.values.size() == io.rows.size() * dim,
                  "row-sparse allreduce: {} values for {} rows of {}", io.values.size(), io.rows.size(), dim);
   for (std::size_t i = 0; i < io.rows.size(); ++i)
@@ -146,8 +128,8 @@ CollStats row_sparse_allreduce(Transport& t, RowSparse& io, std::size_t rows, st
       io = add(io, decode(q.take_message(), rows, dim, v, peer), dim);
     }
   if (r < 2 * fold.rem) {  // and gets the sum back, in f32: the same bits as the ranks that kept theirs
-    if (nr < 0) io = receive(c, r + 1, rows, dim, RowValues::F32);
-    else send(c, r - 1, io, RowValues::F32);
+    if (nr < 0) io = receive(c, r + 1, rows, dim, compress::ValueFormat::F32);
+    else send(c, r - 1, io, compress::ValueFormat::F32);
     c.count_round();
   }
   return c.finish("row-sparse-recursive-double");

@@ -14,7 +14,7 @@
 // values add up to zero.
 //
 // Message: [u64 n][u32 row x n][value x n*dim], each value an f32, or with
-// RowValues::Bf16 a bfloat16 (sparq's extension, not SparCML's: half the
+// compress::ValueFormat::Bf16 a bfloat16 (sparq's extension, not SparCML's: half the
 // value bytes of replicated tables' gradients). In bf16 a rank rounds its
 // matrix to nearest even before each send and keeps the rounded values, so
 // both ranks of a round add the same two numbers and every rank still ends
@@ -26,10 +26,9 @@
 #include <vector>
 
 #include "sparq/coll/call.h"
+#include "sparq/compress/stream_size.h"
 
 namespace sparq {
-
-enum class RowValues : std::uint8_t { F32, Bf16 };
 
 struct RowSparse {
   std::vector<std::uint32_t> rows;  // ascending
@@ -39,10 +38,10 @@ struct RowSparse {
 // io <- the sum over ranks of every rank's io. `rows` (the matrix's height,
 // at most 2^32) and `dim` must be the same on every rank; io's rows must be
 // ascending and below `rows`, io.values hold rows.size() x dim values
-// (InputError otherwise). `values`: the wire's value format, the same on
-// every rank.
+// (InputError otherwise). `values`: the wire's value format, F32 or Bf16
+// (InputError otherwise), the same on every rank.
 CollStats row_sparse_allreduce(Transport& t, RowSparse& io, std::size_t rows, std::size_t dim,
-                               RowValues values = RowValues::F32, int tag = tags::kRowSparseAllreduce,
-                               Millis timeout = Millis{0});
+                               compress::ValueFormat values = compress::ValueFormat::F32,
+                               int tag = tags::kRowSparseAllreduce, Millis timeout = Millis{0});
 
 }  // namespace sparq

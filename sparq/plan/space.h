@@ -4,11 +4,11 @@
 // dense gradients' codec and its collective, the tables' alltoall codecs
 // (table-wise) or their gradients' exchange in bf16 (replicated), the fusion
 // of the dense exchange and the MLPs' precision (fp32, or bf16 operands: a
-// codec of the computation, judged for accuracy like the others); hybrid plans (the bottom MLP over 2 pipeline
-// stages, 2 micro-batches, replicas of the pipeline exchanging as above but
-// unfused, DCT-MP or nothing at the cut); and a parameter server (the last
-// rank serves the replicated model to asynchronous workers, pushes with
-// DCT-DP or in fp32).
+// codec of the computation, judged for accuracy like the others); hybrid
+// plans (the bottom MLP over 2 pipeline stages, 2 micro-batches, replicas of
+// the pipeline exchanging as above but unfused, DCT-MP or nothing at the
+// cut); and a parameter server (the last rank serves the replicated model to
+// asynchronous workers, pushes with DCT-DP or in fp32).
 //
 // Threads a rank are not in the space: the search runs every plan on one
 // thread, and only its leaders again on other thread counts (search.h).

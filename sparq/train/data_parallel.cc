@@ -79,8 +79,7 @@ void DataParallel::pooled_grad_ready() {
 }
 
 void DataParallel::submit_emb_grad() {
-  submit(Entity::EmbGrad,
-         [this, k = k_](Transport& t) {
+  submit(Entity::EmbGrad, [this, k = k_](Transport& t) {
     return exchange_embedding_grads(t, embedding_grads(model_), k, opts_.emb_grad_values);
   });
 }

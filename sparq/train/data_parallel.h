@@ -20,7 +20,7 @@
 #include <optional>
 
 #include "sparq/coll/comm_engine.h"
-#include "sparq/coll/row_sparse_allreduce.h"
+#include "sparq/compress/stream_size.h"
 #include "sparq/data/batch.h"
 #include "sparq/model/dlrm.h"
 #include "sparq/model/optimizer.h"
@@ -42,7 +42,7 @@ struct DataParallelOptions {
   DpCodec codec{};                 // dense gradients
   EmbPlacement placement = EmbPlacement::Replicated;
   Codec emb_fwd{}, emb_bwd{};      // table-wise: alltoall codecs of lookups and their gradients
-  RowValues emb_grad_values = RowValues::F32;  // replicated: the gradients' row-sparse allreduce values
+  compress::ValueFormat emb_grad_values = compress::ValueFormat::F32;  // replicated: the gradients' row-sparse allreduce values
   std::size_t emb_row_len = 32;    // table-wise: values per quantization row (fp16 scale and bias each)
   bool overlap = true;             // exchange layers during backward (false: all after it)
   std::size_t fuse_bytes = 0;      // exchange adjacent layers together until a group holds this many bytes

@@ -14,7 +14,7 @@ constexpr std::size_t kMaxRows = std::size_t{1} << 32;  // uint32 row indices
 
 // One row-sparse allreduce of these tables (all of one width), their rows
 // stacked: table i's row r is row base_i + r of the sum.
-ExchangeStats exchange_group(Transport& t, std::span<const EmbGradRef> tables, RowValues values) {
+ExchangeStats exchange_group(Transport& t, std::span<const EmbGradRef> tables, compress::ValueFormat values) {
   const auto t0 = Clock::now();
   const std::size_t dim = tables.front().dim;
   std::size_t rows = 0, nnz = 0;
@@ -73,7 +73,7 @@ ExchangeStats exchange_group(Transport& t, std::span<const EmbGradRef> tables, R
 }  // namespace
 
 ExchangeStats exchange_embedding_grads(Transport& t, std::span<const EmbGradRef> tables, std::uint64_t step,
-                                       RowValues values) {
+                                       compress::ValueFormat values) {
   for (std::size_t i = 0; i < tables.size(); ++i)
     SPARQ_CHECK_FINITE(tables[i].grad->values, [&] {
       return fmt::format("rank {}, step {}: the gradient of table {} (emb_grad)", t.rank(), step, i);

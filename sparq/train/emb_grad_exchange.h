@@ -9,7 +9,7 @@
 // (row_sparse_allgather_bytes), the plain way to exchange them.
 #include <span>
 
-#include "sparq/coll/row_sparse_allreduce.h"
+#include "sparq/compress/stream_size.h"
 #include "sparq/model/dlrm.h"
 #include "sparq/train/grad_exchange.h"
 
@@ -31,7 +31,7 @@ struct EmbGradRef {
 // `values`: the wire's value format (bf16: sums rounded as
 // row_sparse_allreduce rounds them), the same on every rank.
 ExchangeStats exchange_embedding_grads(Transport& t, std::span<const EmbGradRef> tables, std::uint64_t step,
-                                       RowValues values = RowValues::F32);
+                                       compress::ValueFormat values = compress::ValueFormat::F32);
 
 // Every table of a model, in one exchange.
 std::vector<EmbGradRef> embedding_grads(Dlrm<float>& model);

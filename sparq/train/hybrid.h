@@ -92,7 +92,7 @@ class Hybrid {
   std::vector<float> pooled_;
   Batch local_;
   bool skip_non_finite_;
-  RowValues emb_grad_values_;  // replicated tables: their gradients' exchange
+  compress::ValueFormat emb_grad_values_;  // replicated tables: their gradients' exchange
   // Whether any rank's cuts or gradients held a NaN or inf this step (every
   // rank calls it).
   bool any_rank_non_finite();

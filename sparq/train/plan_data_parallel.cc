@@ -16,7 +16,7 @@ namespace {
 std::string emb_codecs(const DataParallelOptions& d) {
   if (d.placement == EmbPlacement::TableWise)
     return fmt::format(", --emb-codec-fwd {} --emb-codec-bwd {}", d.emb_fwd.name(), d.emb_bwd.name());
-  return d.emb_grad_values == RowValues::Bf16 ? ", --emb-codec-bwd bf16" : "";
+  return d.emb_grad_values == compress::ValueFormat::Bf16 ? ", --emb-codec-bwd bf16" : "";
 }
 
 class DataParallelPlan final : public Plan {

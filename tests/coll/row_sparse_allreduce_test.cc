@@ -105,7 +105,7 @@ TEST(RowSparseAllreduce, Bf16OnTwoRanksAddsTheRoundedMatrices) {
       }
     }
     RowSparse io = make_real_input(t.rank(), 40);
-    const CollStats st = row_sparse_allreduce(t, io, kRows, kDim, RowValues::Bf16);
+    const CollStats st = row_sparse_allreduce(t, io, kRows, kDim, compress::ValueFormat::Bf16);
     ASSERT_EQ(io.rows.size(), want.size());
     std::size_t i = 0;
     for (const auto& [row, values] : want) {
@@ -136,7 +136,7 @@ TEST(RowSparseAllreduce, Bf16IsTheSameBitsEverywhereAndNearTheExactSum) {
           }
       }
       RowSparse io = make_real_input(t.rank(), 40);
-      row_sparse_allreduce(t, io, kRows, kDim, RowValues::Bf16);
+      row_sparse_allreduce(t, io, kRows, kDim, compress::ValueFormat::Bf16);
       const double rounds = std::ceil(std::log2(p)) + 1;
       for (std::size_t i = 0; i < io.rows.size(); ++i)
         for (std::size_t j = 0; j < kDim; ++j) {
@@ -205,7 +205,7 @@ TEST(RowSparseAllreduce, CorruptOrTruncatedPeerMessageIsAWireError) {
       }
       RowSparse io = make_input(0, 10, false, false);
       EXPECT_THROW(
-          row_sparse_allreduce(t, io, kRows, kDim, RowValues::F32, tags::kRowSparseAllreduce, Millis(5000)),
+          row_sparse_allreduce(t, io, kRows, kDim, compress::ValueFormat::F32, tags::kRowSparseAllreduce, Millis(5000)),
           WireError);
     });
   }
@@ -216,7 +216,7 @@ TEST(RowSparseAllreduce, CorruptOrTruncatedPeerMessageIsAWireError) {
       return;
     }
     RowSparse io = make_input(0, 10, false, false);
-    EXPECT_THROW(row_sparse_allreduce(t, io, kRows, kDim, RowValues::Bf16, tags::kRowSparseAllreduce, Millis(5000)),
+    EXPECT_THROW(row_sparse_allreduce(t, io, kRows, kDim, compress::ValueFormat::Bf16, tags::kRowSparseAllreduce, Millis(5000)),
                  WireError);
   });
 }
