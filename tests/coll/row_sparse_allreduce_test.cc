@@ -174,6 +174,7 @@ TEST(RowSparseAllreduce, RefusesBadInput) {
     EXPECT_THROW(row_sparse_allreduce(t, short_values, kRows, kDim), InputError);
     RowSparse fine;
     EXPECT_THROW(row_sparse_allreduce(t, fine, kRows, 0), InputError);
+    EXPECT_THROW(row_sparse_allreduce(t, fine, kRows, kDim, compress::ValueFormat::Fp8), InputError);
   });
 }
 
