@@ -120,7 +120,7 @@ TEST(KernelCosts, AFixedCostReplacesTheKernelsCpuTime) {
     const ChargedKernel k("onednn_sgemm", 1, 2, 3);
     burn_cpu(0.01);
   }
-  EXPECT_NEAR(charged_cpu_seconds() - c1, thread_cpu_seconds() - r1, 1e-5);
+  EXPECT_NEAR(charged_cpu_seconds() - c1, thread_cpu_seconds() - r1, 1e-3);  // not adjusted by 10 ms
 }
 
 TEST(KernelCosts, SavedCostsChargeTheSameInAnotherProcess) {
@@ -149,9 +149,11 @@ TEST(KernelCosts, SavedCostsChargeTheSameInAnotherProcess) {
   const double c = charged_cpu_seconds();
   {
     const ChargedKernel k("colsum", 7, 9, 4);
-    burn_cpu(3e-3);  // slower this time: still charged the saved cost
+    burn_cpu(0.02);  // 200x slower this time: still charged the saved cost
   }
-  EXPECT_NEAR(charged_cpu_seconds() - c, fixed_charge, 2e-5);
+  // Both charges hold the test's own CPU outside the kernel too (microseconds, more on a loaded or
+  // sanitized machine), so the bound tells the saved 0.1 ms from the 20 ms burned, no finer.
+  EXPECT_NEAR(charged_cpu_seconds() - c, fixed_charge, 1e-3);
 }
 
 TEST(KernelCosts, BadFilesNameFileAndLine) {
