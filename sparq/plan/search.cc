@@ -44,9 +44,16 @@ void refine_leaders(std::vector<Candidate>& all, const SearchOptions& o) {
     if (c.run && c.verdict.admitted) runs.push_back(&c);
   const std::vector<const Candidate*> chosen = leaders(runs, o.refine_within, o.refine_max);
   std::vector<Candidate> refined;
+  std::set<std::string> tried;  // two leaders may share a variant
   for (const Candidate* l : chosen)
-    for (const PlanKnobs& k : o.variants ? o.variants(l->knobs) : std::vector{l->knobs})
-      refined.push_back({k, l->verdict, l->bound_ms, o.refine(k), "", true, {}, 0});
+    for (const PlanKnobs& k : o.variants ? o.variants(l->knobs) : std::vector{l->knobs}) {
+      PlanKnobs as_planned = k;
+      as_planned.threads = l->knobs.threads;
+      const auto plan = std::find_if(all.begin(), all.end(), [&](const Candidate& c) { return c.knobs == as_planned; });
+      const Candidate& own = plan == all.end() ? *l : *plan;
+      if (own.verdict.admitted && tried.insert(k.label()).second)
+        refined.push_back({k, own.verdict, own.bound_ms, o.refine(k), "", true, {}, 0});
+    }
   all.insert(all.end(), refined.begin(), refined.end());
 }
 
@@ -67,6 +74,10 @@ std::vector<Candidate> search(std::vector<Candidate> all, const std::function<Me
   for (Candidate& c : all) {
     if (!c.verdict.admitted) {
       c.skipped = "accuracy: " + c.verdict.why;
+      continue;
+    }
+    if (!o.exhaustive && !o.judge_run && o.deferred && o.deferred(c.knobs)) {
+      c.skipped = "a leader's variant: run only where the plan without it leads";
       continue;
     }
     const bool may_skip = !o.exhaustive && !c.knobs.fp32();

@@ -54,8 +54,15 @@ struct SearchOptions {
   // e.g., other thread counts), and so does the fastest fp32 plan; the
   // choices are then among these runs: a short run's luck does not decide
   // them.
+  // A variant that is a plan of the space (at the leader's thread count)
+  // runs only if admitted, with that plan's own verdict.
   std::function<Measured(const PlanKnobs&)> refine;
   std::function<std::vector<PlanKnobs>(const PlanKnobs&)> variants;
+  // Plans the first pass leaves to the leaders' variants (unless the search
+  // is exhaustive or pilots judge the plans): a knob that moves a step by a
+  // few per cent and would double the plans run is tried only on the plans
+  // that lead without it.
+  std::function<bool(const PlanKnobs&)> deferred;
   double refine_within = 0.1;
   std::size_t refine_max = 3;
 };

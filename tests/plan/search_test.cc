@@ -238,6 +238,61 @@ TEST(PlanSearch, EachPlacementsFastestLeaderRunsAgain) {
   EXPECT_EQ(fastest(got)->knobs, table_wise);
 }
 
+TEST(PlanSearch, ADeferredPlanRunsOnlyAsALeadersVariantWithItsOwnVerdict) {
+  // Replicated plans with and without bf16 gradients; the bf16 twin of the
+  // fastest plan is left out for accuracy, the twin of the second is faster
+  // than anything. Deferred, no twin runs in the first pass, the admitted
+  // twin of a leader runs as its variant, the other does not run at all,
+  // and neither does the twin of a plan that does not lead.
+  auto knobs = [](const std::string& codec, const std::string& grads) {
+    PlanKnobs k;
+    k.dp_codec = codec, k.emb_bwd = grads;
+    return k;
+  };
+  std::vector<Candidate> all;
+  std::map<std::string, double> step;
+  for (const auto& [codec, ms] : std::vector<std::pair<std::string, double>>{
+           {"q4", 10.0}, {"dct:0.98,1000", 10.5}, {"none", 12.0}, {"dct:0.95,1000", 30.0}}) {
+    all.push_back(candidate(knobs(codec, "fp32"), true, 0));
+    all.push_back(candidate(knobs(codec, "bf16"), codec != "q4", 0, codec == "q4" ? "left out" : ""));
+    step[knobs(codec, "fp32").label()] = ms, step[knobs(codec, "bf16").label()] = 0.9 * ms;
+  }
+  std::vector<std::string> first, refined;
+  SearchOptions o;
+  o.refine_within = 0.5;
+  o.refine = [&](const PlanKnobs& k) {
+    refined.push_back(k.label());
+    return Measured{step.at(k.label()), 0, {}, {}};
+  };
+  o.variants = [](const PlanKnobs& k) {
+    PlanKnobs twin = k;
+    twin.emb_bwd = "bf16";
+    return std::vector{k, twin};
+  };
+  o.deferred = [](const PlanKnobs& k) { return k.emb_bwd == "bf16"; };
+  const auto run = [&](const PlanKnobs& k) {
+    first.push_back(k.label());
+    return Measured{step.at(k.label()), 0, {}, {}};
+  };
+  const auto got = search(all, run, o);
+  EXPECT_EQ(first, (std::vector{knobs("none", "fp32").label(), knobs("q4", "fp32").label(),
+                                knobs("dct:0.98,1000", "fp32").label(), knobs("dct:0.95,1000", "fp32").label()}));
+  EXPECT_EQ(refined, (std::vector{knobs("q4", "fp32").label(), knobs("dct:0.98,1000", "fp32").label(),
+                                  knobs("dct:0.98,1000", "bf16").label(), knobs("none", "fp32").label(),
+                                  knobs("none", "bf16").label()}));
+  ASSERT_NE(fastest(got), nullptr);
+  EXPECT_EQ(fastest(got)->knobs, knobs("dct:0.98,1000", "bf16"));
+  for (const Candidate& c : got)
+    if (!c.run && c.knobs == knobs("dct:0.95,1000", "bf16")) {
+      EXPECT_EQ(c.skipped, "a leader's variant: run only where the plan without it leads");
+    }
+  // Exhaustive, every admitted plan runs in the first pass.
+  first.clear();
+  o.exhaustive = true;
+  search(all, run, o);
+  EXPECT_EQ(first.size(), 7u);
+}
+
 TEST(PlanSearch, TheTrialTakesEachPlanByItsFirstRunAndEachFamilysFastestFirst) {
   // First runs (one pass, comparable) stand for their plans, a longer run
   // only for a thread count that had no first run; a plan left out for
