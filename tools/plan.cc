@@ -16,6 +16,7 @@
 
 #include "sparq/core/error.h"
 #include "sparq/core/huge_pages.h"
+#include "sparq/core/memo.h"
 #include "sparq/core/memory.h"
 #include "sparq/core/units.h"
 #include "sparq/model/blas.h"
@@ -211,7 +212,8 @@ void write_metrics(const std::string& path, const std::vector<plan::Candidate>& 
 
 // A plan runs on the clock as in-process ranks of this process: every
 // rank's tables, and about a quarter more for their gradients and buffers
-// (a replicated plan at 128 ranks took 1.15x its tables), must fit here.
+// (a replicated plan at 128 ranks took 1.15x its tables), must fit here,
+// and one first copy of every table, kept for the next plan (memo.h).
 constexpr double kEmulationShare = 1.25;
 
 // Every plan of the space with its accuracy verdict, its bound, and left
@@ -220,6 +222,7 @@ std::vector<plan::Candidate> candidates(const PlanArgs& a, const DlrmConfig& cfg
   const double here = static_cast<double>(available_memory());
   const double memory = a.host_memory == "0" ? here : static_cast<double>(parse_bytes(a.host_memory));
   const plan::PlanShape shape{dense_params(cfg), cfg.num_tables(), cfg.emb_dim, a.t.batch, a.hosts};
+  const double kept = table_bytes_per_rank(plan::PlanKnobs{}, cfg, 1);  // every table, once
   std::vector<plan::Candidate> all;
   for (const plan::PlanKnobs& k : plan::plan_space(a.hosts)) {
     plan::Candidate c{
@@ -237,9 +240,9 @@ std::vector<plan::Candidate> candidates(const PlanArgs& a, const DlrmConfig& cfg
     else if (tables > memory)
       c.verdict = {false, 0, fmt::format("memory: {} of tables a rank, {} a host", format_bytes(tables),
                                          format_bytes(memory))};
-    else if (kEmulationShare * tables * a.hosts > here)
+    else if (kEmulationShare * tables * a.hosts + kept > here)
       c.verdict = {false, 0, fmt::format("memory: running {} ranks on the clock here needs about {}, this machine "
-                                         "has {}", a.hosts, format_bytes(kEmulationShare * tables * a.hosts),
+                                         "has {}", a.hosts, format_bytes(kEmulationShare * tables * a.hosts + kept),
                                          format_bytes(here))};
     all.push_back(std::move(c));
   }
@@ -350,6 +353,7 @@ void print_chosen(const std::vector<plan::Candidate>& all, const plan::Candidate
 plan::PlanFile choose_plan(const PlanArgs& a, const Decide& decide = {}) {
   const auto start = std::chrono::steady_clock::now();
   const ReuseMappings reuse;  // every plan's run builds the same tables again
+  const Memo memo;            // from the same seeds, in every rank
   check_run_flags(a.t);
   SPARQ_CHECK_AS(InputError, a.budget >= 0, "--max-loss-change must be >= 0 (a change of the test loss, %), got {}",
                  a.budget);

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <numeric>
 
+#include <fmt/format.h>
+
 #include "sparq/core/error.h"
+#include "sparq/core/memo.h"
 #include "sparq/data/criteo_npz.h"
 #include "sparq/data/hash.h"
 #include "sparq/data/npz.h"
@@ -90,9 +93,11 @@ void BatchPlan::start_epoch(std::size_t epoch) {
     return;
   }
   order_.resize(n_);
-  std::iota(order_.begin(), order_.end(), 0u);
-  Rng rng(o_.seed, 0xE0C4 + epoch);
-  for (std::size_t i = n_; i > 1; --i) std::swap(order_[i - 1], order_[rng.below(i)]);  // Fisher-Yates
+  memo_fill<std::uint32_t>(fmt::format("epoch order {} {} {}", o_.seed, epoch, n_), order_, [&](auto order) {
+    std::iota(order.begin(), order.end(), 0u);
+    Rng rng(o_.seed, 0xE0C4 + epoch);
+    for (std::size_t i = n_; i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);  // Fisher-Yates
+  });
 }
 
 std::size_t BatchPlan::num_batches() const {

@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
+
+#include <fmt/format.h>
 
 #include "sparq/core/error.h"
 #include "sparq/core/kernel_costs.h"
+#include "sparq/core/memo.h"
 #include "sparq/core/rng.h"
 
 namespace sparq {
@@ -21,9 +25,11 @@ EmbeddingBag<T>::EmbeddingBag(std::size_t rows, std::size_t dim, bool hold) : ro
 
 template <class T>
 void EmbeddingBag<T>::init(std::uint64_t seed, std::uint64_t stream) {
-  Rng rng(seed, stream);
-  const double a = std::sqrt(1.0 / static_cast<double>(rows_));
-  for (auto& v : weights()) v = static_cast<T>(rng.uniform(-a, a));
+  memo_fill<T>(fmt::format("embedding {} {} {} {}", seed, stream, rows_, dim_), weights(), [&](std::span<T> w) {
+    Rng rng(seed, stream);
+    const double a = std::sqrt(1.0 / static_cast<double>(rows_));
+    for (auto& v : w) v = static_cast<T>(rng.uniform(-a, a));
+  });
 }
 
 // out[b - first, :] = sum_{k in bag b} W[k, :]   for b in [first, first + count), out stride ld
