@@ -125,8 +125,9 @@ Dlrm<T>::Dlrm(const DlrmConfig& cfg, std::uint64_t seed, DlrmStage stage, const 
     SPARQ_CHECK(hold.empty() || hold.size() == cfg_.num_tables(), "{} table flags for {} tables", hold.size(),
                 cfg_.num_tables());
     for (std::size_t t = 0; t < cfg_.num_tables(); ++t) {
-      tables_.emplace_back(cfg_.table_rows[t], cfg_.emb_dim, hold.empty() || hold[t]);
-      tables_.back().init(seed, 1000000 + t);  // each table its own stream: a held one is the same either way
+      // Each table its own stream: a held one is the same either way.
+      tables_.emplace_back(cfg_.table_rows[t], cfg_.emb_dim, hold.empty() || hold[t],
+                           typename EmbeddingBag<T>::Drawn{seed, 1000000 + t});
     }
   }
   sgrads_.resize(tables_.size());

@@ -14,13 +14,18 @@
 namespace sparq {
 
 template <class T>
-EmbeddingBag<T>::EmbeddingBag(std::size_t rows, std::size_t dim, bool hold) : rows_(rows), dim_(dim) {
+EmbeddingBag<T>::EmbeddingBag(std::size_t rows, std::size_t dim, bool hold, std::optional<Drawn> drawn)
+    : rows_(rows), dim_(dim) {
   SPARQ_CHECK(rows > 0 && rows <= (std::size_t{1} << 32), "embedding rows {} out of range (1 .. 2^32)", rows);
   SPARQ_CHECK(dim > 0, "embedding dim must be positive");
   if (!hold) return;
   w_ = make_random_access<T>(rows * dim);
-  T* p = w_.get();
-  std::fill(p, p + rows * dim, T(0));
+  if (drawn) {
+    init(drawn->seed, drawn->stream);
+  } else {
+    T* p = w_.get();
+    std::fill(p, p + rows * dim, T(0));
+  }
 }
 
 template <class T>
