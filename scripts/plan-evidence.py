@@ -55,7 +55,7 @@ def pooled(folder, base, run):
 # placement of their runs and of the fp32 runs they pair with.
 MAP_CODECS = {"q4-rd": ("dp", "q4@recursive-doubling", "table-wise"), "q4-ring": ("dp", "q4@ring", "table-wise"),
               "dct98bf16": ("dp", "dct:0.98,1000+bf16", "table-wise"), "q4q2": ("emb", "q4/q2", "table-wise"),
-              "embbf16": ("emb", "fp32/bf16", "replicated")}
+              "embbf16": ("emb", "fp32/bf16", "replicated"), "mlpbf16": ("mlp", "bf16", "table-wise")}
 
 
 def entries(data):
@@ -86,11 +86,13 @@ def entries(data):
             yield (kind, codec, placement, 4, paired(seeds(acc, f"{d}_{base}"), seeds(acc, f"{d}_{name}")),
                    f"the DP/MP maps' set Zipf {z}, teacher AUC {auc}, 3 epochs (rate decayed), global batch 2048",
                    f"docs/data/plan/accuracy-codecs/{d}_{name}_s*.jsonl")
-    # bf16 MLPs: the 4-host cluster's fp32 table-wise runs, once with each precision.
-    time = data / "time"
-    got = paired(seeds(time / "1gbit", "fp32-tablewise"), seeds(time / "1gbit-bf16", "fp32-tablewise"))
-    yield ("mlp", "bf16", "table-wise", 4, got, synth + ", global batch 2048",
-           "docs/data/time/1gbit-bf16/fp32-tablewise_s*.jsonl")
+    # bf16 MLPs: the 4-host cluster's fp32 table-wise runs, once with each precision (seeds 1-3), and the
+    # same runs on in-process ranks (seeds 4-5; seed 1 again there, the same bits, is not counted twice).
+    time, more = data / "time", data / "plan" / "accuracy-mlp-bf16"
+    base = {**seeds(more, "synth_fp32-mlps"), **seeds(time / "1gbit", "fp32-tablewise")}
+    runs = {**seeds(more, "synth_bf16-mlps"), **seeds(time / "1gbit-bf16", "fp32-tablewise")}
+    yield ("mlp", "bf16", "table-wise", 4, paired(base, runs), synth + ", global batch 2048",
+           "docs/data/time/1gbit-bf16/fp32-tablewise_s*.jsonl, docs/data/plan/accuracy-mlp-bf16/synth_*_s*.jsonl")
     # DCT-MP at a hybrid plan's cut: the maps' four data sets, 2 stages (bot:2), 2 micro-batches.
     maps = "the DP/MP maps' four sets (Zipf 1.0/1.3 x teacher AUC 0.75/0.85), one epoch, global batch 256"
     for folder, eta in (("map", "0.90"), ("map", "0.95"), ("map-bf16", "0.90+bf16")):

@@ -710,6 +710,56 @@ def emb_bf16_ab(out):
                          "200 steps a run")
 
 
+def planning_time(out):
+    """sparq plan at 8 ranks, timed: with the bf16 gradients in its first pass (planning-time-bf16), as a
+    leader's variant (planning-time-memo/deferred-*), and with the Memo too (planning-time-memo/memo-*); then
+    the CPU's shares in the profiles of the deferred search before and after the Memo."""
+    folder = out / "planning-time-memo"
+    if not folder.is_dir():
+        return
+    logs = [(f"bf16 gradients in the first pass, 8 ranks, {net}", out / "planning-time-bf16" / f"p8-{net}.log")
+            for net in ("10gbit", "25gbit")]
+    logs += [(f"{what}, 8 ranks, {net}", folder / f"{stem}-p8-{net}.log")
+             for stem, what in (("deferred", "bf16 gradients a leader's variant"), ("memo", "and the Memo"))
+             for net in ("10gbit", "25gbit")]
+    logs += [(f"and the Memo, {p} ranks, 10gbit", folder / f"memo-p{p}-10gbit.log") for p in (32, 128)]
+    print("| sparq plan | plans run: first pass | longer runs | planned in, s | chosen |")
+    print("|---|---|---|---|---|")
+    for what, log in logs:
+        text = log.read_text()
+        first = len(re.findall(r"^ +\d+  ", text, re.M))
+        longer = len(re.findall(r"^ +\d+\* ", text, re.M))
+        chosen = re.search(r"^chosen: (.*) — .*planned in ([\d.]+) s", text, re.M)
+        print(f"| {what} | {first} | {longer} | {chosen[2]} | {chosen[1]} |")
+    for name in ("perf-before", "perf-memo"):
+        shares = re.findall(r"^ ([\d.]+)% \S+ \[.\] (\S+)", (folder / f"{name}.txt").read_text(), re.M)
+        jit = re.search(r"^ ([\d.]+)% \[JIT\]", (folder / f"{name}.txt").read_text(), re.M)[1]
+        print(f"\n{name}.txt: {', '.join(f'{float(x):.1f} % {sym}' for x, sym in shares[:6])}; JIT code {float(jit):.1f} %.")
+
+
+def mlp_bf16_evidence(out):
+    """bf16 MLPs against fp32 MLPs, the final test loss seed by seed: data/synth (seeds 1-3 on the 4-host
+    cluster, docs/data/time; 4-5 on in-process ranks, accuracy-mlp-bf16) and each of the DP/MP maps' four
+    sets (accuracy-codecs, 3 epochs); and seed 1 on in-process ranks against the cluster's run."""
+    more = out / "accuracy-mlp-bf16"
+    if not more.is_dir():
+        return
+    pe, time, acc = plan_evidence(), out.parent / "time", out / "accuracy-codecs"
+    sets = [("data/synth, one epoch", {**pe.seeds(more, "synth_fp32-mlps"), **pe.seeds(time / "1gbit", "fp32-tablewise")},
+             {**pe.seeds(more, "synth_bf16-mlps"), **pe.seeds(time / "1gbit-bf16", "fp32-tablewise")})]
+    sets += [(f"map set {d}, 3 epochs", pe.seeds(acc, f"{d}_fp32"), pe.seeds(acc, f"{d}_mlpbf16"))
+             for d in ("z1.0_a0.75", "z1.0_a0.85", "z1.3_a0.75", "z1.3_a0.85")]
+    print("| data | seeds | bf16 MLPs against fp32 MLPs, final test loss, seed by seed | mean |")
+    print("|---|---|---|---|")
+    for what, base, runs in sets:
+        got = pe.changes(base, runs)
+        print(f"| {what} | {len(got)} | {', '.join(f'{x:+.3f} %' for x in got)} | {statistics.fmean(got):+.3f} % |")
+    cluster = pe.seeds(time / "1gbit-bf16", "fp32-tablewise")[1]
+    here = pe.seeds(more, "synth_bf16-mlps")[1]
+    print(f"\nSeed 1 with bf16 MLPs, final test loss: {cluster!r} on the cluster, {here!r} on in-process ranks"
+          f"{' (the same bits)' if cluster == here else ''}.")
+
+
 def resweeps(out):
     for name, what, rounds in (("cluster4-spin5ms", "With the 5 ms spin", "rounds"),
                                ("cluster4-eager", "With the 5 ms spin and 4 MiB eager", "rounds-eager")):
@@ -1050,6 +1100,6 @@ if __name__ == "__main__":
         sys.exit()
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan")
     for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, transport_abs, resweeps,
-                  emb_bf16_ab, replanned, same_day, trial, wait_counted, units_day, collat, dct_variants, clock_variants, unfused_by_collective, thread_cpu,
+                  emb_bf16_ab, planning_time, mlp_bf16_evidence, replanned, same_day, trial, wait_counted, units_day, collat, dct_variants, clock_variants, unfused_by_collective, thread_cpu,
                   coll_latency):
         table(out)
