@@ -55,8 +55,8 @@ MUTATIONS = [
      "a table with neither a results-check mark nor a kept-as-recorded reason", False),
     ("a figure in prose", lambda r: replace_once(r / "docs/results.md", "lower (0.507950", "lower (0.507960"),
      "0.507960 in prose", False),
-    ("a figure in the README's prose", lambda r: replace_once(r / "README.md", "AUC 0.7749", "AUC 0.7849"),
-     "0.7849 in prose", False),
+    ("a figure in the README's prose", lambda r: replace_once(r / "README.md", "AUC 0.7751", "AUC 0.7851"),
+     "0.7851 in prose", False),
     ("a paragraph of history without its mark", lambda r: replace_once(
         r / "docs/results.md", "<!-- kept as recorded: the generator's tuning runs of an early session, not stored -->\n",
         ""), "0.128 in prose", False),
