@@ -468,10 +468,10 @@ def dct_variants(out):
           + "; ".join(f"{label(k)} {sweep[k]:.2f}" for k in sorted(measured, key=label) if k in sweep) + ".")
 
 
-def clock_check(out):
-    """scripts/plan-clock-check: the planner's plan and the sweep's fastest, both by sparq train --plan in
-    the same rounds on the clock, the default flags and the sweep's fastest fp32 plan."""
-    settings = sorted((out / "clock-check").glob("*/planner_r1.jsonl"), key=lambda f: (int(f.parent.name[1:].split("-")[0]),
+def clock_check(out, check="clock-check"):
+    """scripts/plan-clock-check (its runs under OUT/CHECK): the planner's plan and the sweep's fastest, both
+    by sparq train --plan in the same rounds on the clock, the default flags and the sweep's fastest fp32 plan."""
+    settings = sorted((out / check).glob("*/planner_r1.jsonl"), key=lambda f: (int(f.parent.name[1:].split("-")[0]),
                                                                                        f.parent.name))
     if not settings:
         return
@@ -1094,9 +1094,9 @@ if __name__ == "__main__":
         print(fastest_measured(pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else "docs/data/plan/cluster4"),
                                pathlib.Path(sys.argv[3]) if len(sys.argv) > 3 else None))
         sys.exit()
-    if sys.argv[1:2] == ["--clock"]:  # DIR: scripts/reproduce-plan DIR and plan-clock-check with PLANS=DIR alone
+    if sys.argv[1:2] == ["--clock"]:  # DIR [CHECK]: scripts/reproduce-plan DIR and plan-clock-check with PLANS=DIR alone
         main(pathlib.Path(sys.argv[2]))
-        clock_check(pathlib.Path(sys.argv[2]))
+        clock_check(pathlib.Path(sys.argv[2]), *sys.argv[3:4])
         sys.exit()
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan")
     for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, transport_abs, resweeps,
