@@ -51,7 +51,10 @@ double KernelCosts::charge(std::string_view kernel, const std::size_t (&shape)[5
                            std::size_t units) {
   std::lock_guard lk(mu_);
   Entry& e = entries_[key_of(kernel, shape)];
-  if (e.cost >= 0) return e.cost * static_cast<double>(units);
+  if (e.cost >= 0) {
+    if (sample && units > 0 && !e.kept) keep_later(e, measured / static_cast<double>(units));
+    return e.cost * static_cast<double>(units);
+  }
   if (!sample || units == 0) return measured;
   if (e.label.empty()) e.label = label_of(kernel, shape);  // once a shape: not on every call
   e.samples.push_back(measured / static_cast<double>(units));
@@ -61,6 +64,34 @@ double KernelCosts::charge(std::string_view kernel, const std::size_t (&shape)[5
     std::vector<double>().swap(e.samples);
   }
   return measured;
+}
+
+// Every stride-th call, the stride doubling (and every other value kept
+// dropped) each time kPool are kept: an even sample of all the calls, in
+// bounded memory.
+void KernelCosts::keep_later(Entry& e, double per_unit) {
+  if (e.calls++ % e.stride != 0) return;
+  e.later.push_back(per_unit);
+  if (e.later.size() < kPool) return;
+  for (std::size_t i = 0; i < kPool / 2; ++i) e.later[i] = e.later[2 * i];
+  e.later.resize(kPool / 2);
+  e.stride *= 2;
+}
+
+std::size_t KernelCosts::refit() {
+  std::lock_guard lk(mu_);
+  std::size_t n = 0;
+  for (auto& [key, e] : entries_) {
+    if (e.later.size() >= kSamples) {
+      const auto mid = e.later.begin() + static_cast<std::ptrdiff_t>(e.later.size() / 2);
+      std::nth_element(e.later.begin(), mid, e.later.end());
+      n += *mid != e.cost;
+      e.cost = *mid;
+    }
+    std::vector<double>().swap(e.later);
+    e.calls = 0, e.stride = 1;
+  }
+  return n;
 }
 
 void KernelCosts::load(const std::string& path) {
@@ -86,7 +117,7 @@ void KernelCosts::load(const std::string& path) {
     if (!(s >> kernel >> shape[0] >> shape[1] >> shape[2] >> shape[3] >> shape[4] >> cost) || (s >> rest) ||
         !std::isfinite(cost) || cost < 0)
       bad("expected '<kernel> <5 sizes> <seconds >= 0>'");
-    entries_[key_of(kernel, shape)] = Entry{cost, {}, label_of(kernel, shape)};
+    entries_[key_of(kernel, shape)] = Entry{cost, {}, label_of(kernel, shape), true, {}, 0, 1};
   }
 }
 

@@ -44,13 +44,27 @@ class KernelCosts {
   void save(const std::string& path) const;
   // Shapes with a fixed cost.
   std::size_t fixed() const;
+  // Fixes anew each cost this process measured (not one read from a file)
+  // that has had kSamples calls or more since: the median of those calls
+  // (an even sample of them), per unit. A cost fixed by its first calls is
+  // one moment's: in a search the kernels of one family of plans are first
+  // called seconds after another's, and a burst of the machine's load at
+  // either moment set the order of plans a few per cent apart for the
+  // whole search. Calls spread over a whole pass of it do not hang on one
+  // moment. Returns how many costs it fixed anew.
+  std::size_t refit();
 
  private:
+  static constexpr std::size_t kPool = 1024;  // calls kept a shape for refit()
   struct Entry {
     double cost = -1;  // < 0: still sampled
     std::vector<double> samples;
     std::string label;
+    bool kept = false;          // read from a file: fixed for good
+    std::vector<double> later;  // calls since the cost was fixed, each stride-th
+    std::size_t calls = 0, stride = 1;
   };
+  static void keep_later(Entry& e, double per_unit);
   mutable std::mutex mu_;
   std::map<std::uint64_t, Entry> entries_;
 };

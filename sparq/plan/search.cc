@@ -101,7 +101,10 @@ std::vector<Candidate> search(std::vector<Candidate> all, const std::function<Me
       least = std::min(least, c.run->compute_ms);
     }
   }
-  if (o.refine) refine_leaders(all, o);
+  if (o.refine) {
+    if (o.before_refine) o.before_refine();
+    refine_leaders(all, o);
+  }
   std::stable_sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
     if (a.run.has_value() != b.run.has_value()) return a.run.has_value();
     if (a.refined != b.refined) return a.refined;

@@ -57,6 +57,9 @@ struct SearchOptions {
   // A variant that is a plan of the space (at the leader's thread count)
   // runs only if admitted, with that plan's own verdict.
   std::function<Measured(const PlanKnobs&)> refine;
+  // Called once before the longer runs (the planner fixes its kernel costs
+  // anew there, from the first pass's calls: KernelCosts::refit).
+  std::function<void()> before_refine;
   std::function<std::vector<PlanKnobs>(const PlanKnobs&)> variants;
   // Plans the first pass leaves to the leaders' variants (unless the search
   // is exhaustive or pilots judge the plans): a knob that moves a step by a

@@ -97,6 +97,43 @@ TEST(KernelCosts, ByUnitsTheMedianCostOfAUnitTimesTheCallsUnits) {
   EXPECT_GE(charged(5000, 0.01), 0.01 - 1e-6);
 }
 
+TEST(KernelCosts, RefitTakesTheMedianOfEveryCallSinceTheCostWasFixed) {
+  constexpr std::size_t kGemm[5] = {1, 0, 0, 0, 0}, kRows[5] = {16, 4, 0, 0, 9}, kFew[5] = {3, 0, 0, 0, 0},
+                        kFiled[5] = {7, 0, 0, 0, 0};
+  const std::string path = temp_path("kc_refit.txt");
+  write(path, "# sparq kernel costs: CPU seconds of one call, by kernel and shape\n" + cpu_line() +
+                  "\nk 7 0 0 0 0 0.5\n");
+  KernelCosts costs;
+  costs.load(path);
+  for (std::size_t i = 0; i < KernelCosts::kSamples; ++i) {
+    costs.charge("k", kGemm, 1.0, true);
+    costs.charge("rows", kRows, 300 * 1.0, true, 300);
+    costs.charge("k", kFew, 1.0, true);
+  }
+  // 10000 later calls cost 1, 2, ..., 10000 (their median 5000.5), the
+  // rows' the same per unit; each is still charged the fixed cost, and
+  // calls that are not samples count for nothing.
+  constexpr int kLater = 10000;
+  for (int i = 1; i <= kLater; ++i) {
+    EXPECT_EQ(costs.charge("k", kGemm, i, true), 1.0);
+    EXPECT_EQ(costs.charge("rows", kRows, 400.0 * i, true, 400), 400.0);
+    EXPECT_EQ(costs.charge("k", kGemm, 1e9, false), 1.0);
+    EXPECT_EQ(costs.charge("k", kFiled, i, true), 0.5);
+  }
+  for (std::size_t i = 0; i + 1 < KernelCosts::kSamples; ++i) costs.charge("k", kFew, 9.0, true);
+  EXPECT_EQ(costs.refit(), 2u);
+  // Kept evenly over all the calls, not the first ones: within a stride
+  // (at most 10000 / 512 calls) of the median of all.
+  EXPECT_NEAR(costs.charge("k", kGemm, 0.0, true), 5000.5, 40);
+  EXPECT_NEAR(costs.charge("rows", kRows, 0.0, true, 2), 2 * 5000.5, 80);
+  EXPECT_EQ(costs.charge("k", kFew, 0.0, true), 1.0);    // fewer later calls than kSamples: as it was
+  EXPECT_EQ(costs.charge("k", kFiled, 0.0, true), 0.5);  // read from a file: fixed for good
+  // A second refit takes the calls since the first alone.
+  for (int i = 0; i < 100; ++i) costs.charge("k", kGemm, 7.0, true);
+  EXPECT_EQ(costs.refit(), 1u);
+  EXPECT_EQ(costs.charge("k", kGemm, 0.0, true), 7.0);
+}
+
 TEST(KernelCosts, AFixedCostReplacesTheKernelsCpuTime) {
   const std::string path = temp_path("kc_fixed.txt");
   write(path, "# sparq kernel costs: CPU seconds of one call, by kernel and shape\n" + cpu_line() +

@@ -139,6 +139,28 @@ TEST(PlanSearch, TheLeadersAndTheFastestFp32PlanAreRunAgainAndTheChoiceIsAmongTh
   EXPECT_TRUE(fp32->refined && fp32->knobs.fp32());
 }
 
+TEST(PlanSearch, BeforeRefineRunsOnceBetweenTheFirstPassAndTheLongerRuns) {
+  World w(13);
+  std::vector<std::string> calls;
+  SearchOptions o;
+  o.refine = [&](const PlanKnobs& k) {
+    calls.push_back("refine");
+    return w.run(k);
+  };
+  o.before_refine = [&] { calls.push_back("before_refine"); };
+  search(w.all, [&](const PlanKnobs& k) {
+    calls.push_back("run");
+    return w.run(k);
+  }, o);
+  const auto at = std::find(calls.begin(), calls.end(), "before_refine");
+  ASSERT_NE(at, calls.end());
+  EXPECT_EQ(std::count(calls.begin(), calls.end(), "before_refine"), 1);
+  EXPECT_GT(std::count(calls.begin(), at, "run"), 0);
+  EXPECT_EQ(std::count(calls.begin(), at, "refine"), 0);
+  EXPECT_EQ(std::count(at, calls.end(), "run"), 0);
+  EXPECT_GT(std::count(at, calls.end(), "refine"), 0);
+}
+
 TEST(PlanSearch, VariantsOfALeaderRunToo) {
   World w(12);
   SearchOptions o;
