@@ -737,6 +737,33 @@ def planning_time(out):
         print(f"\n{name}.txt: {', '.join(f'{float(x):.1f} % {sym}' for x, sym in shares[:6])}; JIT code {float(jit):.1f} %.")
 
 
+def refit_searches(out):
+    """sparq plan at 8 ranks, search by search: the fastest longer run of each placement and what it chose,
+    with the kernel costs of each shape's first 64 calls (the stored searches of deferred-check and
+    planning-time-memo, build 9b0b83c and before) and fixed anew from the first pass (refit/, KernelCosts::refit)."""
+    folder = out / "refit"
+    if not folder.is_dir():
+        return
+    print("| 8 ranks | kernel costs for the longer runs | search | fastest replicated, ms/step | fastest table-wise "
+          "| table-wise / replicated | chosen |")
+    print("|---|---|---|---|---|---|---|")
+    for net in ("10gbit", "25gbit"):
+        old = [out / "deferred-check" / f"p8-{net}_{m}.log" for m in ("pruned", "exhaustive")]
+        old += [out / "planning-time-memo" / f"{stem}-p8-{net}.log" for stem in ("deferred", "memo")]
+        for costs, logs in (("first 64 calls", old), ("the first pass's calls", sorted(folder.glob(f"p8-{net}_r*.log")))):
+            for log in logs:
+                text = log.read_text()
+                best = {}
+                for label, ms in re.findall(r"^ +\d+\* (\S.*?\S) {2,}([\d.]+) ", text, re.M):
+                    placement = "table-wise" if "table-wise" in label else "replicated"
+                    best[placement] = min(best.get(placement, float("inf")), float(ms))
+                chosen = re.search(r"^chosen: (.*) — ", text, re.M)[1]
+                cell = lambda k: f"{best[k]:.2f}" if k in best else "no leader"
+                ratio = f"{best['table-wise'] / best['replicated']:.3f}" if len(best) == 2 else "-"
+                print(f"| {net} | {costs} | {log.parent.name}/{log.name} | {cell('replicated')} | "
+                      f"{cell('table-wise')} | {ratio} | {chosen} |")
+
+
 def mlp_bf16_evidence(out):
     """bf16 MLPs against fp32 MLPs, the final test loss seed by seed: data/synth (seeds 1-3 on the 4-host
     cluster, docs/data/time; 4-5 on in-process ranks, accuracy-mlp-bf16) and each of the DP/MP maps' four
@@ -1100,6 +1127,6 @@ if __name__ == "__main__":
         sys.exit()
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan")
     for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, transport_abs, resweeps,
-                  emb_bf16_ab, planning_time, mlp_bf16_evidence, replanned, same_day, trial, wait_counted, units_day, collat, dct_variants, clock_variants, unfused_by_collective, thread_cpu,
+                  emb_bf16_ab, planning_time, refit_searches, mlp_bf16_evidence, replanned, same_day, trial, wait_counted, units_day, collat, dct_variants, clock_variants, unfused_by_collective, thread_cpu,
                   coll_latency):
         table(out)
