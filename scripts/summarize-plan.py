@@ -738,30 +738,31 @@ def planning_time(out):
 
 
 def refit_searches(out):
-    """sparq plan at 8 ranks, search by search: the fastest longer run of each placement and what it chose,
-    with the kernel costs of each shape's first 64 calls (the stored searches of deferred-check and
+    """sparq plan search by search: the fastest longer run of each placement and what it chose, with the
+    kernel costs of each shape's first 64 calls (the stored 8-rank searches of deferred-check and
     planning-time-memo, build 9b0b83c and before) and fixed anew from the first pass (refit/, KernelCosts::refit)."""
     folder = out / "refit"
     if not folder.is_dir():
         return
-    print("| 8 ranks | kernel costs for the longer runs | search | fastest replicated, ms/step | fastest table-wise "
-          "| table-wise / replicated | chosen |")
-    print("|---|---|---|---|---|---|---|")
-    for net in ("10gbit", "25gbit"):
-        old = [out / "deferred-check" / f"p8-{net}_{m}.log" for m in ("pruned", "exhaustive")]
-        old += [out / "planning-time-memo" / f"{stem}-p8-{net}.log" for stem in ("deferred", "memo")]
-        for costs, logs in (("first 64 calls", old), ("the first pass's calls", sorted(folder.glob(f"p8-{net}_r*.log")))):
+    print("| ranks, network | kernel costs for the longer runs | search | fastest replicated, ms/step | fastest "
+          "table-wise | table-wise / replicated | chosen | planned in, s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for p, net in ((8, "10gbit"), (8, "25gbit"), (32, "10gbit"), (32, "25gbit")):
+        old = [out / "deferred-check" / f"p{p}-{net}_{m}.log" for m in ("pruned", "exhaustive")]
+        old += [out / "planning-time-memo" / f"{stem}-p{p}-{net}.log" for stem in ("deferred", "memo")]
+        old = [log for log in old if p == 8 and log.exists()]
+        for costs, logs in (("first 64 calls", old), ("the first pass's calls", sorted(folder.glob(f"p{p}-{net}_r*.log")))):
             for log in logs:
                 text = log.read_text()
                 best = {}
                 for label, ms in re.findall(r"^ +\d+\* (\S.*?\S) {2,}([\d.]+) ", text, re.M):
                     placement = "table-wise" if "table-wise" in label else "replicated"
                     best[placement] = min(best.get(placement, float("inf")), float(ms))
-                chosen = re.search(r"^chosen: (.*) — ", text, re.M)[1]
+                chosen = re.search(r"^chosen: (.*) — .*planned in ([\d.]+) s", text, re.M)
                 cell = lambda k: f"{best[k]:.2f}" if k in best else "no leader"
                 ratio = f"{best['table-wise'] / best['replicated']:.3f}" if len(best) == 2 else "-"
-                print(f"| {net} | {costs} | {log.parent.name}/{log.name} | {cell('replicated')} | "
-                      f"{cell('table-wise')} | {ratio} | {chosen} |")
+                print(f"| {p}, {net} | {costs} | {log.parent.name}/{log.name} | {cell('replicated')} | "
+                      f"{cell('table-wise')} | {ratio} | {chosen[1]} | {chosen[2]} |")
 
 
 def mlp_bf16_evidence(out):
