@@ -748,9 +748,8 @@ def refit_searches(out):
           "table-wise | table-wise / replicated | chosen | planned in, s |")
     print("|---|---|---|---|---|---|---|---|")
     for p, net in ((8, "10gbit"), (8, "25gbit"), (32, "10gbit"), (32, "25gbit")):
-        old = [out / "deferred-check" / f"p{p}-{net}_{m}.log" for m in ("pruned", "exhaustive")]
-        old += [out / "planning-time-memo" / f"{stem}-p{p}-{net}.log" for stem in ("deferred", "memo")]
-        old = [log for log in old if p == 8 and log.exists()]
+        old = [] if p != 8 else ([out / "deferred-check" / f"p8-{net}_{m}.log" for m in ("pruned", "exhaustive")]
+                                 + [out / "planning-time-memo" / f"{stem}-p8-{net}.log" for stem in ("deferred", "memo")])
         for costs, logs in (("first 64 calls", old), ("the first pass's calls", sorted(folder.glob(f"p{p}-{net}_r*.log")))):
             for log in logs:
                 text = log.read_text()

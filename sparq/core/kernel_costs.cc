@@ -117,7 +117,8 @@ void KernelCosts::load(const std::string& path) {
     if (!(s >> kernel >> shape[0] >> shape[1] >> shape[2] >> shape[3] >> shape[4] >> cost) || (s >> rest) ||
         !std::isfinite(cost) || cost < 0)
       bad("expected '<kernel> <5 sizes> <seconds >= 0>'");
-    entries_[key_of(kernel, shape)] = Entry{cost, {}, label_of(kernel, shape), true, {}, 0, 1};
+    Entry& e = entries_[key_of(kernel, shape)] = Entry{};
+    e.cost = cost, e.label = label_of(kernel, shape), e.kept = true;
   }
 }
 
