@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "sparq/core/error.h"
+#include "sparq/core/kernel_costs.h"
 
 namespace sparq {
 
@@ -12,6 +13,20 @@ struct Rows {
   std::size_t full, tail;
 };
 Rows rows_of(std::size_t n, std::size_t row_len) { return {n / row_len, n % row_len}; }
+
+// On the virtual clock a codec is charged by its count of values
+// (kernel_costs.h): its CPU time per value is set by its format, not by
+// the values, and charged as measured it carried the machine's load into
+// every compressed plan's step (a q4 plan against its fp32 twin, a few per
+// cent apart, ranked by the moment each was sampled). QSGD's threads are
+// part of the shape: the calling thread does only its share.
+ChargedKernel charged_codec(const char* op, const Codec& c, std::size_t n) {
+  const bool qsgd = c.kind == Codec::Kind::Qsgd;
+  return ChargedKernel(op, Units{n}, static_cast<std::size_t>(c.kind),
+                       static_cast<std::size_t>(qsgd ? c.qsgd.bits : c.rowwise.bits),
+                       qsgd ? c.qsgd.bucket : c.row_len,
+                       qsgd ? static_cast<std::size_t>(c.qsgd.threads) : static_cast<std::size_t>(c.rowwise.scale));
+}
 }  // namespace
 
 std::size_t Codec::bytes(std::size_t n) const {
@@ -30,6 +45,7 @@ std::size_t Codec::bytes(std::size_t n) const {
 void Codec::encode(std::span<const float> x, std::span<std::byte> out, std::uint64_t step, std::uint64_t key) const {
   SPARQ_CHECK(out.size() == bytes(x.size()), "codec {}: {} bytes for {} values, expected {}", name(), out.size(),
               x.size(), bytes(x.size()));
+  const ChargedKernel charged = charged_codec("codec_encode_per_value", *this, x.size());
   switch (kind) {
     case Kind::Fp32:
       if (!x.empty()) std::memcpy(out.data(), x.data(), out.size());
@@ -49,6 +65,7 @@ void Codec::encode_ec(std::span<const float> x, std::span<float> err, std::span<
   SPARQ_CHECK(kind == Kind::Rowwise, "codec {}: error compensation is row-wise only", name());
   SPARQ_CHECK(out.size() == bytes(x.size()) && err.size() == x.size(), "codec {}: {} bytes, {} residuals for {} values",
               name(), out.size(), err.size(), x.size());
+  const ChargedKernel charged = charged_codec("codec_encode_ec_per_value", *this, x.size());
   const Rows r = rows_of(x.size(), row_len);
   const std::size_t head = compress::RowwiseLayout{row_len, rowwise}.bytes(r.full);
   const std::size_t split = r.full * row_len;
@@ -59,6 +76,7 @@ void Codec::encode_ec(std::span<const float> x, std::span<float> err, std::span<
 void Codec::decode(std::span<const std::byte> in, std::span<float> out) const {
   SPARQ_CHECK_AS(WireError, in.size() == bytes(out.size()), "codec {}: {} bytes received for {} values, expected {}",
                  name(), in.size(), out.size(), bytes(out.size()));
+  const ChargedKernel charged = charged_codec("codec_decode_per_value", *this, out.size());
   switch (kind) {
     case Kind::Fp32:
       if (!out.empty()) std::memcpy(out.data(), in.data(), in.size());

@@ -7,6 +7,7 @@
 #include "sparq/coll/call.h"
 #include "sparq/compress/topk.h"
 #include "sparq/core/finite.h"
+#include "sparq/core/kernel_costs.h"
 #include "sparq/core/rng.h"
 #include "sparq/model/blas.h"
 #include "sparq/model/loss.h"
@@ -27,6 +28,14 @@ void parse_dct_option(std::string_view s, std::string_view opt, MpCodec& c) {
   SPARQ_CHECK_AS(InputError,
                  r.ec == std::errc() && r.ptr == opt.data() + opt.size() && std::isfinite(c.drop_l1) && c.drop_l1 >= 0,
                  "bad --mp-codec '{}': '{}' is not l1=LAMBDA (LAMBDA >= 0) or grad=dense", s, opt);
+}
+
+// DCT-MP's masking and packing of `n` values in rows of `cols`, charged on
+// the virtual clock by its count of values (kernel_costs.h), as the other
+// codecs are (sparq/coll/codec.cc). Each charge ends before the transport's
+// next call, which is where the clock reads a rank's CPU time.
+ChargedKernel charged_dct_mp(const char* op, std::size_t n, std::size_t cols, const MpCodec& c) {
+  return ChargedKernel(op, Units{n}, cols, static_cast<std::size_t>(std::lround(c.eta * 1e6)), static_cast<std::size_t>(c.values));
 }
 
 }  // namespace
@@ -111,15 +120,17 @@ void Pipeline::send_act(std::size_t mb, std::span<const float> y_in, std::size_t
     sends_.push_back(t_.isend(stage_ + 1, tags::kPipelineAct, buf));
     x.kept += rows * r;
   } else {
-    out_masks_[mb] = compress::dct_mp_select(y, cols, codec_.eta);
-    const std::size_t keep = out_masks_[mb].keep();
-    scratch_.resize(rows * keep);
-    compress::dct_mp_gather(out_masks_[mb], y, scratch_);
-    auto& buf = send_bufs_.emplace_back(compress::dct_mp_message_bytes(rows, cols, keep, codec_.values));
-    compress::dct_mp_encode(out_masks_[mb], scratch_, buf, codec_.values);
+    {  // the charge ends before the send: the clock's next event
+      const ChargedKernel charged = charged_dct_mp("dct_mp_encode_per_value", y.size(), cols, codec_);
+      out_masks_[mb] = compress::dct_mp_select(y, cols, codec_.eta);
+      scratch_.resize(rows * out_masks_[mb].keep());
+      compress::dct_mp_gather(out_masks_[mb], y, scratch_);
+      send_bufs_.emplace_back(compress::dct_mp_message_bytes(rows, cols, out_masks_[mb].keep(), codec_.values));
+      compress::dct_mp_encode(out_masks_[mb], scratch_, send_bufs_.back(), codec_.values);
+    }
     x.compress_seconds += seconds_since(t0);
-    sends_.push_back(t_.isend(stage_ + 1, tags::kPipelineAct, buf));
-    x.kept += rows * keep;
+    sends_.push_back(t_.isend(stage_ + 1, tags::kPipelineAct, send_bufs_.back()));
+    x.kept += rows * out_masks_[mb].keep();
   }
   x.comm_seconds += seconds_since(t0);
   x.bytes_sent += t_.counters().total().bytes_sent - before;
@@ -146,6 +157,7 @@ std::span<const float> Pipeline::recv_act(std::size_t mb, std::size_t rows, std:
     recv_buf_.resize(compress::dct_mp_message_bytes(rows, cols, keep, codec_.values));
     t_.recv(stage_ - 1, tags::kPipelineAct, recv_buf_);
     st.idle_s += seconds_since(t0);
+    const ChargedKernel charged = charged_dct_mp("dct_mp_decode_per_value", dense.size(), cols, codec_);
     scratch_.resize(rows * keep);
     compress::dct_mp_decode(recv_buf_, rows, cols, keep, in_masks_[mb], scratch_, codec_.values);
     compress::dct_mp_scatter(in_masks_[mb], scratch_, dense);
@@ -185,12 +197,15 @@ void Pipeline::send_grad(std::size_t mb, std::span<const float> dx_in, PipelineS
     x.kept += rows * mask.keep();
   } else {
     const compress::RowMask& mask = in_masks_[mb];  // the mask the activation came with
-    scratch_.resize(mask.rows() * mask.keep());
-    compress::dct_mp_gather(mask, dx, scratch_);
-    auto& buf = send_bufs_.emplace_back(compress::values_bytes(scratch_.size(), codec_.values));
-    compress::dct_mp_encode_values(scratch_, buf, codec_.values);
+    {
+      const ChargedKernel charged = charged_dct_mp("dct_mp_grad_encode_per_value", dx.size(), mask.cols(), codec_);
+      scratch_.resize(mask.rows() * mask.keep());
+      compress::dct_mp_gather(mask, dx, scratch_);
+      send_bufs_.emplace_back(compress::values_bytes(scratch_.size(), codec_.values));
+      compress::dct_mp_encode_values(scratch_, send_bufs_.back(), codec_.values);
+    }
     x.compress_seconds += seconds_since(t0);
-    sends_.push_back(t_.isend(stage_ - 1, tags::kPipelineGrad, buf));
+    sends_.push_back(t_.isend(stage_ - 1, tags::kPipelineGrad, send_bufs_.back()));
     x.kept += scratch_.size();
   }
   x.comm_seconds += seconds_since(t0);

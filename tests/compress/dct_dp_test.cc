@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <fstream>
 #include <optional>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "sparq/compress/topk.h"
 #include "sparq/core/error.h"
 #include "tests/compress/random_data.h"
+#include "tests/core/with_costs.h"
 
 namespace sparq::compress {
 namespace {
@@ -210,6 +212,29 @@ TEST(DctDp, TensorsAreIndependentAndShapesFixed) {
   EXPECT_THROW(dct.set_threshold("none", -1.0f), InputError);
   EXPECT_THROW(DctDp({.eta = 2.0}, store), InputError);
   EXPECT_THROW(DctDp({.life_span = 0}, store), InputError);
+}
+
+// On the virtual clock a step is charged by its count of values, a step that
+// sets the threshold apart from one that applies it: a cost file's per-value
+// costs (far above what 1000 values take, so only the charge reaches them).
+TEST(DctDp, ChargedOnTheClockByItsCountOfValues) {
+  const std::string path = ::testing::TempDir() + "dct_dp_costs.txt";
+  // Shape: threshold step or not, the values' format (0 fp32), eta in
+  // millionths, then the size class of 1000 values (std::bit_width 10).
+  std::ofstream(path) << sparq::test::cost_file_header(path) << "dct_dp_step_per_value 1 0 990000 0 10 0.001\n"
+                      << "dct_dp_step_per_value 0 0 990000 0 10 0.0001\n";
+  KernelCosts costs;
+  costs.load(path);
+  const sparq::test::WithCosts with(costs);
+  ErrorFeedbackStore store;
+  DctDp dct({.eta = 0.99, .life_span = 10}, store);
+  SparseStream out;
+  const std::vector<float> g = normal(1000, 4);
+  for (const auto& [k, want] : {std::pair{0, 1.0}, std::pair{1, 0.1}, std::pair{10, 1.0}}) {
+    const double charged = sparq::test::charged_for([&] { dct.step("w", k, g, out); });
+    EXPECT_GE(charged, want - 1e-9) << "step " << k;
+    EXPECT_LT(charged, want + 5e-3) << "step " << k;  // the test's own CPU around the step
+  }
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include "sparq/core/error.h"
 #include "sparq/core/parallel_clock.h"
+#include "tests/core/with_costs.h"
 
 namespace sparq {
 namespace {
@@ -28,23 +29,15 @@ void burn_cpu(double seconds) {
 
 std::string temp_path(const char* name) { return ::testing::TempDir() + name; }
 
-// The first line of /proc/cpuinfo's "model name", as KernelCosts writes it.
+// "cpu <model name>", as KernelCosts writes it.
 std::string cpu_line() {
-  const std::string p = temp_path("kc_probe.txt");
-  KernelCosts().save(p);
-  std::ifstream in(p);
-  std::string line;
-  std::getline(in, line);
-  std::getline(in, line);
-  return line;
+  const std::string head = test::cost_file_header(temp_path("kc_probe.txt"));
+  return head.substr(head.find('\n') + 1, head.size() - head.find('\n') - 2);
 }
 
 void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
-struct WithCosts {
-  explicit WithCosts(KernelCosts& c) { set_emulated_threads({1, nullptr, &c}); }
-  ~WithCosts() { set_emulated_threads({}); }
-};
+using test::WithCosts;
 
 TEST(KernelCosts, TheMedianOfItsSamplesFixedAfterThem) {
   constexpr std::size_t kOne[5] = {1, 0, 0, 0, 0}, kTwo[5] = {2, 0, 0, 0, 0};

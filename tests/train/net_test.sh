@@ -68,7 +68,10 @@ for round in write read; do
     fail "--kernel-costs ($round): $(cat "$D/err")"
   cmp -s "$D/hybrid.plain" "$D/hybrid.costs" || fail "--kernel-costs must not change the numerics"
 done
-grep -Eq "^onednn_sgemm( [0-9]+){5} [0-9.e-]+$" "$D/costs.txt" || fail "no GEMM cost in the file: $(cat "$D/costs.txt")"
+for kernel in onednn_sgemm dct_dp_step_per_value dct_mp_encode_per_value dct_mp_decode_per_value \
+  dct_mp_grad_encode_per_value; do
+  grep -Eq "^$kernel( [0-9]+){5} [0-9.e-]+$" "$D/costs.txt" || fail "no $kernel cost in the file: $(cat "$D/costs.txt")"
+done
 echo "ok: kernel costs"
 
 # The modelled step carries at least rank 0's bytes over its 100 Mbit/s link
