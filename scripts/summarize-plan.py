@@ -431,6 +431,16 @@ def units_day(out, sweep="cluster4-sweep-units", rounds="models/rounds-units", c
     check_rounds(out / check, runs, " (sparq plan --trial: cluster4-trial-wait), 200 steps a run")
 
 
+def codec_units_day(out, trial="cluster4-trial-codec-units", check="cluster4-check-codec-units-200"):
+    """The build that charges the codecs by their values: sparq plan --measure --trial on the cluster (TRIAL)
+    and its plan in check rounds against the default flags and cluster4-sweep-units' fastest admitted plan."""
+    if not (out / trial).is_dir():
+        return
+    chosen = next(l for l in (out / trial / "planner.log").read_text().splitlines() if l.startswith("chosen: "))
+    print(f"\nThe codecs charged by their values ({trial}): {chosen}")
+    check_rounds(out / check, out / "cluster4-sweep-units", f" (sparq plan --trial: {trial}), 200 steps a run")
+
+
 def agreement(runs):
     """'S, ratio A-B': how a plan's runs agree with each other (RUNS: each plan's steps, one a round): the lowest
     Spearman of any two rounds over the plans, and the range of their steps' ratio."""
@@ -1127,6 +1137,6 @@ if __name__ == "__main__":
         sys.exit()
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/data/plan")
     for table in (main, check, clock_check, accuracy, measure, unshaped, budget, cluster, transport_abs, resweeps,
-                  emb_bf16_ab, planning_time, refit_searches, mlp_bf16_evidence, replanned, same_day, trial, wait_counted, units_day, collat, dct_variants, clock_variants, unfused_by_collective, thread_cpu,
+                  emb_bf16_ab, planning_time, refit_searches, mlp_bf16_evidence, replanned, same_day, trial, wait_counted, units_day, codec_units_day, collat, dct_variants, clock_variants, unfused_by_collective, thread_cpu,
                   coll_latency):
         table(out)

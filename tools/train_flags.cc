@@ -223,9 +223,10 @@ void add_run_flags(CLI::App* c, TrainArgs& a) {
                 "--host-cores)")
       ->capture_default_str();
   c->add_option("--kernel-costs", a.kernel_costs,
-                "With --net: how the clock charges the dense kernels (GEMM blocks, the interaction, bias and "
-                "activation): 'measured' (their CPU time as they ran), 'run' (a cost per kernel and shape, the "
-                "median of its first 64 calls in this process, then fixed: runs steadier on a loaded machine) or "
+                "With --net: how the clock charges the kernels (GEMM blocks, the interaction, bias and "
+                "activation; by their count of values the embedding rows' work and the codecs): 'measured' (their "
+                "CPU time as they ran), 'run' (a cost per kernel and shape, the median of its first 64 calls in "
+                "this process, then fixed: runs steadier on a loaded machine) or "
                 "FILE (as 'run', the costs read from FILE and written back to it at the end, so that runs charge "
                 "the same)")
       ->capture_default_str();

@@ -33,7 +33,8 @@ DctDpStep DctDp::step(std::string_view name, std::uint64_t k, std::span<const fl
   // On the virtual clock, charged by its count of values (kernel_costs.h),
   // a step that sets the threshold apart from one that only applies it.
   const ChargedKernel charged("dct_dp_step_per_value", Units{n}, scheduled || adaptive,
-                              static_cast<std::size_t>(opts_.values), static_cast<std::size_t>(std::lround(opts_.eta * 1e6)));
+                              static_cast<std::size_t>(opts_.values),
+                              static_cast<std::size_t>(std::lround(opts_.eta * 1e6)));
   // Pairs go straight into `out` (room for all n: tau may pass everything).
   const SparseStream::PairBuffers pairs = out.start_pairs(n, n);
   if (scheduled || adaptive) {

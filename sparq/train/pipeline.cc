@@ -35,7 +35,8 @@ void parse_dct_option(std::string_view s, std::string_view opt, MpCodec& c) {
 // codecs are (sparq/coll/codec.cc). Each charge ends before the transport's
 // next call, which is where the clock reads a rank's CPU time.
 ChargedKernel charged_dct_mp(const char* op, std::size_t n, std::size_t cols, const MpCodec& c) {
-  return ChargedKernel(op, Units{n}, cols, static_cast<std::size_t>(std::lround(c.eta * 1e6)), static_cast<std::size_t>(c.values));
+  return ChargedKernel(op, Units{n}, cols, static_cast<std::size_t>(std::lround(c.eta * 1e6)),
+                       static_cast<std::size_t>(c.values));
 }
 
 }  // namespace
