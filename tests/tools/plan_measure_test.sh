@@ -67,7 +67,11 @@ for i, l in enumerate(out):
     for plan, (_, rel, rounds) in rows.items():
         mids = [statistics.median(r[2][k] for r in rows.values()) for k in range(3)]
         want = statistics.median(x / mid for x, mid in zip(rounds, mids))
-        assert abs(rel - want) < 0.01, (plan, rel, want)  # the rounds are printed to 0.01 ms
+        # The rounds are printed to 0.01 ms: each step and each round's median
+        # off by up to 0.005 ms, which on steps of a millisecond or less moves
+        # a ratio by more than a percent; "vs round" itself to 0.001.
+        tol = want * (0.005 / min(rounds) + 0.005 / min(mids)) + 0.0006
+        assert abs(rel - want) <= tol, (plan, rel, want, tol)
     stages.append(rows)
 assert 1 <= len(stages) <= 2, stages
 assert 2 <= len(stages[0]) <= 4, stages  # 3 leaders and the fastest fp32 plan, where it is not one of them
